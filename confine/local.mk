@@ -1,0 +1,1 @@
+# rules for confine/ (see confine/README.md)

@@ -1,0 +1,1 @@
+# rules for gateway/ (see gateway/README.md)

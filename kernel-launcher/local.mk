@@ -1,0 +1,1 @@
+# rules for kernel-launcher/ (see kernel-launcher/README.md)

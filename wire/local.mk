@@ -1,0 +1,1 @@
+# rules for wire/ (see wire/README.md)
