@@ -1,1 +1,2 @@
 # rules for kernel-launcher/ (see kernel-launcher/README.md)
+include kernel-launcher/pykernel/local.mk

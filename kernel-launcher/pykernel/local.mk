@@ -1,0 +1,1 @@
+# rules for kernel-launcher/pykernel/ (see its README.md)
