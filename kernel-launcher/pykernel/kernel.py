@@ -1,56 +1,1450 @@
-"""kennel's Python kernel: execution semantics (see README.md in this folder).
+"""kennel's Python kernel: what executing code means (see README.md here).
 
-Work in progress: this first version answers kernel_info and runs code; the
-full protocol follows."""
+The C side owns sockets, keys, signing, threads and the message loop. It calls
+configure(settings_json) once, then dispatch(msg_type, content_json,
+header_json) for every shell request, and gives us the `_kennel` module
+(publish, stdin_request, flush_output). This file is compiled into the binary
+and runs as a private module that is not in sys.modules.
+
+User code runs in one persistent namespace (the `__main__` module). Its
+`__builtins__` is a private mapping: the builtins of the chosen profile plus
+the hidden helpers (display, get_ipython, `_`), which therefore resolve by
+name but are not in globals(), dir() or vars()."""
+
+import builtins
 import json
+import os
 import sys
 
 import _kennel
 
-_publish = _kennel.publish
+_publish_raw = _kennel.publish
 _stdin_request = _kennel.stdin_request
-_flush_output = _kennel.flush_output
+_flush_fds = _kennel.flush_output
 sys.modules.pop("_kennel", None)
 del _kennel
 
-_ns = {"__name__": "__main__", "__builtins__": __builtins__}
-_count = 1
+# Frames whose code comes from this file are kennel's machinery: tracebacks
+# shown to the user leave them out.
+_OWN_FILE = (lambda: 0).__code__.co_filename
+
+_VERSION = "0.1.0"
+_SESSION = 1                      # history "session": one per kernel process
+_STREAM_FLUSH_BYTES = 64 * 1024   # publish a stream message at this size
+_STREAM_MAX_MESSAGE = 1024 * 1024  # never more than this in one message
+_STREAM_FLUSH_SECONDS = 0.1       # a partial buffer waits at most this long
+
+# Imports denied to user code by default (agent profile): foreign-function
+# interfaces, which would let code poke at the interpreter's memory, and the
+# kernel's own C module.
+_DEFAULT_DENY = ("ctypes", "_ctypes", "cffi", "_cffi_backend", "_kennel")
+_ALWAYS_DENY = ("_kennel",)
+_PROFILES = ("agent", "notebook", "none")
 
 
-def configure(settings_json):
+class _State:
+    """Everything the kernel keeps between requests."""
+
+    def __init__(self):
+        self.profile = "agent"
+        self.deny = frozenset(_DEFAULT_DENY)
+        self.allow = None            # a frozenset in allow-list mode
+        self.count = 1               # the next store_history execution's number
+        self.cells = 0               # every execution, for unique file names
+        self.future_flags = 0        # __future__ imports persist across cells
+        self.history = []            # (session, line, input, output text or None)
+        self.request = None          # the _Request being handled
+        self.running_user_code = False
+        self.main = None             # the user's __main__ module
+        self.ns = None               # its namespace
+        self.builtins = None         # the private builtins mapping
+        self.helpers = {}            # hidden helper name -> object
+        self.loop = None             # asyncio loop for top-level await
+        self.settings = {}
+
+
+_state = _State()
+
+
+class _Request:
+    """The shell request being handled, as user-facing code needs it."""
+
+    def __init__(self, msg_type, content, header):
+        self.msg_type = msg_type
+        self.content = content
+        self.header = header
+        self.silent = bool(content.get("silent", False))
+        self.allow_stdin = bool(content.get("allow_stdin", False))
+        self.payloads = []
+        self.shown_figures = set()
+
+
+def _lazy(name):
+    """Imports a module when first needed: kernel start stays fast."""
+    module = sys.modules.get(name)
+    if module is None:
+        __import__(name)
+        module = sys.modules[name]
+    return module
+
+
+# ---- publishing ---------------------------------------------------------------
+
+def _quiet():
+    request = _state.request
+    return request is not None and request.silent
+
+
+def _publish(msg_type, content, metadata=None):
+    """One iopub message, after any pending stream output so order is kept."""
+    _streams.flush()
+    _publish_raw(msg_type, json.dumps(content),
+                 None if metadata is None else json.dumps(metadata))
+
+
+class _Streams:
+    """Python-level stdout/stderr: one ordered buffer of both streams, so
+    interleaved writes reach the client in the order they were made. Flushed
+    before any other output, before the reply, at the end of a request, when
+    large, and by a timer thread when a partial write waits too long."""
+
+    def __init__(self):
+        self._lock = None
+        self._chunks = []          # [name, [texts]] runs of one stream
+        self._size = 0
+        self._wake = None
+        self._thread = None
+
+    def _ensure_sync(self):
+        if self._lock is None:
+            threading = _lazy("threading")
+            self._lock = threading.RLock()
+            self._wake = threading.Event()
+
+    def write(self, name, text):
+        if not text or _quiet():
+            return
+        self._ensure_sync()
+        with self._lock:
+            if self._chunks and self._chunks[-1][0] == name:
+                self._chunks[-1][1].append(text)
+            else:
+                self._chunks.append([name, [text]])
+            self._size += len(text)
+            big = self._size >= _STREAM_FLUSH_BYTES
+        if big:
+            self.flush()
+        else:
+            self._start_timer()
+
+    def _start_timer(self):
+        if self._thread is None:
+            threading = _lazy("threading")
+            self._thread = threading.Thread(target=self._timer, name="kennel-output", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def _timer(self):
+        time = _lazy("time")
+        while True:
+            self._wake.wait()
+            time.sleep(_STREAM_FLUSH_SECONDS)
+            self._wake.clear()
+            try:
+                self.flush(only_if_pending=True)
+            except Exception:
+                pass
+
+    def flush(self, only_if_pending=False):
+        if self._lock is None:
+            if not only_if_pending:
+                _flush_fds()
+            return
+        with self._lock:
+            if only_if_pending and not self._chunks:
+                return
+            chunks, self._chunks, self._size = self._chunks, [], 0
+            # what C code wrote to fd 1/2 before this came first
+            _flush_fds()
+            for name, texts in chunks:
+                text = "".join(texts)
+                for start in range(0, len(text), _STREAM_MAX_MESSAGE):
+                    piece = text[start:start + _STREAM_MAX_MESSAGE]
+                    _publish_raw("stream", json.dumps({"name": name, "text": piece}), None)
+
+    def discard(self):
+        if self._lock is not None:
+            with self._lock:
+                self._chunks, self._size = [], 0
+
+
+_streams = _Streams()
+
+
+class _BinaryOut:
+    """sys.stdout.buffer: bytes decoded as UTF-8 into the text stream."""
+
+    def __init__(self, text_stream):
+        self._text = text_stream
+
+    def write(self, data):
+        self._text.write(bytes(data).decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self):
+        self._text.flush()
+
+    def writable(self):
+        return True
+
+
+def _make_out_stream_class():
+    io = _lazy("io")
+
+    class OutStream(io.TextIOBase):
+        """sys.stdout / sys.stderr of the kernel: text goes to iopub."""
+
+        def __init__(self, name, fd):
+            super().__init__()
+            self._name = name
+            self._fd = fd
+            self.buffer = _BinaryOut(self)
+
+        name = property(lambda self: "<%s>" % self._name)
+        encoding = "utf-8"
+        errors = "replace"
+        newlines = None
+        line_buffering = False
+
+        def write(self, text):
+            if not isinstance(text, str):
+                raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+            _streams.write(self._name, text)
+            return len(text)
+
+        def writelines(self, lines):
+            for line in lines:
+                self.write(line)
+
+        def flush(self):
+            _streams.flush()
+
+        def writable(self):
+            return True
+
+        def readable(self):
+            return False
+
+        def isatty(self):
+            return False
+
+        def fileno(self):
+            # the fd is captured too, so code that writes to it directly
+            # (subprocess, faulthandler) still reaches the client
+            return self._fd
+
+        def close(self):
+            pass
+
+        @property
+        def closed(self):
+            return False
+
+    return OutStream
+
+
+# ---- stdin ---------------------------------------------------------------------
+
+class StdinNotImplementedError(NotImplementedError):
+    """input() was called by a request that does not allow stdin."""
+
+
+# user-facing classes print without the private module's name
+StdinNotImplementedError.__module__ = "builtins"
+
+
+def _ask(prompt, password):
+    request = _state.request
+    if request is None or not request.allow_stdin:
+        raise StdinNotImplementedError(
+            "input() is not available: the request running this code does not allow stdin "
+            "(allow_stdin is false), so no one can answer; pass the value in the code instead")
+    _streams.flush()
+    reply_type, content = _stdin_request(
+        "input_request", json.dumps({"prompt": str(prompt), "password": bool(password)}), -1.0)
+    if reply_type != "input_reply":
+        raise RuntimeError("expected input_reply on stdin, got %s" % reply_type)
+    value = json.loads(content).get("value", "")
+    if value == "\x04":
+        raise EOFError("EOF when reading a line")
+    return value
+
+
+def _input(prompt=""):
+    """Read a line from the client through the Jupyter stdin channel."""
+    return _ask(prompt, False)
+
+
+def _getpass(prompt="Password: ", stream=None):
+    """Read a secret from the client through the Jupyter stdin channel."""
+    return _ask(prompt, True)
+
+
+class _StdinReader:
+    """sys.stdin: each line is asked of the client (input_request)."""
+
+    encoding = "utf-8"
+    name = "<stdin>"
+    closed = False
+
+    def readline(self, size=-1):
+        return _ask("", False) + "\n"
+
+    def read(self, size=-1):
+        return self.readline()
+
+    def readlines(self):
+        return [self.readline()]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.readline()
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return True
+
+    def fileno(self):
+        return 0
+
+    def close(self):
+        pass
+
+
+# ---- rich output -------------------------------------------------------------
+
+_REPR_METHODS = (
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"),
+    ("application/javascript", "_repr_javascript_"),
+    ("application/pdf", "_repr_pdf_"),
+)
+_BINARY_MIMES = ("image/png", "image/jpeg", "application/pdf")
+
+
+def _warn_repr(obj, method, exc):
+    sys.stderr.write("kennel: %s.%s() raised %s: %s; that representation is left out\n"
+                     % (type(obj).__name__, method, type(exc).__name__, exc))
+
+
+def _encode_mime(mime, value):
+    """JSON-ready form of one representation (binary data as base64)."""
+    if mime in _BINARY_MIMES and isinstance(value, (bytes, bytearray)):
+        return _lazy("base64").b64encode(bytes(value)).decode("ascii")
+    if mime == "application/json":
+        if isinstance(value, str):
+            value = json.loads(value)
+        json.dumps(value)  # refuse what cannot be sent, here, with a clear error
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+def _split_repr(result):
+    """A _repr_*_ result may be data or (data, metadata)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return result[0], result[1]
+    return result, None
+
+
+def _is_figure(obj):
+    figure = sys.modules.get("matplotlib.figure")
+    return figure is not None and isinstance(obj, figure.Figure)
+
+
+def _figure_png(fig):
+    io = _lazy("io")
+    buf = io.BytesIO()
+    fig.canvas.print_figure(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _plain_text(obj):
+    """text/plain like IPython: _repr_pretty_ if defined, pretty-printed
+    containers, else repr()."""
+    if getattr(type(obj), "_repr_pretty_", None) is not None and not isinstance(obj, type):
+        try:
+            pretty = _lazy("IPython.lib.pretty")
+            return pretty.pretty(obj, max_width=79)
+        except ImportError:
+            pass
+    text = repr(obj)
+    if (len(text) > 79 and type(obj) in (dict, list, tuple, set, frozenset)
+            and len(obj) <= 1000):
+        return _lazy("pprint").pformat(obj, width=79, sort_dicts=False)
+    return text
+
+
+def _format(obj, include=None, exclude=None):
+    """(data, metadata) MIME bundle of obj; text/plain is always there."""
+    data, metadata = {}, {}
+    if not isinstance(obj, type):
+        method = _safe_attr(obj, "_repr_mimebundle_")
+        if callable(method):
+            try:
+                result = method(include=include, exclude=exclude)
+            except Exception as exc:
+                _warn_repr(obj, "_repr_mimebundle_", exc)
+                result = None
+            bundle, md = _split_repr(result)
+            if isinstance(bundle, dict):
+                for mime, value in bundle.items():
+                    try:
+                        data[mime] = _encode_mime(mime, value)
+                    except Exception as exc:
+                        _warn_repr(obj, "_repr_mimebundle_[%s]" % mime, exc)
+            if isinstance(md, dict):
+                metadata.update(md)
+        for mime, name in _REPR_METHODS:
+            if mime in data:
+                continue
+            method = _safe_attr(obj, name)
+            if not callable(method):
+                continue
+            try:
+                value, md = _split_repr(method())
+                if value is None:
+                    continue
+                data[mime] = _encode_mime(mime, value)
+            except Exception as exc:
+                _warn_repr(obj, name, exc)
+                continue
+            if md is not None:
+                metadata[mime] = md
+        if "image/png" not in data and _is_figure(obj):
+            data["image/png"] = _encode_mime("image/png", _figure_png(obj))
+            request = _state.request
+            if request is not None:
+                request.shown_figures.add(id(obj))
+    if "text/plain" not in data:
+        data["text/plain"] = _plain_text(obj)
+    if include:
+        data = {k: v for k, v in data.items() if k in include or k == "text/plain"}
+    if exclude:
+        data = {k: v for k, v in data.items() if k not in exclude or k == "text/plain"}
+    return data, metadata
+
+
+def _safe_attr(obj, name):
+    """getattr that survives objects with odd __getattr__ (proxies, mocks)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:
+        return None
+
+
+def _new_display_id():
+    return _lazy("uuid").uuid4().hex
+
+
+class DisplayHandle:
+    """A display that can be updated later (display(..., display_id=...))."""
+
+    def __init__(self, display_id=None):
+        self.display_id = display_id if display_id is not None else _new_display_id()
+
+    def __repr__(self):
+        return "<DisplayHandle display_id=%s>" % self.display_id
+
+    def display(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, **kwargs)
+
+    def update(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, update=True, **kwargs)
+
+
+def display(*objs, include=None, exclude=None, metadata=None, transient=None,
+            display_id=None, raw=False, clear=False, update=False, **kwargs):
+    """Show objects in the front end, as rich as they can be (HTML, images,
+    ...). display_id=True (or a string) returns a handle to update it."""
+    if clear:
+        clear_output(wait=True)
+    if display_id is True:
+        display_id = _new_display_id()
+    if update and not display_id:
+        raise TypeError("display(update=True) needs a display_id")
+    transient = dict(transient or {})
+    if display_id:
+        transient["display_id"] = display_id
+    for obj in objs:
+        if raw:
+            data, md = dict(obj), {}
+        else:
+            data, md = _format(obj, include, exclude)
+        if metadata:
+            md.update(metadata)
+        _publish_display(data, md, transient, update)
+    if display_id:
+        return DisplayHandle(display_id)
     return None
 
 
+def _publish_display(data, metadata, transient=None, update=False):
+    if _quiet():
+        return
+    content = {"data": data, "metadata": metadata or {}}
+    if transient or update:
+        content["transient"] = transient or {}
+    _publish("update_display_data" if update else "display_data", content)
+
+
+def update_display(obj, *, display_id, **kwargs):
+    """Replace what an earlier display(..., display_id=...) showed."""
+    kwargs["update"] = True
+    display(obj, display_id=display_id, **kwargs)
+
+
+def clear_output(wait=False):
+    """Clear this cell's output (wait=True: when the next output arrives)."""
+    if not _quiet():
+        _publish("clear_output", {"wait": bool(wait)})
+
+
+def _publish_display_data(data, metadata=None, source=None, *, transient=None, **kwargs):
+    _publish_display(dict(data), metadata or {}, transient, bool(kwargs.get("update")))
+
+
+def _show_result(value, request, count):
+    """The cell's last expression as execute_result; returns its text."""
+    data, md = _format(value)
+    if not request.silent:
+        _publish("execute_result", {"execution_count": count, "data": data, "metadata": md})
+    return data.get("text/plain")
+
+
+# ---- IPython and matplotlib compatibility -----------------------------------
+
+def _patch_ipython_display(module):
+    """IPython's display() only prints when no IPython shell runs: send its
+    display functions to ours."""
+    module.display = display
+    module.update_display = update_display
+    module.clear_output = clear_output
+    module.publish_display_data = _publish_display_data
+
+
+def _patch_pyplot(module):
+    module.show = _mpl_show
+
+
+def _mpl_show(*args, **kwargs):
+    """plt.show(): every open figure as image/png, then closed."""
+    _show_figures()
+
+
+def _show_figures():
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    request = _state.request
+    gcf = _lazy("matplotlib._pylab_helpers").Gcf
+    managers = gcf.get_all_fig_managers()
+    if not managers:
+        return
+    for manager in managers:
+        fig = manager.canvas.figure
+        if request is not None and id(fig) in request.shown_figures:
+            continue
+        if not _quiet():
+            display(fig)
+    pyplot.close("all")
+
+
+_POST_IMPORT = {
+    "IPython.core.display_functions": _patch_ipython_display,
+    "matplotlib.pyplot": _patch_pyplot,
+}
+
+
+class _ImportWatch:
+    """First on sys.meta_path: refuses the kernel's C module to everyone, and
+    patches IPython's display functions and pyplot.show when they load (for
+    libraries too, not only for imports in cells)."""
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname.split(".")[0] in _ALWAYS_DENY:
+            raise ImportError("import of %r is not allowed: it is internal to kennel" % fullname,
+                              name=fullname)
+        hook = _POST_IMPORT.get(fullname)
+        if hook is None:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is cls or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            hook(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+    @classmethod
+    def invalidate_caches(cls):
+        pass
+
+
+class _Shell:
+    """What get_ipython() returns: enough for code that checks for IPython,
+    a clear error for magics, which kennel does not run."""
+
+    def __repr__(self):
+        return "<kennel: not an IPython shell; IPython magics are not available>"
+
+    @property
+    def user_ns(self):
+        return _state.ns
+
+    config = {}
+    kernel = None
+
+    def run_line_magic(self, name, line="", _stack_depth=1):
+        if name == "matplotlib":
+            return None  # figures are always shown inline (Agg backend)
+        raise NotImplementedError("%%%s: IPython magics are not available in kennel's Python kernel"
+                                  % name)
+
+    def run_cell_magic(self, name, line, cell):
+        raise NotImplementedError("%%%%%s: IPython cell magics are not available in kennel's "
+                                  "Python kernel" % name)
+
+    def magic(self, line):
+        name, _, rest = line.partition(" ")
+        return self.run_line_magic(name.lstrip("%"), rest)
+
+    def system(self, cmd):
+        raise NotImplementedError("get_ipython().system is not available in kennel: "
+                                  "use subprocess.run(...)")
+
+
+_shell = _Shell()
+
+
+def get_ipython():
+    """kennel is not IPython: this returns a stand-in that explains so."""
+    return _shell
+
+
+# ---- builtins profiles and the import policy --------------------------------
+
+class _Disabled:
+    """exit/quit/breakpoint where the profile turns them off."""
+
+    def __init__(self, name, message):
+        self._name = name
+        self._message = message
+
+    def __repr__(self):
+        return self._message
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(self._message)
+
+
+def _module_denied(name):
+    """The policy's reason to refuse importing `name`, or None."""
+    parts = name.split(".")
+    prefixes = {".".join(parts[:i + 1]) for i in range(len(parts))}
+    if prefixes & set(_ALWAYS_DENY):
+        return "it is internal to kennel"
+    if _state.allow is not None:
+        if not prefixes & _state.allow:
+            return "kennel's import policy allows only: %s" % ", ".join(sorted(_state.allow))
+        return None
+    denied = prefixes & _state.deny
+    if denied:
+        return ("kennel's import policy denies %s (builtins profile %r)"
+                % (", ".join(sorted(denied)), _state.profile))
+    return None
+
+
+def _make_import(real_import):
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name:
+            # `from pkg import sub` may name a denied submodule
+            names = [name] + ["%s.%s" % (name, item) for item in (fromlist or ())
+                              if isinstance(item, str) and item != "*"]
+            for full in names:
+                reason = _module_denied(full)
+                if reason is not None and (full == name or _state.allow is None):
+                    raise ImportError("import of %r is blocked: %s" % (full, reason), name=full)
+        return real_import(name, globals, locals, fromlist, level)
+
+    __import__.__doc__ = real_import.__doc__
+    return __import__
+
+
+def _build_builtins(profile):
+    """The private builtins mapping for user code."""
+    mapping = dict(vars(builtins))
+    mapping["input"] = _input
+    if profile == "agent":
+        mapping["exit"] = _Disabled("exit", "exit() is disabled in this kernel (builtins profile "
+                                    "'agent'): the kernel and its variables persist; end the "
+                                    "conversation from the host")
+        mapping["quit"] = _Disabled("quit", "quit() is disabled in this kernel (builtins profile "
+                                    "'agent'): the kernel and its variables persist; end the "
+                                    "conversation from the host")
+        mapping["breakpoint"] = _Disabled("breakpoint", "breakpoint() is disabled in this kernel "
+                                          "(builtins profile 'agent'): there is no debugger "
+                                          "front end")
+    elif profile == "notebook":
+        mapping["exit"] = _Disabled("exit", "exit() does nothing in kennel: restart or shut down "
+                                    "the kernel from the front end")
+        mapping["quit"] = _Disabled("quit", "quit() does nothing in kennel: restart or shut down "
+                                    "the kernel from the front end")
+    if profile != "none":
+        mapping["__import__"] = _make_import(builtins.__import__)
+    mapping.update(_state.helpers)
+    return mapping
+
+
+def _install_helpers():
+    _state.helpers.update({
+        "display": display,
+        "get_ipython": get_ipython,
+    })
+
+
+# ---- tracebacks ----------------------------------------------------------------
+
+def _strip_kennel_frames(exc, seen=None):
+    """Drop this file's frames from exc's traceback (and its chain's)."""
+    types = _lazy("types")
+    seen = set() if seen is None else seen
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        entries = []
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename != _OWN_FILE:
+                entries.append(tb)
+            tb = tb.tb_next
+        new = None
+        for entry in reversed(entries):
+            new = types.TracebackType(new, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+        exc.__traceback__ = new
+        if exc.__cause__ is not None:
+            _strip_kennel_frames(exc.__cause__, seen)
+        exc = exc.__context__
+
+
+def _error_content(exc):
+    traceback = _lazy("traceback")
+    _strip_kennel_frames(exc)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+    if isinstance(exc, SystemExit):
+        lines = ["SystemExit: %s" % (exc.code if exc.code is not None else ""),
+                 "kennel caught SystemExit: the kernel keeps running and your variables are kept."]
+    else:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        lines = text.rstrip("\n").split("\n")
+    return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": lines}
+
+
+# ---- execute ---------------------------------------------------------------------
+
+def _register_source(filename, source):
+    linecache = _lazy("linecache")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _help_request(line):
+    """(expression, detail_level) if line is IPython's `obj?` / `obj??`."""
+    stripped = line.strip()
+    if not stripped or "?" not in stripped:
+        return None
+    level = 0
+    body = stripped
+    if body.endswith("??"):
+        body, level = body[:-2], 1
+    elif body.endswith("?"):
+        body = body[:-1]
+    elif body.startswith("??"):
+        body, level = body[2:], 1
+    elif body.startswith("?"):
+        body = body[1:]
+    else:
+        return None
+    body = body.strip()
+    if not body or not all(part.isidentifier() for part in body.split(".")):
+        return None
+    return body, level
+
+
+def _page(expression, level):
+    """`obj?` in a cell: help text as a pager payload of the reply."""
+    text = _inspect_text(expression, level)
+    if text is None:
+        text = "Object `%s` not found." % expression
+    request = _state.request
+    if request is not None:
+        request.payloads.append({"source": "page", "data": {"text/plain": text}, "start": 0})
+
+
+def _transform(code):
+    """IPython line syntax that kennel supports: `obj?`, `obj??`, and
+    `%matplotlib ...` (a no-op: figures are always inline)."""
+    lines = code.splitlines(True)
+    changed = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        end = "\n" if line.endswith("\n") else ""
+        indent = line[:len(line) - len(line.lstrip())]
+        if stripped.startswith("%matplotlib"):
+            lines[i] = indent + "pass" + end
+            changed = True
+            continue
+        help_request = _help_request(line)
+        if help_request is not None and not stripped.startswith("#"):
+            lines[i] = "%s__kennel_help__(%r, %d)%s" % (indent, help_request[0], help_request[1], end)
+            changed = True
+    return "".join(lines) if changed else code
+
+
+def _ends_with_semicolon(source):
+    tokenize = _lazy("tokenize")
+    io = _lazy("io")
+    skip = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER,
+            tokenize.INDENT, tokenize.DEDENT)
+    last = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in skip:
+                last = token
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return last is not None and last.type == tokenize.OP and last.string == ";"
+
+
+def _compile_cell(source, filename):
+    """(body code, last-expression code or None)."""
+    ast = _lazy("ast")
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | _state.future_flags
+    tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(source):
+        last = tree.body.pop()
+    body = compile(tree, filename, "exec", flags, dont_inherit=True)
+    _state.future_flags |= body.co_flags & _FUTURE_FLAGS
+    expr = None
+    if last is not None:
+        expr = compile(ast.Expression(last.value), filename, "eval", flags | _state.future_flags,
+                       dont_inherit=True)
+    return body, expr
+
+
+def _future_flags():
+    future = _lazy("__future__")
+    mask = 0
+    for name in future.all_feature_names:
+        mask |= getattr(future, name).compiler_flag
+    return mask
+
+
+_FUTURE_FLAGS = 0
+_CO_COROUTINE = 0x0080
+
+
+def _run_code(code):
+    """Runs a code object of a cell in the user namespace (awaiting it when
+    it uses top-level await)."""
+    result = eval(code, _state.ns)
+    if code.co_flags & _CO_COROUTINE:
+        if _state.loop is None:
+            _state.loop = _lazy("asyncio").new_event_loop()
+        result = _state.loop.run_until_complete(result)
+    return result
+
+
+def _prepare_namespace():
+    ns = _state.ns
+    ns["__builtins__"] = _state.builtins
+    ns.setdefault("__name__", "__main__")
+    sys.modules["__main__"] = _state.main
+
+
+def _compile_with_ipython_syntax(code, filename):
+    """Compiles code; only if that fails, tries again with the IPython line
+    syntax kennel supports (so a `?` inside a string is never touched).
+    Returns (source used, body, last expression)."""
+    _register_source(filename, code)
+    try:
+        return (code,) + _compile_cell(code, filename)
+    except (SyntaxError, ValueError, OverflowError) as exc:
+        transformed = _transform(code)
+        if transformed == code:
+            raise
+        try:
+            body, expr = _compile_cell(transformed, filename)
+        except (SyntaxError, ValueError, OverflowError):
+            raise exc from None
+    _register_source(filename, transformed)
+    return transformed, body, expr
+
+
+def _run_cell(code, request, count, store):
+    """Runs one cell. Returns (error content or None, result text or None)."""
+    _state.cells += 1
+    filename = "<cell %d>" % count if store else "<cell %d.%d>" % (count, _state.cells)
+    whole = _help_request(code) if "\n" not in code.strip() else None
+    if whole is not None:
+        _page(*whole)
+        return None, None
+    _prepare_namespace()
+    try:
+        _, body, expr = _compile_with_ipython_syntax(code, filename)
+    except (SyntaxError, ValueError, OverflowError) as exc:
+        return _error_content(exc), None
+    result_text = None
+    try:
+        _state.running_user_code = True
+        try:
+            _run_code(body)
+            if expr is not None:
+                value = _run_code(expr)
+                if value is not None:
+                    result_text = _show_result(value, request, count)
+                    if store:
+                        _set_last_results(value)
+        finally:
+            _state.running_user_code = False
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit: the kernel persists
+        return _error_content(exc), None
+    return None, result_text
+
+
+def _set_last_results(value):
+    mapping = _state.builtins
+    mapping["___"] = mapping.get("__", "")
+    mapping["__"] = mapping.get("_", "")
+    mapping["_"] = value
+
+
+def _kennel_help(expression, level):
+    _page(expression, level)
+
+
+def _user_expressions(expressions):
+    results = {}
+    for key, expression in (expressions or {}).items():
+        try:
+            _state.running_user_code = True
+            try:
+                value = eval(compile(str(expression), "<user_expression>", "eval",
+                                     dont_inherit=True), _state.ns)
+            finally:
+                _state.running_user_code = False
+            data, md = _format(value)
+            results[key] = {"status": "ok", "data": data, "metadata": md}
+        except BaseException as exc:
+            content = _error_content(exc)
+            content["status"] = "error"
+            results[key] = content
+    return results
+
+
+def _execute(request):
+    content = request.content
+    code = str(content.get("code", ""))
+    silent = request.silent
+    store = bool(content.get("store_history", not silent)) and not silent
+    stop_on_error = bool(content.get("stop_on_error", True))
+    count = _state.count if store else _state.count - 1
+    if not silent:
+        _publish("execute_input", {"code": code, "execution_count": count})
+    error, result_text = _run_cell(code, request, count, store)
+    if error is not None and not silent:
+        _publish("error", error)
+    try:
+        if not silent:
+            _show_figures()
+    except Exception as exc:
+        sys.stderr.write("kennel: showing matplotlib figures failed: %s: %s\n"
+                         % (type(exc).__name__, exc))
+    if store:
+        _state.history.append((_SESSION, count, code, result_text))
+        _state.count += 1
+    if error is None:
+        reply = {"status": "ok", "execution_count": count, "payload": request.payloads,
+                 "user_expressions": _user_expressions(content.get("user_expressions"))}
+    else:
+        reply = dict(error, status="error", execution_count=count, payload=[],
+                     user_expressions={})
+    abort = error is not None and stop_on_error and not silent
+    return "execute_reply", reply, abort
+
+
+# ---- introspection: complete, inspect, is_complete -----------------------------
+
+def _resolve(expression):
+    """The object a dotted name refers to in user code, or raise LookupError."""
+    parts = expression.split(".")
+    if not all(part.isidentifier() for part in parts):
+        raise LookupError(expression)
+    name = parts[0]
+    if name in _state.ns:
+        obj = _state.ns[name]
+    elif name in _state.builtins:
+        obj = _state.builtins[name]
+    else:
+        raise LookupError(expression)
+    for part in parts[1:]:
+        try:
+            obj = getattr(obj, part)
+        except Exception:
+            raise LookupError(expression) from None
+    return obj
+
+
+def _signature(obj):
+    inspect = _lazy("inspect")
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return None
+
+
+def _inspect_text(expression, level):
+    """IPython-like help text for a dotted name, or None if unknown."""
+    inspect = _lazy("inspect")
+    try:
+        obj = _resolve(expression)
+    except LookupError:
+        return None
+    lines = []
+    if callable(obj):
+        signature = _signature(obj)
+        if signature is not None:
+            lines.append("Signature: %s%s" % (expression, signature))
+    else:
+        text = repr(obj)
+        if len(text) > 200:
+            text = text[:200] + "..."
+        lines.append("String form: %s" % text)
+    if level > 0:
+        try:
+            lines.append("Source:\n%s" % inspect.getsource(obj).rstrip("\n"))
+        except (TypeError, OSError):
+            level = 0
+    if level == 0:
+        doc = inspect.getdoc(obj)
+        if not doc:
+            lines.append("Docstring: <no docstring>")
+        elif "\n" in doc:
+            lines.append("Docstring:\n%s" % doc)
+        else:
+            lines.append("Docstring: %s" % doc)
+    try:
+        filename = inspect.getsourcefile(obj) or inspect.getfile(obj)
+    except TypeError:
+        filename = None
+    if filename:
+        lines.append("File: %s" % filename)
+    lines.append("Type: %s" % type(obj).__name__)
+    return "\n".join(lines)
+
+
+def _name_at(code, cursor):
+    """The dotted name under the cursor, or the callee of the call the cursor
+    is in (`print(` -> print)."""
+    re = _lazy("re")
+    left = re.search(r"[A-Za-z_][\w.]*$", code[:cursor])
+    right = re.match(r"\w*", code[cursor:])
+    name = (left.group(0) if left else "") + (right.group(0) if right else "")
+    name = name.strip(".")
+    if name and all(part.isidentifier() for part in name.split(".")):
+        return name
+    depth = 0
+    for i in range(cursor - 1, -1, -1):
+        char = code[i]
+        if char == ")":
+            depth += 1
+        elif char == "(":
+            if depth == 0:
+                callee = re.search(r"[A-Za-z_][\w.]*$", code[:i])
+                return callee.group(0).strip(".") if callee else None
+            depth -= 1
+    return None
+
+
+def _inspect(content):
+    code = str(content.get("code", ""))
+    cursor = _cursor(content, code)
+    level = int(content.get("detail_level", 0) or 0)
+    name = _name_at(code, cursor)
+    text = _inspect_text(name, level) if name else None
+    if text is None:
+        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+    return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
+
+
+def _cursor(content, code):
+    cursor = content.get("cursor_pos")
+    if cursor is None or not 0 <= int(cursor) <= len(code):
+        return len(code)
+    return int(cursor)
+
+
+_module_names_cache = None
+
+
+def _top_level_modules():
+    global _module_names_cache
+    if _module_names_cache is None:
+        pkgutil = _lazy("pkgutil")
+        names = set(sys.builtin_module_names)
+        names.update(info.name for info in pkgutil.iter_modules())
+        names.update(name.split(".")[0] for name in list(sys.modules))
+        _module_names_cache = sorted(n for n in names if n.isidentifier())
+    return _module_names_cache
+
+
+def _submodules(package_name):
+    """Names under package_name: its submodules and module attributes."""
+    if _module_denied(package_name) is not None:
+        return []
+    importlib = _lazy("importlib")
+    pkgutil = _lazy("pkgutil")
+    try:
+        module = importlib.import_module(package_name)
+    except Exception:
+        return []
+    names = set()
+    path = getattr(module, "__path__", None)
+    if path is not None:
+        names.update(info.name for info in pkgutil.iter_modules(path))
+    types = _lazy("types")
+    for attr, value in list(vars(module).items()):
+        if isinstance(value, types.ModuleType):
+            names.add(attr)
+    return sorted(names)
+
+
+def _complete_module(dotted):
+    if "." not in dotted:
+        candidates = _top_level_modules()
+        prefix = dotted
+        base = ""
+    else:
+        parent, _, prefix = dotted.rpartition(".")
+        candidates = _submodules(parent)
+        base = parent + "."
+    matches = [base + name for name in candidates if name.startswith(prefix)
+               and _module_denied(base + name) is None]
+    if not prefix.startswith("_"):
+        matches = [m for m in matches if not m.rpartition(".")[2].startswith("_")]
+    return matches
+
+
+def _complete_names(prefix):
+    keyword = _lazy("keyword")
+    names = set(_state.ns)
+    real = vars(builtins)
+    # hidden helpers are not offered: only real builtins and user names
+    names.update(name for name in _state.builtins if name in real)
+    names.update(keyword.kwlist)
+    matches = [n for n in names if n.startswith(prefix)]
+    if not prefix.startswith("_"):
+        matches = [n for n in matches if not n.startswith("_")]
+    return sorted(matches)
+
+
+def _complete_attributes(expression, prefix):
+    try:
+        obj = _resolve(expression)
+    except LookupError:
+        return []
+    try:
+        names = dir(obj)
+    except Exception:
+        return []
+    matches = [n for n in names if isinstance(n, str) and n.startswith(prefix)]
+    if not prefix.startswith("_"):
+        matches = [n for n in matches if not n.startswith("_")]
+    return ["%s.%s" % (expression, n) for n in sorted(set(matches))]
+
+
+def _complete(content):
+    re = _lazy("re")
+    code = str(content.get("code", ""))
+    cursor = _cursor(content, code)
+    before = code[:cursor]
+    line = before.rsplit("\n", 1)[-1]
+    matches = []
+    start = cursor
+    import_line = re.match(r"\s*(?:import\s+(?:[\w.]+\s*,\s*)*|from\s+)([\w.]*)$", line)
+    from_import = re.match(r"\s*from\s+([\w.]+)\s+import\s+(?:\w+\s*,\s*)*(\w*)$", line)
+    if from_import:
+        module, prefix = from_import.groups()
+        start = cursor - len(prefix)
+        matches = _from_import_names(module, prefix)
+    elif import_line:
+        dotted = import_line.group(1)
+        start = cursor - len(dotted)
+        matches = _complete_module(dotted)
+    else:
+        token = re.search(r"[A-Za-z_][\w.]*$|(?<![\w.])$", before)
+        text = token.group(0) if token else ""
+        start = cursor - len(text)
+        if token is None:
+            matches = []
+        elif "." in text:
+            expression, _, prefix = text.rpartition(".")
+            matches = _complete_attributes(expression, prefix)
+        else:
+            matches = _complete_names(text)
+    return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor,
+            "metadata": {}}
+
+
+def _from_import_names(module, prefix):
+    if _module_denied(module) is not None:
+        return []
+    names = set(_submodules(module))
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        names.update(n for n in dir(loaded) if isinstance(n, str))
+    matches = [n for n in names if n.startswith(prefix)]
+    if not prefix.startswith("_"):
+        matches = [n for n in matches if not n.startswith("_")]
+    return sorted(matches)
+
+
+def _is_complete(content):
+    code = str(content.get("code", ""))
+    if not code.strip() or _help_request(code) is not None and "\n" not in code.strip():
+        return {"status": "complete"}
+    codeop = _lazy("codeop")
+    warnings = _lazy("warnings")
+    source = _transform(code)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = codeop.compile_command(source, "<input>", "exec")
+    except (SyntaxError, OverflowError, ValueError):
+        return {"status": "invalid"}
+    lines = [ln for ln in code.split("\n") if ln.strip()]
+    last = lines[-1] if lines else ""
+    indent = last[:len(last) - len(last.lstrip())]
+    if compiled is None:
+        if last.rstrip().endswith(":"):
+            indent += "    "
+        return {"status": "incomplete", "indent": indent}
+    if indent and not code.endswith("\n"):
+        # inside an indented block: like IPython, a blank line ends it
+        return {"status": "incomplete", "indent": indent}
+    return {"status": "complete"}
+
+
+# ---- history, kernel_info ----------------------------------------------------
+
+def _history(content):
+    access = content.get("hist_access_type", "tail")
+    output = bool(content.get("output", False))
+    entries = list(_state.history)
+    if access == "tail":
+        n = content.get("n")
+        if n is not None:
+            entries = entries[-int(n):] if int(n) > 0 else []
+    elif access == "range":
+        session = int(content.get("session", 0) or 0)
+        if session not in (0, _SESSION):
+            entries = []
+        start = int(content.get("start", 0) or 0)
+        stop = content.get("stop")
+        entries = [e for e in entries
+                   if e[1] >= start and (stop is None or e[1] < int(stop))]
+    elif access == "search":
+        fnmatch = _lazy("fnmatch")
+        pattern = str(content.get("pattern", "*") or "*")
+        entries = [e for e in entries if fnmatch.fnmatchcase(e[2], pattern)]
+        if content.get("unique"):
+            seen = set()
+            kept = []
+            for entry in reversed(entries):
+                if entry[2] not in seen:
+                    seen.add(entry[2])
+                    kept.append(entry)
+            entries = kept[::-1]
+        n = content.get("n")
+        if n is not None:
+            entries = entries[-int(n):] if int(n) > 0 else []
+    else:
+        entries = []
+    if output:
+        history = [[s, line, [source, out]] for s, line, source, out in entries]
+    else:
+        history = [[s, line, source] for s, line, source, _ in entries]
+    return {"status": "ok", "history": history}
+
+
 def _kernel_info():
+    version = "%d.%d.%d" % sys.version_info[:3]
     return {
         "status": "ok",
         "protocol_version": "5.3",
         "implementation": "kennel",
-        "implementation_version": "0.1",
+        "implementation_version": _VERSION,
         "language_info": {
             "name": "python",
-            "version": "%d.%d.%d" % sys.version_info[:3],
+            "version": version,
             "mimetype": "text/x-python",
             "file_extension": ".py",
             "pygments_lexer": "ipython3",
-            "codemirror_mode": {"name": "ipython", "version": 3},
+            "codemirror_mode": {"name": "ipython", "version": sys.version_info[0]},
             "nbconvert_exporter": "python",
         },
-        "banner": "kennel Python %s" % sys.version.split()[0],
-        "help_links": [],
+        "banner": "Python %s (kennel %s, builtins profile %r)\n" % (
+            sys.version.split("\n")[0], _VERSION, _state.profile),
+        "help_links": [
+            {"text": "Python Reference",
+             "url": "https://docs.python.org/%d.%d" % sys.version_info[:2]},
+        ],
     }
 
 
-def dispatch(msg_type, content_json, header_json):
-    global _count
-    content = json.loads(content_json)
-    if msg_type == "kernel_info_request":
-        return ("kernel_info_reply", json.dumps(_kernel_info()), "{}", False)
-    if msg_type == "execute_request":
-        count = _count
-        _count += 1
-        exec(compile(content.get("code", ""), "<cell>", "exec"), _ns)
-        reply = {"status": "ok", "execution_count": count,
-                 "payload": [], "user_expressions": {}}
-        return ("execute_reply", json.dumps(reply), "{}", False)
+# ---- entry points (called by the C side) -------------------------------------
+
+def _sigint(signum, frame):
+    """SIGINT interrupts user code; when the kernel is idle or busy with its
+    own bookkeeping it is ignored."""
+    if _state.running_user_code:
+        raise KeyboardInterrupt
+
+
+def configure(settings_json):
+    """Called once by the C side after start: the builtins profile, the
+    import policy and the kernel's settings."""
+    global _FUTURE_FLAGS
+    settings = json.loads(settings_json or "{}") or {}
+    if not isinstance(settings, dict):
+        raise ValueError("kernel settings must be a JSON object")
+    profile = settings.get("builtins", "agent")
+    if profile not in _PROFILES:
+        raise ValueError("unknown builtins profile %r (expected one of %s)"
+                         % (profile, ", ".join(_PROFILES)))
+    _state.profile = profile
+    _state.settings = settings
+    imports = settings.get("imports") or {}
+    if not isinstance(imports, dict) or ("deny" in imports and "allow" in imports):
+        raise ValueError("imports must be {\"deny\": [...]} or {\"allow\": [...]}")
+    default_deny = _DEFAULT_DENY if profile == "agent" else _ALWAYS_DENY
+    if profile == "none":
+        default_deny = ()
+    _state.deny = frozenset(default_deny) | frozenset(str(m) for m in imports.get("deny", ()))
+    if "allow" in imports:
+        _state.allow = frozenset(str(m) for m in imports["allow"])
+    _FUTURE_FLAGS = _future_flags()
+
+    _install_helpers()
+    _state.helpers["__kennel_help__"] = _kennel_help
+    _state.builtins = _build_builtins(profile)
+    types = _lazy("types")
+    _state.main = types.ModuleType("__main__")
+    _state.ns = _state.main.__dict__
+    _prepare_namespace()
+
+    os.environ["MPLBACKEND"] = "Agg"  # no GUI: figures are sent as PNG
+    sys.meta_path.insert(0, _ImportWatch)
+    for name, hook in _POST_IMPORT.items():
+        if name in sys.modules:
+            hook(sys.modules[name])
+
+    out_stream = _make_out_stream_class()
+    sys.stdout = out_stream("stdout", 1)
+    sys.stderr = out_stream("stderr", 2)
+    sys.stdin = _StdinReader()
+    # libraries (pdb, cmd, getpass users) read through the stdin channel too
+    builtins.input = _input
+    getpass = _lazy("getpass")
+    getpass.getpass = _getpass
+    signal = _lazy("signal")
+    signal.signal(signal.SIGINT, _sigint)
     return None
+
+
+def dispatch(msg_type, content_json, header_json):
+    """One shell request. Returns (reply type, reply content JSON, reply
+    metadata JSON, abort queue) or None when the request has no reply."""
+    try:
+        content = json.loads(content_json or "{}") or {}
+        header = json.loads(header_json or "{}") or {}
+    except ValueError as exc:
+        return _internal_error("%s_reply" % msg_type.rsplit("_", 1)[0], exc)
+    request = _Request(msg_type, content, header)
+    _state.request = request
+    reply_type = msg_type[:-len("_request")] + "_reply" if msg_type.endswith("_request") else None
+    try:
+        abort = False
+        if msg_type == "execute_request":
+            reply_type, reply, abort = _execute(request)
+        elif msg_type == "kernel_info_request":
+            reply = _kernel_info()
+        elif msg_type == "complete_request":
+            reply = _complete(content)
+        elif msg_type == "inspect_request":
+            reply = _inspect(content)
+        elif msg_type == "is_complete_request":
+            reply = _is_complete(content)
+        elif msg_type == "history_request":
+            reply = _history(content)
+        elif msg_type == "comm_info_request":
+            reply = {"status": "ok", "comms": {}}
+        elif msg_type == "shutdown_request":
+            reply = {"status": "ok", "restart": bool(content.get("restart", False))}
+        elif msg_type == "comm_open":
+            # no comm targets: close it at once so the front end does not wait
+            _publish("comm_close", {"comm_id": content.get("comm_id", ""), "data": {}})
+            return None
+        else:
+            return None
+        _streams.flush()
+        return reply_type, json.dumps(reply), "{}", abort
+    except BaseException as exc:  # never let an exception escape into C
+        _streams.flush()
+        if reply_type is None:
+            return None
+        return _internal_error(reply_type, exc)
+    finally:
+        _state.request = None
+        _state.running_user_code = False
+
+
+def _internal_error(reply_type, exc):
+    content = {"status": "error", "ename": "KennelInternalError",
+               "evalue": "%s: %s" % (type(exc).__name__, exc),
+               "traceback": ["kennel's kernel failed to handle this request: %s: %s"
+                             % (type(exc).__name__, exc)]}
+    if reply_type == "execute_reply":
+        content.update(execution_count=_state.count - 1, payload=[], user_expressions={})
+    return reply_type, json.dumps(content), "{}", False
