@@ -1016,6 +1016,9 @@ def _resolve(expression):
         obj = _state.ns[name]
     elif name in _state.builtins:
         obj = _state.builtins[name]
+    elif name in sys.modules and _module_denied(name) is None:
+        # a module the cell imports but has not run yet (`import sys; sys.`)
+        obj = sys.modules[name]
     else:
         raise LookupError(expression)
     for part in parts[1:]:
