@@ -1,2 +1,16 @@
 # rules for kernel-launcher/ (see kernel-launcher/README.md)
 include kernel-launcher/pykernel/local.mk
+
+bin_PROGRAMS += kernel-launcher/kennel-launch
+kernel_launcher_kennel_launch_SOURCES = \
+	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c
+kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel
+kernel_launcher_kennel_launch_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
+	$(PYTHON_LIBS) $(JANSSON_LIBS)
+
+# tests/security: a harness that simulates a host without user namespaces
+check_PROGRAMS += tests/security/no_userns
+tests_security_no_userns_SOURCES = tests/security/no_userns.c
+tests_security_no_userns_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
+tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
+EXTRA_DIST += kernel-launcher/README.md tests/security/conftest.py tests/security/test_confine.py

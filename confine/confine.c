@@ -1,0 +1,255 @@
+/*  confine.c - confine_enter(): the whole setup, in bubblewrap's order.
+
+    caller (P)                          sandbox init (C, pid 1)        confined (D)
+    no_new_privs, cgroup dirs
+    clone(NEWUSER|NS|PID|NET|IPC|UTS) ─▶ waits for GO
+    uid/gid maps, move C into cgroup
+    GO ───────────────────────────────▶ cgroupns, switch to uid 1000,
+                                        mounts + pivot_root, hostname,
+                                        lo up, caps, rlimits, Landlock,
+                                        seccomp; fork ──────────────▶ setsid, env, fds
+    ◀──────────────────────────────────────────────────────────── READY (+ creds: host pid)
+    PID ─────────────────────────────────────────────────────────▶ returns 0
+    waiter: forward signals,            init: reap, forward signals,
+    exit like D                         report D's status, exit
+
+    Any failure before READY comes back to P as an ERROR message naming the
+    layer; P reaps C and returns -1, so nothing untrusted ever ran. */
+#include "private.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+int
+confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error, bool creds)
+{
+    confine_msg_t msg;
+    memset (&msg, 0, sizeof msg);
+    msg.type = type;
+    msg.value = value;
+    if (error)
+        msg.error = *error;
+    /* The receiver's SO_PASSCRED makes the kernel attach our pid, translated
+       into the receiver's pid namespace; nothing to add here. */
+    (void) creds;
+    ssize_t n;
+    do
+        n = send (fd, &msg, sizeof msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t) sizeof msg ? 0 : -1;
+}
+
+int
+confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock)
+{
+    union {
+        char buf[CMSG_SPACE (sizeof (struct ucred))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = msg, .iov_len = sizeof *msg };
+    struct msghdr hdr = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                          .msg_controllen = sizeof control.buf };
+    ssize_t n;
+    do
+        n = recvmsg (fd, &hdr, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0));
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t) sizeof *msg)
+        return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR (&hdr); pid && c; c = CMSG_NXTHDR (&hdr, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+            struct ucred cred;
+            memcpy (&cred, CMSG_DATA (c), sizeof cred);
+            *pid = cred.pid;
+        }
+    return 0;
+}
+
+_Noreturn static void
+child_fail (confine_ctx_t *ctx)
+{
+    confine_msg_send (ctx->sync_fd, CONFINE_MSG_ERROR, 0, ctx->error, false);
+    _exit (1);
+}
+
+/* D: the confined process, after the fork from init. */
+static int
+confined_finish (confine_ctx_t *ctx, const sigset_t *caller_mask)
+{
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != 1)        /* init died before we set it */
+        _exit (1);
+    /* No controlling terminal: nothing to inject keystrokes into. */
+    setsid ();
+    sigprocmask (SIG_SETMASK, caller_mask, NULL);
+    umask (022);
+    if (env_setup (ctx) < 0)
+        child_fail (ctx);
+    if (chdir ("/workspace") < 0) {
+        confine_error_set (ctx->error, "mount", errno, "chdir /workspace: %s", strerror (errno));
+        child_fail (ctx);
+    }
+    confine_msg_t msg;
+    if (confine_msg_send (ctx->sync_fd, CONFINE_MSG_READY, 0, NULL, true) < 0
+        || confine_msg_recv (ctx->sync_fd, &msg, NULL, false) < 0 || msg.type != CONFINE_MSG_PID)
+        _exit (1);
+    ctx->report->pid = msg.value;
+    close (ctx->sync_fd);
+    ctx->sync_fd = -1;
+    if (fds_setup (ctx) < 0)
+        _exit (1);      /* the waiter has gone on already; nothing to report to */
+    return 0;
+}
+
+/* C: runs in the new namespaces; returns only in D. */
+static int
+child_main (confine_ctx_t *ctx, const sigset_t *caller_mask)
+{
+    static const confine_policy_t keep_none;
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    confine_msg_t msg;
+    if (confine_msg_recv (ctx->sync_fd, &msg, NULL, false) < 0 || msg.type != CONFINE_MSG_GO)
+        _exit (1);
+    /* Nothing of the caller's but 0, 1, 2, the kept fds and our socket. */
+    if (fds_close_others (ctx->policy, ctx->sync_fd) < 0) {
+        confine_error_set (ctx->error, "fds", errno, "close_range: %s", strerror (errno));
+        child_fail (ctx);
+    }
+    confine_report_set (ctx->report, CONFINE_LAYER_PID, CONFINE_ACTIVE,
+                        "own pid namespace; an init reaps orphans, forwards signals, and takes every process down "
+                        "with the confined one");
+    if (cgroupns_enter (ctx) < 0 || userns_switch_user (ctx) < 0 || mounts_setup (ctx) < 0
+        || uts_setup (ctx) < 0 || net_setup (ctx) < 0 || ipc_setup (ctx) < 0
+        || caps_drop_bounding (ctx) < 0 || caps_drop_all (ctx) < 0 || rlimits_setup (ctx) < 0
+        || landlock_setup (ctx) < 0 || seccomp_setup (ctx) < 0)
+        child_fail (ctx);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        confine_error_set (ctx->error, "pid", errno, "fork the confined process: %s", strerror (errno));
+        child_fail (ctx);
+    }
+    if (pid == 0)
+        return confined_finish (ctx, caller_mask);
+    /* init keeps only its socket to the waiter. */
+    if (fds_close_others (&keep_none, ctx->sync_fd) < 0)
+        _exit (1);
+    pid_init_run (ctx, pid);
+}
+
+static int
+refuse (confine_ctx_t *ctx, const sigset_t *old_mask, pid_t child, int sync_fd)
+{
+    if (child > 0) {
+        kill (child, SIGKILL);
+        waitpid (child, NULL, 0);
+    }
+    if (sync_fd >= 0)
+        close (sync_fd);
+    cgroup_cleanup (ctx);
+    if (old_mask)
+        sigprocmask (SIG_SETMASK, old_mask, NULL);
+    confine_report_destroy (&ctx->report);
+    return -1;
+}
+
+/* P: host-side steps before the clone. */
+static int
+prepare_host (confine_ctx_t *ctx)
+{
+    if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        confine_error_set (ctx->error, "no_new_privs", errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror (errno));
+        return -1;
+    }
+    confine_report_set (ctx->report, CONFINE_LAYER_NO_NEW_PRIVS, CONFINE_ACTIVE,
+                        "no_new_privs set: exec cannot gain privileges (setuid bits, file capabilities)");
+    if (ctx->root) {
+        /* Root's supplementary groups (0) must not follow it in: the maps
+           deny setgroups inside, so drop them here, in the waiter. */
+        if (setgroups (0, NULL) < 0) {
+            confine_error_set (ctx->error, "userns", errno, "setgroups(0): %s", strerror (errno));
+            return -1;
+        }
+        if (userns_prepare_dirs (ctx) < 0)
+            return -1;
+    }
+    return cgroup_prepare (ctx);
+}
+
+int
+confine_enter (const confine_policy_t *policy, confine_report_t **report_p, confine_error_t *error)
+{
+    confine_ctx_t ctx;
+    memset (&ctx, 0, sizeof ctx);
+    ctx.policy = policy;
+    ctx.report = confine_report_new ();
+    ctx.error = error;
+    ctx.root = geteuid () == 0;
+    ctx.host_uid = ctx.root ? policy->host_uid : geteuid ();
+    ctx.host_gid = ctx.root ? policy->host_gid : getegid ();
+    ctx.sync_fd = -1;
+    memset (error, 0, sizeof *error);
+    if (prepare_host (&ctx) < 0)
+        return refuse (&ctx, NULL, -1, -1);
+
+    int sp[2];
+    if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0
+        || setsockopt (sp[0], SOL_SOCKET, SO_PASSCRED, &(int) { 1 }, sizeof (int)) < 0) {
+        confine_error_set (error, "setup", errno, "socketpair: %s", strerror (errno));
+        return refuse (&ctx, NULL, -1, -1);
+    }
+    sigset_t old_mask;
+    pid_block_signals (&old_mask);
+    /* One clone for all namespaces; a raw syscall so it behaves like fork. */
+    pid_t child = (pid_t) syscall (SYS_clone, SIGCHLD | NS_FLAGS, NULL, NULL, NULL, NULL);
+    if (child < 0) {
+        userns_clone_failed (&ctx, errno);
+        close (sp[1]);
+        return refuse (&ctx, &old_mask, -1, sp[0]);
+    }
+    if (child == 0) {
+        close (sp[0]);
+        ctx.sync_fd = sp[1];
+        int rc = child_main (&ctx, &old_mask);
+        *report_p = ctx.report;
+        return rc;
+    }
+    close (sp[1]);
+    ctx.sync_fd = sp[0];
+    if (userns_write_maps (&ctx, child) < 0 || cgroup_attach (&ctx, child) < 0
+        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL, false) < 0)
+        return refuse (&ctx, &old_mask, child, ctx.sync_fd);
+
+    confine_msg_t msg;
+    pid_t confined = 0;
+    if (confine_msg_recv (ctx.sync_fd, &msg, &confined, false) < 0) {
+        int status = 0;
+        waitpid (child, &status, 0);
+        confine_error_set (error, "setup", 0, "the sandbox ended during setup (%s %d)",
+                           WIFSIGNALED (status) ? "signal" : "exit status",
+                           WIFSIGNALED (status) ? WTERMSIG (status) : WEXITSTATUS (status));
+        return refuse (&ctx, &old_mask, -1, ctx.sync_fd);
+    }
+    if (msg.type == CONFINE_MSG_ERROR) {
+        *error = msg.error;
+        return refuse (&ctx, &old_mask, child, ctx.sync_fd);
+    }
+    if (msg.type != CONFINE_MSG_READY || confined <= 0
+        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_PID, confined, NULL, false) < 0) {
+        confine_error_set (error, "setup", 0, "unexpected message %d from the sandbox", (int) msg.type);
+        return refuse (&ctx, &old_mask, child, ctx.sync_fd);
+    }
+    confine_report_destroy (&ctx.report);
+    pid_waiter_run (&ctx, child, confined);
+}

@@ -1,0 +1,85 @@
+/*  private.h - what the modules of libconfine share; not installed.
+
+    Each module (userns.c, mounts.c, ...) sets up one layer and records it in
+    the report. A module that fails calls confine_layer_fail(), which either
+    records the layer as degraded/unsupported (when the policy allows it by
+    name) or fills the error; the module then returns its result.
+*/
+#ifndef CONFINE_PRIVATE_H_INCLUDED
+#define CONFINE_PRIVATE_H_INCLUDED
+
+#include "confine.h"
+#include <limits.h>
+
+#define CONFINE_CGROUP_CONTROLLERS 3
+
+typedef struct {
+    const confine_policy_t *policy;
+    confine_report_t *report;
+    confine_error_t *error;
+    bool root;                  /* started by uid 0 */
+    uid_t host_uid;             /* the host ids of the sandbox user */
+    gid_t host_gid;
+    int sync_fd;                /* socket to the waiter */
+    /* cgroup directories made for this sandbox ("" when none). */
+    char cgroup_dirs[CONFINE_CGROUP_CONTROLLERS][PATH_MAX];
+} confine_ctx_t;
+
+/* A layer could not be set up as the policy asks. When the policy allows
+   the layer to degrade, records it with state (degraded or unsupported) and
+   returns 0; otherwise fills ctx->error (stage = layer name) and returns -1.
+   err is the errno of the failing call (0 if none). */
+int confine_layer_fail (confine_ctx_t *ctx, confine_layer_t layer, confine_state_t state, int err,
+                        const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+
+/* Writes a whole string to a file (O_WRONLY, no create). 0 or -1 (errno). */
+int confine_write_file (const char *path, const char *text);
+
+/* Host side, in the original process (cgroup.c). */
+int cgroup_prepare (confine_ctx_t *ctx);
+int cgroup_attach (confine_ctx_t *ctx, pid_t pid);
+void cgroup_cleanup (confine_ctx_t *ctx);
+int cgroupns_enter (confine_ctx_t *ctx);
+
+/* userns.c: the waiter writes the maps; the child switches to the user. */
+int userns_write_maps (confine_ctx_t *ctx, pid_t child);
+int userns_switch_user (confine_ctx_t *ctx);
+int userns_prepare_dirs (confine_ctx_t *ctx);
+/* The hint for a failed clone(CLONE_NEWUSER|...). */
+void userns_clone_failed (confine_ctx_t *ctx, int err);
+
+int mounts_setup (confine_ctx_t *ctx);
+int net_setup (confine_ctx_t *ctx);
+int uts_setup (confine_ctx_t *ctx);
+int ipc_setup (confine_ctx_t *ctx);
+int caps_drop_bounding (confine_ctx_t *ctx);
+int caps_drop_all (confine_ctx_t *ctx);
+int rlimits_setup (confine_ctx_t *ctx);
+int landlock_setup (confine_ctx_t *ctx);
+int seccomp_setup (confine_ctx_t *ctx);
+int env_setup (confine_ctx_t *ctx);
+/* Closes every fd but 0, 1, 2, the policy's and keep (-1 = none). */
+int fds_close_others (const confine_policy_t *policy, int keep);
+int fds_setup (confine_ctx_t *ctx);
+
+/* Messages on the SOCK_SEQPACKET pair between the waiter and the sandbox. */
+typedef enum { CONFINE_MSG_GO = 1, CONFINE_MSG_ERROR, CONFINE_MSG_READY, CONFINE_MSG_PID, CONFINE_MSG_EXIT } confine_msg_type_t;
+typedef struct {
+    confine_msg_type_t type;
+    int value;                  /* PID: host pid; EXIT: wait status */
+    confine_error_t error;      /* ERROR */
+} confine_msg_t;
+
+/* READY carries SCM_CREDENTIALS, so the waiter learns the host pid. */
+int confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error, bool creds);
+/* 0, or -1 on EOF/error; *pid from SCM_CREDENTIALS when present. */
+int confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock);
+
+/* pid.c: the init of the pid namespace and the waiter outside. */
+#include <signal.h>
+/* Blocks the signals the supervisors wait for; old gets the previous mask. */
+void pid_block_signals (sigset_t *old);
+_Noreturn void pid_init_run (confine_ctx_t *ctx, pid_t child);
+_Noreturn void pid_waiter_run (confine_ctx_t *ctx, pid_t init, pid_t child);
+
+#endif

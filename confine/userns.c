@@ -1,0 +1,130 @@
+/*  userns.c - the user namespace: one unprivileged id inside.
+
+    The waiter (outside, in the parent user namespace) writes the child's
+    maps: "setgroups deny" first (CVE-2014-8989: an unprivileged map must
+    not let the sandbox drop supplementary groups that deny it access),
+    then a single line each for uid and gid. Nothing maps to 0 inside.
+    Started by root, the sandbox user is host_uid/host_gid (an id nobody
+    else uses, 100000 by default); started by anyone else, it is the
+    caller's own ids (the only map an unprivileged writer may set). */
+#include "private.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int
+write_proc (confine_ctx_t *ctx, pid_t child, const char *file, const char *text)
+{
+    char path[64];
+    snprintf (path, sizeof path, "/proc/%d/%s", (int) child, file);
+    if (confine_write_file (path, text) == 0)
+        return 0;
+    int err = errno;
+    return confine_layer_fail (ctx, CONFINE_LAYER_USERNS, CONFINE_UNSUPPORTED, err,
+                               "write %s: %s; a security module may restrict user namespaces "
+                               "(Ubuntu: sysctl kernel.apparmor_restrict_unprivileged_userns=0)",
+                               path, strerror (err));
+}
+
+int
+userns_write_maps (confine_ctx_t *ctx, pid_t child)
+{
+    char line[64];
+    if (write_proc (ctx, child, "setgroups", "deny") < 0)
+        return -1;
+    snprintf (line, sizeof line, "%u %u 1\n", (unsigned) ctx->policy->uid, (unsigned) ctx->host_uid);
+    if (write_proc (ctx, child, "uid_map", line) < 0)
+        return -1;
+    snprintf (line, sizeof line, "%u %u 1\n", (unsigned) ctx->policy->gid, (unsigned) ctx->host_gid);
+    return write_proc (ctx, child, "gid_map", line);
+}
+
+int
+userns_switch_user (confine_ctx_t *ctx)
+{
+    uid_t uid = ctx->policy->uid;
+    gid_t gid = ctx->policy->gid;
+    /* Still holding CAP_SETUID/SETGID of the new namespace here; the
+       capabilities themselves are dropped right after (caps.c). */
+    if (setresgid (gid, gid, gid) < 0 || setresuid (uid, uid, uid) < 0) {
+        int err = errno;
+        confine_error_set (ctx->error, "userns", err, "setresuid/setresgid(%u/%u): %s",
+                           (unsigned) uid, (unsigned) gid, strerror (err));
+        return -1;
+    }
+    confine_report_set (ctx->report, CONFINE_LAYER_USERNS, CONFINE_ACTIVE,
+                        "uid %u/gid %u inside = host %u/%u, nothing maps to root, setgroups denied",
+                        (unsigned) uid, (unsigned) gid, (unsigned) ctx->host_uid, (unsigned) ctx->host_gid);
+    return 0;
+}
+
+static long
+read_sysctl (const char *path)
+{
+    FILE *f = fopen (path, "re");
+    long value = -1;
+    if (f) {
+        if (fscanf (f, "%ld", &value) != 1)
+            value = -1;
+        fclose (f);
+    }
+    return value;
+}
+
+void
+userns_clone_failed (confine_ctx_t *ctx, int err)
+{
+    const char *hint = "unprivileged user namespaces are not allowed here (a container's seccomp "
+                       "profile, or a sysctl); run on a host that allows them";
+    if (read_sysctl ("/proc/sys/kernel/unprivileged_userns_clone") == 0)
+        hint = "enable unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1";
+    else if (read_sysctl ("/proc/sys/user/max_user_namespaces") == 0)
+        hint = "user namespaces are disabled: sysctl user.max_user_namespaces=15000";
+    else if (err == ENOSPC)
+        hint = "the user namespace limit is reached: raise sysctl user.max_user_namespaces";
+    else if (err == EINVAL)
+        hint = "the kernel lacks user namespaces (CONFIG_USER_NS)";
+    else if (read_sysctl ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+        hint = "AppArmor restricts user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0";
+    confine_error_set (ctx->error, "userns", err,
+                       "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %s; %s",
+                       strerror (err), hint);
+}
+
+/* Started by root, the sandbox user (host_uid) must be able to use the
+   workspace and the run dir: they get that owner, the run dir's files
+   (the connection file) too. Never follows symlinks. */
+int
+userns_prepare_dirs (confine_ctx_t *ctx)
+{
+    const char *dirs[] = { ctx->policy->workspace, ctx->policy->run_dir };
+    for (size_t i = 0; i < 2; i++) {
+        if (!dirs[i])
+            continue;
+        int fd = open (dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fchown (fd, ctx->host_uid, ctx->host_gid) < 0) {
+            int err = errno;
+            if (fd >= 0)
+                close (fd);
+            confine_error_set (ctx->error, "mount", err, "give %s to the sandbox user (uid %u): %s", dirs[i],
+                               (unsigned) ctx->host_uid, strerror (err));
+            return -1;
+        }
+        if (dirs[i] == ctx->policy->run_dir) {
+            DIR *dir = fdopendir (dup (fd));
+            struct dirent *entry;
+            while (dir && (entry = readdir (dir)))
+                if (entry->d_type == DT_REG)
+                    fchownat (fd, entry->d_name, ctx->host_uid, ctx->host_gid, AT_SYMLINK_NOFOLLOW);
+            if (dir)
+                closedir (dir);
+        }
+        close (fd);
+    }
+    return 0;
+}

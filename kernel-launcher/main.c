@@ -1,0 +1,227 @@
+/*  main.c - kennel-launch: confines itself with libconfine, then runs a
+    kernel in the same process (the built-in Python kernel) or execs a
+    command. See README.md for the command line and the launch spec. */
+#include "launch.h"
+#include "pykernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Exit codes of the launcher itself (the command's own otherwise). */
+#define EXIT_USAGE 2
+#define EXIT_REFUSED 125
+#define EXIT_NOEXEC 127
+
+typedef struct {
+    const char *policy_file;
+    int report_fd;
+    int spec_fd;
+    bool python;
+    bool unconfined;
+    const char *connection_file;
+    char **argv;        /* the command after -- */
+} options_t;
+
+static void
+usage (FILE *out)
+{
+    fprintf (out,
+             "usage: kennel-launch [--policy FILE] [--report-fd N] -- CMD [ARGS...]\n"
+             "       kennel-launch [--policy FILE] [--report-fd N] --python -f CONNECTION_FILE\n"
+             "       kennel-launch --unconfined --python -f CONNECTION_FILE   (no sandbox: development only)\n"
+             "       kennel-launch --spec-fd N                                (the gateway's launch spec)\n");
+}
+
+static int
+parse_fd (const char *text, int *fd)
+{
+    char *end;
+    long value = strtol (text, &end, 10);
+    if (!*text || *end || value < 0 || value > 1 << 20 || fcntl ((int) value, F_GETFD) < 0)
+        return -1;
+    *fd = (int) value;
+    return 0;
+}
+
+static int
+parse_args (int argc, char **argv, options_t *opt)
+{
+    memset (opt, 0, sizeof *opt);
+    opt->report_fd = opt->spec_fd = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp (arg, "--") == 0) {
+            opt->argv = argv + i + 1;
+            break;
+        } else if (strcmp (arg, "--policy") == 0 && next) {
+            opt->policy_file = next;
+            i++;
+        } else if ((strcmp (arg, "--report-fd") == 0 || strcmp (arg, "--spec-fd") == 0) && next) {
+            if (parse_fd (next, arg[2] == 'r' ? &opt->report_fd : &opt->spec_fd) < 0) {
+                fprintf (stderr, "kennel-launch: %s %s: not an open file descriptor\n", arg, next);
+                return -1;
+            }
+            i++;
+        } else if (strcmp (arg, "--python") == 0)
+            opt->python = true;
+        else if (strcmp (arg, "--unconfined") == 0)
+            opt->unconfined = true;
+        else if (strcmp (arg, "-f") == 0 && next) {
+            opt->connection_file = next;
+            i++;
+        } else if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0) {
+            usage (stdout);
+            exit (0);
+        } else {
+            fprintf (stderr, "kennel-launch: unknown or incomplete argument \"%s\"\n", arg);
+            return -1;
+        }
+    }
+    int modes = (opt->argv && opt->argv[0]) + opt->python + (opt->spec_fd >= 0);
+    if (modes != 1 || (opt->python && !opt->connection_file) || (opt->unconfined && !opt->python)
+        || (opt->spec_fd >= 0 && (opt->policy_file || opt->report_fd >= 0))) {
+        usage (stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+run_python (const launch_kernel_t *kernel)
+{
+    pykernel_options_t options = { .settings = kernel->settings };
+    return pykernel_run (kernel->connection_file, &options);
+}
+
+_Noreturn static void
+run_kernel (launch_kernel_t *kernel, const confine_policy_t *policy)
+{
+    if (kernel->builtin_python) {
+        int status = run_python (kernel);
+        launch_kernel_free (kernel);
+        exit (status);
+    }
+    if (!policy) {
+        fprintf (stderr, "kennel-launch: no policy\n");
+        _exit (EXIT_REFUSED);
+    }
+    extern char **environ;
+    if (confine_exec_limits (policy) < 0) {
+        fprintf (stderr, "kennel-launch: setrlimit(RLIMIT_DATA): %s\n", strerror (errno));
+        _exit (EXIT_REFUSED);
+    }
+    execvpe (kernel->argv[0], kernel->argv, environ);
+    fprintf (stderr, "kennel-launch: exec %s: %s\n", kernel->argv[0], strerror (errno));
+    _exit (EXIT_NOEXEC);
+}
+
+/* The development mode: the Python kernel with no sandbox at all. */
+static int
+run_unconfined (const options_t *opt)
+{
+    fprintf (stderr, "kennel-launch: WARNING: --unconfined: the kernel runs WITHOUT ANY SANDBOX, with "
+                     "all the rights of uid %u. Development only; never for untrusted code.\n",
+             (unsigned) getuid ());
+    launch_kernel_t kernel = { .builtin_python = true, .connection_file = strdup (opt->connection_file) };
+    int status = run_python (&kernel);
+    launch_kernel_free (&kernel);
+    return status;
+}
+
+/* Builds the policy and the kernel from the command line or the spec. */
+static int
+prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd)
+{
+    char err[512];
+    if (opt->spec_fd >= 0) {
+        int rc = launch_spec_read (opt->spec_fd, policy, kernel, status_fd, err, sizeof err);
+        close (opt->spec_fd);
+        if (rc < 0) {
+            fprintf (stderr, "kennel-launch: %s\n", err);
+            if (*status_fd >= 0 && fcntl (*status_fd, F_GETFD) >= 0)
+                launch_status_error (*status_fd, "spec", 0, err);
+            return -1;
+        }
+        if (*status_fd >= 0 && fcntl (*status_fd, F_GETFD) < 0) {
+            fprintf (stderr, "kennel-launch: launch spec: status_fd %d is not open\n", *status_fd);
+            return -1;
+        }
+        return 0;
+    }
+    *status_fd = opt->report_fd;
+    if (opt->policy_file && confine_policy_load_file (policy, opt->policy_file, err, sizeof err) < 0) {
+        fprintf (stderr, "kennel-launch: %s\n", err);
+        launch_status_error (*status_fd, "policy", 0, err);
+        return -1;
+    }
+    if (opt->python) {
+        /* The connection file's directory becomes /run/kennel inside. */
+        char *copy = strdup (opt->connection_file), *copy2 = strdup (opt->connection_file);
+        char *dir = realpath (dirname (copy), NULL);
+        size_t len = strlen (LAUNCH_RUN_DIR) + strlen (basename (copy2)) + 2;
+        kernel->connection_file = malloc (len);
+        snprintf (kernel->connection_file, len, "%s/%s", LAUNCH_RUN_DIR, basename (copy2));
+        free (copy);
+        free (copy2);
+        if (!dir) {
+            fprintf (stderr, "kennel-launch: %s: %s\n", opt->connection_file, strerror (errno));
+            return -1;
+        }
+        free (policy->run_dir);
+        policy->run_dir = dir;
+        kernel->builtin_python = true;
+        return 0;
+    }
+    size_t n = 0;
+    while (opt->argv[n])
+        n++;
+    kernel->argv = calloc (n + 1, sizeof (char *));
+    for (size_t i = 0; i < n; i++)
+        kernel->argv[i] = strdup (opt->argv[i]);
+    return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+    options_t opt;
+    if (parse_args (argc, argv, &opt) < 0)
+        return EXIT_USAGE;
+    if (opt.unconfined)
+        return run_unconfined (&opt);
+
+    confine_policy_t *policy = confine_policy_new ();
+    launch_kernel_t kernel = { 0 };
+    int status_fd = -1;
+    if (prepare (&opt, policy, &kernel, &status_fd) < 0) {
+        launch_kernel_free (&kernel);
+        confine_policy_destroy (&policy);
+        return EXIT_REFUSED;
+    }
+    if (status_fd >= 0) {
+        fcntl (status_fd, F_SETFD, FD_CLOEXEC);
+        confine_policy_keep_fd (policy, status_fd);
+    }
+    confine_report_t *report = NULL;
+    confine_error_t error;
+    fflush (NULL);
+    if (confine_enter (policy, &report, &error) < 0) {
+        fprintf (stderr, "kennel-launch: confinement refused: %s: %s\n", error.stage, error.message);
+        launch_status_error (status_fd, error.stage, error.err, error.message);
+        launch_kernel_free (&kernel);
+        confine_policy_destroy (&policy);
+        return EXIT_REFUSED;
+    }
+    /* Confined from here on. */
+    launch_status_confined (status_fd, report);
+    confine_report_destroy (&report);
+    if (kernel.builtin_python)
+        confine_policy_destroy (&policy);
+    run_kernel (&kernel, policy);
+}

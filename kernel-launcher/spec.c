@@ -1,0 +1,172 @@
+/*  spec.c - the launch spec the gateway writes on --spec-fd (README.md):
+    {"policy", "workspace", "run_dir", "kernel", "env", "status_fd"}. */
+#include "launch.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SPEC_MAX (1 << 20)
+
+static int
+fail (char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    vsnprintf (err, errlen, fmt, args);
+    va_end (args);
+    return -1;
+}
+
+void
+launch_kernel_free (launch_kernel_t *kernel)
+{
+    json_decref (kernel->settings);
+    if (kernel->argv)
+        for (char **arg = kernel->argv; *arg; arg++)
+            free (*arg);
+    free (kernel->argv);
+    free (kernel->connection_file);
+    memset (kernel, 0, sizeof *kernel);
+}
+
+/* "{connection_file}" inside an argument becomes the path inside. */
+static char *
+expand_arg (const char *arg)
+{
+    const char *key = "{connection_file}";
+    const char *at = strstr (arg, key);
+    if (!at)
+        return strdup (arg);
+    size_t len = strlen (arg) - strlen (key) + strlen (LAUNCH_CONNECTION_FILE) + 1;
+    char *out = malloc (len);
+    if (out)
+        snprintf (out, len, "%.*s%s%s", (int) (at - arg), arg, LAUNCH_CONNECTION_FILE, at + strlen (key));
+    return out;
+}
+
+static int
+read_kernel (const json_t *json, launch_kernel_t *kernel, char *err, size_t errlen)
+{
+    json_t *builtin = json_object_get (json, "builtin");
+    json_t *argv = json_object_get (json, "argv");
+    if (!json_is_object (json) || (!builtin == !argv))
+        return fail (err, errlen, "spec field \"kernel\" must have either \"builtin\" or \"argv\"");
+    if (builtin) {
+        if (!json_is_string (builtin) || strcmp (json_string_value (builtin), "python") != 0)
+            return fail (err, errlen, "spec field \"kernel.builtin\": only \"python\" exists");
+        json_t *settings = json_object_get (json, "settings");
+        if (settings && !json_is_object (settings))
+            return fail (err, errlen, "spec field \"kernel.settings\" must be an object");
+        kernel->builtin_python = true;
+        kernel->settings = json_incref (settings);
+        kernel->connection_file = strdup (LAUNCH_CONNECTION_FILE);
+        return 0;
+    }
+    if (!json_is_array (argv) || json_array_size (argv) == 0)
+        return fail (err, errlen, "spec field \"kernel.argv\" must be a non-empty array of strings");
+    kernel->argv = calloc (json_array_size (argv) + 1, sizeof (char *));
+    size_t i;
+    json_t *item;
+    json_array_foreach (argv, i, item) {
+        if (!json_is_string (item))
+            return fail (err, errlen, "spec field \"kernel.argv\"[%zu] must be a string", i);
+        kernel->argv[i] = expand_arg (json_string_value (item));
+    }
+    return 0;
+}
+
+static char *
+read_all (int fd, char *err, size_t errlen)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc (cap);
+    for (;;) {
+        if (len + 1 >= cap) {
+            if (cap >= SPEC_MAX) {
+                free (buf);
+                fail (err, errlen, "launch spec larger than %d bytes", SPEC_MAX);
+                return NULL;
+            }
+            cap *= 2;
+            buf = realloc (buf, cap);
+        }
+        ssize_t n = read (fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fail (err, errlen, "read launch spec from fd %d: %s", fd, strerror (errno));
+            free (buf);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+        len += (size_t) n;
+    }
+    buf[len] = 0;
+    return buf;
+}
+
+static int
+read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
+             char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) spec, key, value) {
+        if (strcmp (key, "policy") == 0) {
+            if (confine_policy_load_json (policy, value, err, errlen) < 0)
+                return -1;
+        } else if (strcmp (key, "workspace") == 0 || strcmp (key, "run_dir") == 0) {
+            if (!json_is_string (value) || json_string_value (value)[0] != '/')
+                return fail (err, errlen, "spec field \"%s\" must be an absolute path", key);
+            char **slot = key[0] == 'w' ? &policy->workspace : &policy->run_dir;
+            free (*slot);
+            *slot = strdup (json_string_value (value));
+        } else if (strcmp (key, "kernel") == 0) {
+            if (read_kernel (value, kernel, err, errlen) < 0)
+                return -1;
+        } else if (strcmp (key, "env") == 0) {
+            json_t *wrapped = json_pack ("{s:O}", "env", value);
+            int rc = confine_policy_load_json (policy, wrapped, err, errlen);
+            json_decref (wrapped);
+            if (rc < 0)
+                return -1;
+        } else if (strcmp (key, "status_fd") == 0) {
+            if (!json_is_integer (value) || json_integer_value (value) < 0 || json_integer_value (value) > 1 << 20)
+                return fail (err, errlen, "spec field \"status_fd\" must be a file descriptor number");
+            *status_fd = (int) json_integer_value (value);
+        } else
+            return fail (err, errlen, "launch spec: unknown field \"%s\"", key);
+    }
+    if (!kernel->builtin_python && !kernel->argv)
+        return fail (err, errlen, "launch spec: \"kernel\" is missing");
+    if (kernel->builtin_python && !policy->run_dir)
+        return fail (err, errlen, "launch spec: the builtin kernel needs \"run_dir\" (its connection file)");
+    return 0;
+}
+
+int
+launch_spec_read (int fd, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd, char *err, size_t errlen)
+{
+    *status_fd = -1;
+    char *text = read_all (fd, err, errlen);
+    if (!text)
+        return -1;
+    json_error_t jerr;
+    json_t *spec = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
+    free (text);
+    if (!spec)
+        return fail (err, errlen, "launch spec: line %d: %s", jerr.line, jerr.text);
+    int rc = json_is_object (spec) ? read_fields (spec, policy, kernel, status_fd, err, errlen)
+                                   : fail (err, errlen, "launch spec must be a JSON object");
+    /* status_fd is also known on error, so the caller can report there. */
+    json_t *sfd = json_object_get (spec, "status_fd");
+    if (rc < 0 && json_is_integer (sfd))
+        *status_fd = (int) json_integer_value (sfd);
+    json_decref (spec);
+    return rc;
+}

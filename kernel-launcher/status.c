@@ -1,0 +1,53 @@
+/*  status.c - the one JSON status line the launcher writes before the
+    kernel runs: {"status": "confined", "pid", "layers"} or
+    {"status": "error", "stage", "errno", "message"}. */
+#include "launch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void
+write_line (int fd, json_t *json)
+{
+    char *text = json_dumps (json, JSON_COMPACT);
+    json_decref (json);
+    if (!text) {
+        close (fd);
+        return;
+    }
+    size_t len = strlen (text);
+    text[len] = '\n';   /* json_dumps's NUL becomes the newline */
+    const char *p = text;
+    size_t left = len + 1;
+    while (left > 0) {
+        ssize_t n = write (fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        p += n;
+        left -= (size_t) n;
+    }
+    free (text);
+    close (fd);
+}
+
+void
+launch_status_confined (int fd, const confine_report_t *report)
+{
+    if (fd < 0)
+        return;
+    write_line (fd, json_pack ("{s:s, s:i, s:o}", "status", "confined", "pid", (int) report->pid,
+                               "layers", confine_report_json (report)));
+}
+
+void
+launch_status_error (int fd, const char *stage, int err, const char *message)
+{
+    if (fd < 0)
+        return;
+    write_line (fd, json_pack ("{s:s, s:s, s:i, s:s}", "status", "error", "stage", stage, "errno", err,
+                               "message", message));
+}
