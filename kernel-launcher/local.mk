@@ -5,8 +5,7 @@ bin_PROGRAMS += kernel-launcher/kennel-launch
 kernel_launcher_kennel_launch_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c
 kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel
-kernel_launcher_kennel_launch_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
-	$(PYTHON_LIBS) $(JANSSON_LIBS)
+kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
 
 # tests/security: a harness that simulates a host without user namespaces
 check_PROGRAMS += tests/security/no_userns

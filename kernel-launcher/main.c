@@ -2,7 +2,9 @@
     kernel in the same process (the built-in Python kernel) or execs a
     command. See README.md for the command line and the launch spec. */
 #include "launch.h"
+#ifdef KENNEL_LAUNCH_PYKERNEL
 #include "pykernel.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,8 +97,14 @@ parse_args (int argc, char **argv, options_t *opt)
 static int
 run_python (const launch_kernel_t *kernel)
 {
+#ifdef KENNEL_LAUNCH_PYKERNEL
     pykernel_options_t options = { .settings = kernel->settings };
     return pykernel_run (kernel->connection_file, &options);
+#else
+    /* Until kernel-launcher/pykernel's library lands in this tree. */
+    fprintf (stderr, "kennel-launch: this build has no built-in Python kernel (%s)\n", kernel->connection_file);
+    return EXIT_NOEXEC;
+#endif
 }
 
 _Noreturn static void
