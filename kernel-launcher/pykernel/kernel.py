@@ -878,6 +878,9 @@ _CO_COROUTINE = 0x0080
 def _run_code(code):
     """Runs a code object of a cell in the user namespace (awaiting it when
     it uses top-level await)."""
+    # eval() would give a namespace without __builtins__ (globals().clear()
+    # earlier in the cell) the real builtins: keep the private mapping
+    _state.ns.setdefault("__builtins__", _state.builtins)
     result = eval(code, _state.ns)
     if code.co_flags & _CO_COROUTINE:
         if _state.loop is None:
@@ -960,8 +963,8 @@ def _user_expressions(expressions):
         try:
             _state.running_user_code = True
             try:
-                value = eval(compile(str(expression), "<user_expression>", "eval",
-                                     dont_inherit=True), _state.ns)
+                value = _run_code(compile(str(expression), "<user_expression>", "eval",
+                                          dont_inherit=True))
             finally:
                 _state.running_user_code = False
             data, md = _format(value)

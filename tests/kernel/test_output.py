@@ -1,0 +1,92 @@
+"""Streams: order across stdout, stderr and rich output; fd-level output
+(os.write, subprocesses); big output; partial output arrives while a cell
+is still running."""
+import time
+
+from kernelclient import TIMEOUT, stream_text
+
+
+def test_interleaved_output_keeps_its_order(kernel):
+    code = ("import sys\n"
+            "print('one')\n"
+            "print('two', file=sys.stderr)\n"
+            "display('three')\n"
+            "print('four')\n"
+            "sys.stderr.write('five\\n')\n"
+            "print('six')\n"
+            "'seven'")
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok"
+    seen = []
+    for m in outputs:
+        if m["msg_type"] == "stream":
+            seen.append((m["content"]["name"], m["content"]["text"]))
+        else:
+            seen.append((m["msg_type"], m["content"]["data"]["text/plain"]))
+    assert seen == [("stdout", "one\n"), ("stderr", "two\n"), ("display_data", "'three'"),
+                    ("stdout", "four\n"), ("stderr", "five\n"), ("stdout", "six\n"),
+                    ("execute_result", "'seven'")]
+
+
+def test_fd_level_output_is_captured(kernel):
+    reply, outputs = kernel.execute("import os\nos.write(1, b'fd one\\n')\nos.write(2, b'fd two\\n');")
+    assert reply["status"] == "ok"
+    assert stream_text(outputs, "stdout") == "fd one\n"
+    assert stream_text(outputs, "stderr") == "fd two\n"
+
+
+def test_fd_output_comes_before_later_python_output(kernel):
+    reply, outputs = kernel.execute("import os\nos.write(1, b'from C\\n')\nprint('from Python')")
+    assert stream_text(outputs) == "from C\nfrom Python\n"
+
+
+def test_subprocess_output_reaches_the_client(kernel):
+    reply, outputs = kernel.execute("import subprocess\nsubprocess.run(['echo', 'child says hi'])"
+                                    ";")
+    assert reply["status"] == "ok"
+    assert stream_text(outputs) == "child says hi\n"
+
+
+def test_ten_megabytes_of_output(kernel):
+    reply, outputs = kernel.execute(
+        "import sys\nchunk = 'x' * 1023 + '\\n'\nfor i in range(10 * 1024):\n    sys.stdout.write(chunk)",
+        timeout=120)
+    assert reply["status"] == "ok"
+    text = stream_text(outputs)
+    assert len(text) == 10 * 1024 * 1024
+    assert set(text) == {"x", "\n"}
+    # batched, not one message per write, and no message is huge
+    streams = [m for m in outputs if m["msg_type"] == "stream"]
+    assert 1 < len(streams) < 2000
+    assert max(len(m["content"]["text"]) for m in streams) <= 1024 * 1024
+
+
+def test_ten_megabytes_in_one_print(kernel):
+    reply, outputs = kernel.execute("print('y' * (10 * 1024 * 1024))", timeout=120)
+    assert reply["status"] == "ok"
+    assert len(stream_text(outputs)) == 10 * 1024 * 1024 + 1
+
+
+def test_partial_output_arrives_while_the_cell_runs(kernel):
+    msg_id = kernel.kc.execute("import time\nprint('early', end='')\ntime.sleep(3)\nprint('late')",
+                               allow_stdin=False)
+    started = time.monotonic()
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    assert msg["content"]["text"] == "early"
+    assert time.monotonic() - started < 2  # long before the cell ends
+    outputs = kernel.iopub_until_idle(msg_id)
+    assert stream_text(outputs) == "late\n"
+    kernel.shell_reply(msg_id)
+
+
+def test_reply_comes_after_all_output(kernel):
+    """Everything the cell printed is on iopub before idle, and the shell
+    reply is only sent once it is (so a client that waits for the reply and
+    then idle sees it all)."""
+    msg_id = kernel.kc.execute("for i in range(1000):\n    print(i)", allow_stdin=False)
+    kernel.shell_reply(msg_id)
+    outputs = kernel.iopub_until_idle(msg_id)
+    assert stream_text(outputs) == "".join("%d\n" % i for i in range(1000))
