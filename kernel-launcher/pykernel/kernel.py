@@ -659,15 +659,18 @@ def get_ipython():
 class _Disabled:
     """exit/quit/breakpoint where the profile turns them off."""
 
-    def __init__(self, name, message):
+    def __init__(self, name, message, refuse=True):
         self._name = name
         self._message = message
+        self._refuse = refuse
 
     def __repr__(self):
         return self._message
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(self._message)
+        if self._refuse:
+            raise RuntimeError(self._message)
+        sys.stderr.write(self._message + "\n")
 
 
 def _module_denied(name):
@@ -719,9 +722,9 @@ def _build_builtins(profile):
                                           "front end")
     elif profile == "notebook":
         mapping["exit"] = _Disabled("exit", "exit() does nothing in kennel: restart or shut down "
-                                    "the kernel from the front end")
+                                    "the kernel from the front end", refuse=False)
         mapping["quit"] = _Disabled("quit", "quit() does nothing in kennel: restart or shut down "
-                                    "the kernel from the front end")
+                                    "the kernel from the front end", refuse=False)
     if profile != "none":
         mapping["__import__"] = _make_import(builtins.__import__)
     mapping.update(_state.helpers)
@@ -1246,7 +1249,14 @@ def _from_import_names(module, prefix):
     return sorted(matches)
 
 
+_BLOCK_START = None
+
+
 def _is_complete(content):
+    global _BLOCK_START
+    if _BLOCK_START is None:
+        _BLOCK_START = _lazy("re").compile(
+            r"\s*(if|elif|else|for|while|def|class|with|try|except|finally|async|match|case)\b")
     code = str(content.get("code", ""))
     if not code.strip() or _help_request(code) is not None and "\n" not in code.strip():
         return {"status": "complete"}
@@ -1263,7 +1273,7 @@ def _is_complete(content):
     last = lines[-1] if lines else ""
     indent = last[:len(last) - len(last.lstrip())]
     if compiled is None:
-        if last.rstrip().endswith(":"):
+        if last.rstrip().endswith(":") and _BLOCK_START.match(last):
             indent += "    "
         return {"status": "incomplete", "indent": indent}
     if indent and not code.endswith("\n"):
