@@ -95,8 +95,6 @@ confined_finish (confine_ctx_t *ctx, const sigset_t *caller_mask)
     setsid ();
     sigprocmask (SIG_SETMASK, caller_mask, NULL);
     umask (022);
-    if (env_setup (ctx) < 0)
-        child_fail (ctx);
     if (chdir ("/workspace") < 0) {
         confine_error_set (ctx->error, "mount", errno, "chdir /workspace: %s", strerror (errno));
         child_fail (ctx);
@@ -110,6 +108,20 @@ confined_finish (confine_ctx_t *ctx, const sigset_t *caller_mask)
     ctx->sync_fd = -1;
     if (fds_setup (ctx) < 0)
         _exit (1);      /* the waiter has gone on already; nothing to report to */
+    return 0;
+}
+
+/* The parent-death signal is cleared by every credential change, so it is
+   set again after the switch to the sandbox user; if the waiter died in
+   between, its end of the socket is closed and we stop here. */
+static int
+watch_parent (confine_ctx_t *ctx)
+{
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    char byte;
+    ssize_t n = recv (ctx->sync_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0)
+        _exit (1);
     return 0;
 }
 
@@ -130,7 +142,8 @@ child_main (confine_ctx_t *ctx, const sigset_t *caller_mask)
     confine_report_set (ctx->report, CONFINE_LAYER_PID, CONFINE_ACTIVE,
                         "own pid namespace; an init reaps orphans, forwards signals, and takes every process down "
                         "with the confined one");
-    if (cgroupns_enter (ctx) < 0 || userns_switch_user (ctx) < 0 || mounts_setup (ctx) < 0
+    if (env_setup (ctx) < 0 || cgroupns_enter (ctx) < 0 || userns_switch_user (ctx) < 0 || watch_parent (ctx) < 0
+        || mounts_setup (ctx) < 0
         || uts_setup (ctx) < 0 || net_setup (ctx) < 0 || ipc_setup (ctx) < 0
         || caps_drop_bounding (ctx) < 0 || caps_drop_all (ctx) < 0 || rlimits_setup (ctx) < 0
         || landlock_setup (ctx) < 0 || seccomp_setup (ctx) < 0)

@@ -1,6 +1,6 @@
 /*  env.c - the environment of the confined process: a fixed minimal one
     plus what the policy names. Nothing of the caller's environment passes
-    (the gateway's secrets stay outside). */
+    (the gateway's secrets stay outside), not even as bytes in memory. */
 #include "private.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 
 static const char *base_env[][2] = {
     { "PATH", "/usr/local/bin:/usr/bin:/bin" },
+    { "SHELL", "/bin/sh" },
     { "HOME", "/workspace" },
     { "USER", "sandbox" },
     { "LOGNAME", "sandbox" },
@@ -18,10 +19,22 @@ static const char *base_env[][2] = {
     { "MPLBACKEND", "Agg" },
 };
 
+/* clearenv() only drops the pointer array: the inherited strings stay in
+   memory, where /proc/self/environ (and any code reading its own memory)
+   still finds them. Overwrite them first. */
+static void
+scrub_inherited (void)
+{
+    extern char **environ;
+    for (char **entry = environ; entry && *entry; entry++)
+        explicit_bzero (*entry, strlen (*entry));
+}
+
 int
 env_setup (confine_ctx_t *ctx)
 {
     const confine_policy_t *p = ctx->policy;
+    scrub_inherited ();
     if (clearenv () != 0) {
         confine_error_set (ctx->error, "env", ENOMEM, "clearenv failed");
         return -1;

@@ -1,0 +1,153 @@
+"""Fixtures for the sandbox tests: kennel-launch run as root and as an
+unprivileged user (uid 65534 via setpriv), a canary and a secret on the host.
+
+Every test that takes `launcher` runs twice, once per user. The binaries are
+copied into a world-readable directory first: the checkout may sit in a
+directory that uid 65534 cannot traverse."""
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+SRCDIR = pathlib.Path(__file__).resolve().parent.parent.parent
+BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
+
+
+def built(relpath):
+    """A program built by make; missing is a build bug, never a pass."""
+    path = BUILDDIR / relpath
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
+    return path
+
+NOBODY = 65534
+SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+PYTHON = "/usr/bin/python3"
+
+
+@dataclasses.dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+    status: dict  # the status line on --report-fd (None if none was written)
+
+
+class Launcher:
+    """Runs kennel-launch as one user, with a policy given as a dict."""
+
+    def __init__(self, user, bindir, scratch):
+        self.user = user
+        self.binary = str(bindir / "kennel-launch")
+        self.no_userns = str(bindir / "no_userns")
+        self.scratch = scratch
+
+    @property
+    def root(self):
+        return self.user == "root"
+
+    def prefix(self):
+        return [] if self.root else list(SETPRIV)
+
+    def policy_file(self, policy):
+        policy = dict(policy or {})
+        if not self.root:
+            # cgroup v1 cannot be delegated to uid 65534 on this host: the
+            # only layer it may lack (the report says unsupported).
+            policy.setdefault("allow_degraded", [])
+            if "cgroup" not in policy["allow_degraded"]:
+                policy["allow_degraded"] = policy["allow_degraded"] + ["cgroup"]
+        fd, path = tempfile.mkstemp(suffix=".json", dir=self.scratch)
+        with os.fdopen(fd, "w") as f:
+            json.dump(policy, f)
+        os.chmod(path, 0o644)
+        return path
+
+    def run(self, argv, policy=None, stdin=None, timeout=60, env=None, wrapper=(), raw_args=None):
+        """kennel-launch --policy P --report-fd N -- argv; returns Result."""
+        rfd, wfd = os.pipe()
+        args = raw_args if raw_args is not None else [
+            "--policy", self.policy_file(policy), "--report-fd", str(wfd), "--", *argv]
+        cmd = self.prefix() + list(wrapper) + [self.binary, *args]
+        run_env = {"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": "detect_leaks=0"}
+        run_env.update(env or {})
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(wfd,), env=run_env, cwd=self.scratch, text=True)
+        os.close(wfd)
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with os.fdopen(rfd) as f:
+            line = f.read()
+        status = json.loads(line) if line.strip() else None
+        return Result(proc.returncode, out, err, status)
+
+    def py(self, code, policy=None, **kw):
+        """Runs Python code inside the sandbox."""
+        return self.run([PYTHON, "-c", code], policy=policy, **kw)
+
+
+@pytest.fixture(scope="session")
+def scratch():
+    """A world-traversable scratch directory (binaries, policies)."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="kennel-sec-"))
+    path.chmod(0o755)
+    for name, rel in (("kennel-launch", "kernel-launcher/kennel-launch"), ("no_userns", "tests/security/no_userns")):
+        shutil.copy(built(rel), path / name)
+        (path / name).chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", params=["root", "nobody"])
+def launcher(request, scratch):
+    if os.geteuid() != 0:
+        pytest.fail("tests/security runs as root (as CI does) and drops to uid 65534 itself")
+    return Launcher(request.param, scratch, str(scratch))
+
+
+@pytest.fixture(scope="session")
+def host_files(scratch):
+    """A secret readable by everyone on the host, and a canary."""
+    d = scratch / "host"
+    d.mkdir()
+    d.chmod(0o755)
+    secret = d / "secret"
+    secret.write_text("TOP-SECRET-kennel\n")
+    secret.chmod(0o644)
+    canary = d / "canary"
+    canary.write_text("canary\n")
+    canary.chmod(0o666)  # even world-writable on the host: the sandbox must not reach it
+    return {"dir": d, "secret": secret, "canary": canary}
+
+
+@pytest.fixture(autouse=True)
+def canary_untouched(request):
+    """After every test: the host canary is byte-for-byte and mtime the same."""
+    if "host_files" not in request.fixturenames:
+        yield
+        return
+    files = request.getfixturevalue("host_files")
+    before = (files["canary"].read_bytes(), files["canary"].stat().st_mtime_ns, sorted(os.listdir(files["dir"])))
+    yield
+    after = (files["canary"].read_bytes(), files["canary"].stat().st_mtime_ns, sorted(os.listdir(files["dir"])))
+    assert before == after, "the host canary directory changed"
+
+
+@pytest.fixture
+def host_workspace(launcher, scratch):
+    """A host directory to bind as /workspace, owned as the launcher needs:
+    an unprivileged caller maps to its own uid, so it must own it."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix="ws-", dir=scratch))
+    if not launcher.root:
+        os.chown(path, NOBODY, NOBODY)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,210 @@
+"""kennel-launch and the layer report: what the sandbox is, seen from outside
+(report, posture, exit status, signals, the launch spec, refusals)."""
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import Launcher
+
+ALL_LAYERS = {"no_new_privs", "cgroup", "userns", "pid", "net", "ipc", "uts", "cgroupns", "mount", "quota",
+              "caps", "rlimits", "landlock", "seccomp", "fds", "env"}
+
+
+def test_report_says_every_layer_is_active(launcher):
+    res = launcher.run(["/bin/true"])
+    assert res.returncode == 0, res.stderr
+    layers = res.status["layers"]
+    assert set(layers) == ALL_LAYERS
+    for name, layer in layers.items():
+        assert layer["reason"], name
+        if name == "cgroup" and not launcher.root:
+            # uid 65534 cannot have cgroup v1 limits: reported, with the fix
+            assert layer["state"] == "unsupported" and "root" in layer["reason"], layer
+        else:
+            assert layer["state"] == "active", (name, layer)
+    assert res.status["pid"] > 0
+
+
+def test_required_layer_missing_refuses_with_its_name(scratch):
+    # uid 65534 on cgroup v1 cannot have cgroup limits: without
+    # allow_degraded ["cgroup"] the launcher must refuse, and run nothing.
+    nobody = Launcher("nobody", scratch, str(scratch))
+    path = os.path.join(nobody.scratch, "strict.json")
+    with open(path, "w") as f:
+        json.dump({}, f)
+    os.chmod(path, 0o644)
+    res = nobody.run([], raw_args=["--policy", path, "--", "/bin/echo", "RAN"])
+    assert res.returncode == 125
+    assert "RAN" not in res.stdout
+    assert res.stderr.count("\n") == 1 and "confinement refused: cgroup:" in res.stderr, res.stderr
+
+
+def test_no_user_namespaces_refuses_naming_the_layer(launcher):
+    rfd, wfd = os.pipe()
+    cmd = launcher.prefix() + [launcher.no_userns, launcher.binary, "--policy", launcher.policy_file({}),
+                               "--report-fd", str(wfd), "--", "/bin/echo", "RAN"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, pass_fds=(wfd,), timeout=30,
+                          env={"ASAN_OPTIONS": "detect_leaks=0"})
+    os.close(wfd)
+    with os.fdopen(rfd) as f:
+        status = json.loads(f.read())
+    assert proc.returncode == 125 and "RAN" not in proc.stdout
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith("kennel-launch: confinement refused: userns: clone(CLONE_NEWUSER"), line
+    assert "Operation not permitted" in line
+    assert status["status"] == "error" and status["stage"] == "userns" and status["errno"] == 1
+
+
+def test_python_with_numpy_threads_subprocess_multiprocessing(launcher):
+    res = launcher.py(textwrap.dedent("""
+        import ctypes, multiprocessing, subprocess, threading
+        import numpy, pandas
+        print("numpy", int(numpy.arange(10).sum()), "pandas", int(pandas.DataFrame({"a": [1, 2]}).a.sum()))
+        out = []
+        threads = [threading.Thread(target=out.append, args=(i,)) for i in range(32)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print("threads", len(out))
+        print("subprocess", subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip())
+        with multiprocessing.Pool(2) as pool:
+            print("pool", sum(pool.map(abs, [-1, -2, -3])))
+        q = multiprocessing.Queue()
+        p = multiprocessing.Process(target=q.put, args=(42,))
+        p.start()
+        print("process", q.get(timeout=10))
+        p.join()
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("clone3", libc.syscall(435, 0, 0), ctypes.get_errno())
+    """), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["numpy", "45", "pandas", "3", "threads", "32", "subprocess", "hi",
+                                  "pool", "6", "process", "42", "clone3", "-1", "38"]
+
+
+def test_exit_status_and_signals_propagate(launcher):
+    assert launcher.run(["/bin/sh", "-c", "exit 7"]).returncode == 7
+    assert launcher.run(["/bin/sh", "-c", "kill -TERM $$"]).returncode == -signal.SIGTERM
+    res = launcher.run(["/nonexistent/cmd"])
+    assert res.returncode == 127 and "exec /nonexistent/cmd" in res.stderr
+
+
+def test_signal_to_the_launcher_reaches_the_command(launcher, scratch):
+    cmd = launcher.prefix() + [launcher.binary, "--policy", launcher.policy_file({}), "--",
+                               "/usr/bin/python3", "-c",
+                               "import os,signal,sys,time\n"
+                               "signal.signal(signal.SIGTERM, lambda *a: (os.write(1, b'got-term\\n'), sys.exit(3)))\n"
+                               "os.write(1, b'ready\\n')\ntime.sleep(30)"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env={"ASAN_OPTIONS": "detect_leaks=0"})
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=10)
+    assert out.strip() == "got-term" and proc.returncode == 3
+
+
+def test_sandbox_dies_with_the_launcher_and_takes_daemons_along(launcher):
+    token = f"{os.getpid()}.{time.monotonic_ns() % 100000}"
+    cmd = launcher.prefix() + [launcher.binary, "--policy", launcher.policy_file({}), "--", "/bin/sh", "-c",
+                               f"setsid sleep {token} & echo started; sleep {token}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env={"ASAN_OPTIONS": "detect_leaks=0"})
+    assert proc.stdout.readline().strip() == "started"
+
+    def sleepers():
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read() == b"sleep\0" + token.encode() + b"\0":
+                        found.append(int(pid))
+            except OSError:
+                pass
+        return found
+
+    deadline = time.monotonic() + 5
+    while len(sleepers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(sleepers()) == 2
+    proc.kill()  # SIGKILL to the waiter: PDEATHSIG takes the namespace down
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while sleepers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sleepers() == []
+
+
+def test_posture_seen_from_the_host(launcher):
+    cmd = launcher.prefix() + [launcher.binary, "--policy", launcher.policy_file({}), "--report-fd", "1", "--",
+                               "/bin/sh", "-c", "read line"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={"ASAN_OPTIONS": "detect_leaks=0"})
+    try:
+        pid = json.loads(proc.stdout.readline())["pid"]
+        status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status").read().splitlines())
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+            assert int(status[cap].strip(), 16) == 0, cap
+        assert status["NoNewPrivs"].strip() == "1" and status["Seccomp"].strip() == "2"
+        host_uid = 100000 if launcher.root else 65534
+        assert status["Uid"].split() == [str(host_uid)] * 4
+        assert status["Groups"].strip() == ""
+        uid_map = open(f"/proc/{pid}/uid_map").read().split()
+        assert uid_map == ["1000", str(host_uid), "1"]
+        for ns in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup"):
+            assert os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}"), ns
+        assert sorted(os.listdir(f"/proc/{pid}/fd")) == ["0", "1", "2"]
+    finally:
+        proc.communicate("done\n", timeout=10)
+    assert proc.returncode == 0
+
+
+def spec_launch(launcher, spec, status_fd_in_child=5, timeout=30):
+    """kennel-launch --spec-fd: the spec on one pipe, the status on another."""
+    spec_r, spec_w = os.pipe()
+    st_r, st_w = os.pipe()
+    spec = dict(spec, status_fd=status_fd_in_child)
+    os.write(spec_w, json.dumps(spec).encode())
+    os.close(spec_w)
+    # place the pipes at the fd numbers the spec names
+    args = launcher.prefix() + [launcher.binary, "--spec-fd", "4"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={"ASAN_OPTIONS": "detect_leaks=0"},
+                            pass_fds=(4, status_fd_in_child),
+                            preexec_fn=lambda: (os.dup2(spec_r, 4), os.dup2(st_w, status_fd_in_child)))
+    os.close(spec_r)
+    os.close(st_w)
+    out, err = proc.communicate(timeout=timeout)
+    with os.fdopen(st_r) as f:
+        lines = f.read().splitlines()
+    return proc.returncode, out, err, lines
+
+
+def test_launch_spec_runs_argv_kernel_after_status_line(launcher, host_workspace):
+    run_dir = host_workspace.parent / (host_workspace.name + "-run")
+    run_dir.mkdir()
+    (run_dir / "kernel.json").write_text('{"key": "k"}')
+    if not launcher.root:
+        os.chown(run_dir, 65534, 65534)
+        os.chown(run_dir / "kernel.json", 65534, 65534)
+    policy = {"allow_degraded": ["quota"] + ([] if launcher.root else ["cgroup"])}
+    rc, out, err, lines = spec_launch(launcher, {
+        "policy": policy, "workspace": str(host_workspace), "run_dir": str(run_dir),
+        "env": {"KENNEL_CONVERSATION": "c1"},
+        "kernel": {"argv": ["/bin/sh", "-c", 'cat "$1"; echo " $KENNEL_CONVERSATION"; echo hi > /workspace/out',
+                            "sh", "{connection_file}"]},
+    })
+    assert rc == 0, err
+    assert len(lines) == 1
+    status = json.loads(lines[0])
+    assert status["status"] == "confined" and status["layers"]["userns"]["state"] == "active"
+    assert out.strip() == '{"key": "k"} c1'
+    assert (host_workspace / "out").read_text() == "hi\n"
+
+
+def test_launch_spec_errors_come_back_on_the_status_fd(launcher):
+    rc, out, err, lines = spec_launch(launcher, {"kernel": {"argv": ["/bin/true"]}, "policy": {"netwrok": "none"}})
+    assert rc == 125
+    status = json.loads(lines[0])
+    assert status["status"] == "error" and status["stage"] == "spec" and "netwrok" in status["message"]
