@@ -481,3 +481,33 @@ def test_huge_file_hits_the_file_size_limit(launcher):
             print("limited", e.errno)
     """, policy={"rlimits": {"fsize": 1 << 20}})
     assert ok_lines(res) == ["limited", "27"]   # EFBIG
+
+
+def test_dev_has_only_the_harmless_nodes(launcher):
+    res = inside(launcher, """
+        import os, stat
+        nodes = sorted(n for n in os.listdir("/dev") if stat.S_ISCHR(os.lstat("/dev/" + n).st_mode))
+        print(" ".join(nodes))
+        for p in ["/dev/tty", "/dev/mem", "/dev/kmsg", "/dev/sda", "/dev/vda", "/dev/console", "/dev/ptmx"]:
+            print(p, os.path.exists(p))
+        try:
+            os.mknod("/dev/shm/mem", stat.S_IFCHR | 0o666, os.makedev(1, 1))
+            print("MKNOD")
+        except OSError as e:
+            print("mknod", e.errno)
+    """)
+    lines = res.stdout.splitlines()
+    assert lines[0] == "full null random urandom zero"
+    assert all(line.endswith("False") for line in lines[1:8]), lines
+    assert lines[8] == "mknod 1", lines
+
+
+def test_init_forwards_signals_sent_to_it_from_inside(launcher):
+    res = inside(launcher, """
+        import os, signal, sys, time
+        signal.signal(signal.SIGUSR1, lambda *a: (os.write(1, b"forwarded\\n"), sys.exit(0)))
+        os.kill(1, signal.SIGUSR1)
+        time.sleep(10)
+        print("NOT-FORWARDED")
+    """)
+    assert ok_lines(res) == ["forwarded"]
