@@ -76,6 +76,10 @@ const char *wire_key_text (const wire_key_t *self);
 /* Signs parts[0..3] (header, parent, metadata, content) into out
    (64 hex digits + NUL, or "" for an empty key). */
 void wire_key_sign (const wire_key_t *self, zframe_t *const parts[4], char out[WIRE_SIGNATURE_HEX_LEN + 1]);
+/* Checks sig (len bytes, as received) against parts[0..3]: WIRE_OK, or
+   WIRE_ERR_UNSIGNED (empty sig, key set) or WIRE_ERR_BAD_SIGNATURE (wrong
+   length or mismatch; constant-time compare). An empty key accepts anything. */
+wire_error_t wire_key_verify (const wire_key_t *self, zframe_t *const parts[4], const void *sig, size_t len);
 
 /* ---- replay protection ------------------------------------------------- */
 
