@@ -215,9 +215,36 @@ cgroup_attach (confine_ctx_t *ctx, pid_t pid)
     return 0;
 }
 
+/* How many processes the memory limit killed (v1 memory.oom_control,
+   v2 memory.events: "oom_kill N"); 0 when unknown. */
+static unsigned long
+oom_kills (const char *dir)
+{
+    const char *files[] = { "memory.events", "memory.oom_control" };
+    for (size_t i = 0; i < 2; i++) {
+        char path[PATH_MAX + 32], line[128];
+        snprintf (path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen (path, "re");
+        if (!f)
+            continue;
+        unsigned long n = 0;
+        while (fgets (line, sizeof line, f))
+            if (sscanf (line, "oom_kill %lu", &n) == 1)
+                break;
+        fclose (f);
+        return n;
+    }
+    return 0;
+}
+
 void
 cgroup_cleanup (confine_ctx_t *ctx)
 {
+    /* The only place the cause of a SIGKILL is known: say it. */
+    unsigned long kills = ctx->cgroup_dirs[0][0] ? oom_kills (ctx->cgroup_dirs[0]) : 0;
+    if (kills)
+        fprintf (stderr, "confine: the sandbox reached its memory limit (%llu bytes): %lu process(es) killed by the OOM killer\n",
+                 (unsigned long long) ctx->policy->memory_bytes, kills);
     remove_dirs (ctx);
 }
 

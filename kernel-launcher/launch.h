@@ -25,7 +25,7 @@ void launch_kernel_free (launch_kernel_t *kernel);
 int launch_spec_read (int fd, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
                       char *err, size_t errlen);
 
-/* One JSON line on fd, then closes it (fd < 0: nothing). */
+/* One JSON line on fd, then closes it unless it is 0, 1 or 2 (fd < 0: nothing). */
 void launch_status_confined (int fd, const confine_report_t *report);
 void launch_status_error (int fd, const char *stage, int err, const char *message);
 

@@ -8,13 +8,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Closes fd after the line, unless it is stdin/stdout/stderr (which the
+   command still needs: --report-fd 1 prints the line before its output). */
+static void
+done (int fd)
+{
+    if (fd > 2)
+        close (fd);
+}
+
 static void
 write_line (int fd, json_t *json)
 {
     char *text = json_dumps (json, JSON_COMPACT);
     json_decref (json);
     if (!text) {
-        close (fd);
+        done (fd);
         return;
     }
     size_t len = strlen (text);
@@ -31,7 +40,7 @@ write_line (int fd, json_t *json)
         left -= (size_t) n;
     }
     free (text);
-    close (fd);
+    done (fd);
 }
 
 void

@@ -208,3 +208,14 @@ def test_launch_spec_errors_come_back_on_the_status_fd(launcher):
     assert rc == 125
     status = json.loads(lines[0])
     assert status["status"] == "error" and status["stage"] == "spec" and "netwrok" in status["message"]
+
+
+def test_cgroup_memory_limit_kills_and_says_so(scratch):
+    # As root the cgroup is the memory bound (here without RLIMIT_DATA):
+    # the OOM kill is reported on stderr, the launcher dies of SIGKILL.
+    root = Launcher("root", scratch, str(scratch))
+    res = root.py("chunks = []\nwhile True: chunks.append(bytearray(16 << 20))",
+                  policy={"memory_bytes": 128 << 20, "rlimits": {"data": 0}})
+    assert res.returncode == -signal.SIGKILL, (res.returncode, res.stderr)
+    assert "reached its memory limit (134217728 bytes)" in res.stderr
+    assert "OOM killer" in res.stderr
