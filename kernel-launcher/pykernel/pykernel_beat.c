@@ -1,0 +1,75 @@
+/*  pykernel_beat.c - the heartbeat: a thread that echoes every message on
+    the hb socket. It never touches Python, so a long computation holding the
+    GIL does not make the client declare the kernel dead. The socket is a
+    ROUTER (as ipykernel's echo device is) so a client that vanishes in the
+    middle of a ping cannot wedge it the way a REP's state machine can. */
+#include "pykernel_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct pykernel_beat {
+    zsock_t *sock;
+    int stop_pipe[2];
+    pthread_t thread;
+};
+
+static void *
+s_thread (void *arg)
+{
+    pykernel_beat_t *self = arg;
+    void *handle = zsock_resolve (self->sock);
+    for (;;) {
+        zmq_pollitem_t items[2] = {
+            { .socket = handle, .events = ZMQ_POLLIN },
+            { .fd = self->stop_pipe[0], .events = ZMQ_POLLIN },
+        };
+        int rc = zmq_poll (items, 2, -1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0 || items[1].revents)
+            break;
+        zmsg_t *msg = zmsg_recv (self->sock);
+        if (msg && zmsg_send (&msg, self->sock) != 0)
+            zmsg_destroy (&msg);
+    }
+    return NULL;
+}
+
+pykernel_beat_t *
+pykernel_beat_new (zsock_t *sock)
+{
+    pykernel_beat_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->sock = sock;
+    if (pipe2 (self->stop_pipe, O_CLOEXEC) != 0) {
+        free (self);
+        return NULL;
+    }
+    if (pthread_create (&self->thread, NULL, s_thread, self) != 0) {
+        close (self->stop_pipe[0]);
+        close (self->stop_pipe[1]);
+        free (self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+pykernel_beat_destroy (pykernel_beat_t **self_p)
+{
+    pykernel_beat_t *self = *self_p;
+    if (!self)
+        return;
+    ssize_t rc = write (self->stop_pipe[1], "x", 1);
+    (void) rc;
+    pthread_join (self->thread, NULL);
+    close (self->stop_pipe[0]);
+    close (self->stop_pipe[1]);
+    zsock_destroy (&self->sock);
+    free (self);
+    *self_p = NULL;
+}

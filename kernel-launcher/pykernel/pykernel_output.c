@@ -1,0 +1,265 @@
+/*  pykernel_output.c - fd 1 and fd 2 captured and published as streams.
+
+    Python's sys.stdout/sys.stderr are kernel.py's and publish directly, but C
+    extensions, os.write(1, ...) and child processes write to the file
+    descriptors. Both are replaced by pipes; a thread publishes what arrives,
+    and pykernel_output_flush() drains them synchronously so that fd output
+    written before any other message is published before it. One mutex covers
+    the draining so that the thread and a flush never reorder bytes. */
+#include "pykernel_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A stream message carries at most this much text; more becomes several. */
+#define OUTPUT_CHUNK (1024 * 1024)
+/* The thread waits this long after the first byte so that many small writes
+   become one message instead of one each. */
+#define OUTPUT_BATCH_MS 5
+
+static const char *s_names[2] = { "stdout", "stderr" };
+
+struct pykernel_output {
+    pykernel_iopub_t *iopub;
+    pthread_mutex_t lock;
+    int saved_fd[2]; /* the original fd 1 and 2 */
+    int read_fd[2];  /* read ends of the capture pipes, non-blocking */
+    char held[2][4]; /* an incomplete UTF-8 character waiting for its tail */
+    size_t held_len[2];
+    char *buffer;    /* OUTPUT_CHUNK + 4 bytes */
+    int stop_pipe[2];
+    pthread_t thread;
+    bool thread_started;
+};
+
+static void
+s_publish (pykernel_output_t *self, int which, const char *data, size_t len)
+{
+    size_t text_len;
+    char *text = pykernel_utf8_sanitize (data, len, &text_len);
+    if (!text)
+        return;
+    json_t *content = json_pack ("{ss s:s%}", "name", s_names[which], "text", text, text_len);
+    free (text);
+    if (content)
+        pykernel_iopub_send (self->iopub, "stream", content, NULL, NULL);
+}
+
+/* Reads everything available on pipe `which` and publishes it. Lock held. */
+static void
+s_drain (pykernel_output_t *self, int which, bool final)
+{
+    for (;;) {
+        size_t len = self->held_len[which];
+        memcpy (self->buffer, self->held[which], len);
+        self->held_len[which] = 0;
+        bool more = true;
+        while (len < OUTPUT_CHUNK) {
+            ssize_t n = read (self->read_fd[which], self->buffer + len, OUTPUT_CHUNK - len);
+            if (n > 0)
+                len += n;
+            else if (n < 0 && errno == EINTR)
+                continue;
+            else {
+                more = false; /* EAGAIN: empty for now; 0: no writer left */
+                break;
+            }
+        }
+        size_t complete = final ? len : pykernel_utf8_complete_prefix (self->buffer, len);
+        memcpy (self->held[which], self->buffer + complete, len - complete);
+        self->held_len[which] = len - complete;
+        if (complete > 0)
+            s_publish (self, which, self->buffer, complete);
+        if (!more)
+            return;
+    }
+}
+
+static void
+s_drain_all (pykernel_output_t *self, bool final)
+{
+    pthread_mutex_lock (&self->lock);
+    s_drain (self, 0, final);
+    s_drain (self, 1, final);
+    pthread_mutex_unlock (&self->lock);
+}
+
+static void *
+s_thread (void *arg)
+{
+    pykernel_output_t *self = arg;
+    for (;;) {
+        struct pollfd fds[3] = {
+            { .fd = self->read_fd[0], .events = POLLIN },
+            { .fd = self->read_fd[1], .events = POLLIN },
+            { .fd = self->stop_pipe[0], .events = POLLIN },
+        };
+        int rc = poll (fds, 3, -1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0 || fds[2].revents)
+            break;
+        poll (NULL, 0, OUTPUT_BATCH_MS);
+        s_drain_all (self, false);
+        if ((fds[0].revents | fds[1].revents) & (POLLHUP | POLLERR) &&
+            !((fds[0].revents | fds[1].revents) & POLLIN))
+            poll (NULL, 0, 10); /* no writer left: do not spin */
+    }
+    return NULL;
+}
+
+/* Makes a pipe and puts its write end on fd `target`. */
+static int
+s_capture (pykernel_output_t *self, int which)
+{
+    int target = which + 1;
+    int fds[2];
+    if (pipe2 (fds, O_CLOEXEC) != 0)
+        return -1;
+    /* a large pipe: a burst of output does not block the writer at once */
+    fcntl (fds[0], F_SETPIPE_SZ, 1024 * 1024);
+    fcntl (fds[0], F_SETFL, O_NONBLOCK);
+    self->saved_fd[which] = fcntl (target, F_DUPFD_CLOEXEC, 3);
+    if (self->saved_fd[which] < 0 || dup2 (fds[1], target) < 0) {
+        close (fds[0]);
+        close (fds[1]);
+        return -1;
+    }
+    close (fds[1]);
+    self->read_fd[which] = fds[0];
+    return 0;
+}
+
+pykernel_output_t *
+pykernel_output_new (pykernel_iopub_t *iopub)
+{
+    pykernel_output_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->iopub = iopub;
+    pthread_mutex_init (&self->lock, NULL);
+    self->saved_fd[0] = self->saved_fd[1] = -1;
+    self->read_fd[0] = self->read_fd[1] = -1;
+    self->stop_pipe[0] = self->stop_pipe[1] = -1;
+    self->buffer = malloc (OUTPUT_CHUNK + 4);
+    fflush (stdout);
+    fflush (stderr);
+    if (!self->buffer || pipe2 (self->stop_pipe, O_CLOEXEC) != 0 || s_capture (self, 0) != 0
+        || s_capture (self, 1) != 0) {
+        pykernel_log ("capturing fd 1 and 2: %s", strerror (errno));
+        pykernel_output_destroy (&self);
+        return NULL;
+    }
+    if (pthread_create (&self->thread, NULL, s_thread, self) != 0) {
+        pykernel_log ("starting the output thread failed");
+        pykernel_output_destroy (&self);
+        return NULL;
+    }
+    self->thread_started = true;
+    return self;
+}
+
+void
+pykernel_output_flush (pykernel_output_t *self)
+{
+    if (!self)
+        return;
+    fflush (stdout);
+    fflush (stderr);
+    s_drain_all (self, false);
+}
+
+void
+pykernel_output_destroy (pykernel_output_t **self_p)
+{
+    pykernel_output_t *self = *self_p;
+    if (!self)
+        return;
+    fflush (stdout);
+    fflush (stderr);
+    /* putting the original fds back closes the pipes' last write ends */
+    for (int i = 0; i < 2; i++)
+        if (self->saved_fd[i] >= 0) {
+            dup2 (self->saved_fd[i], i + 1);
+            close (self->saved_fd[i]);
+        }
+    if (self->thread_started) {
+        ssize_t rc = write (self->stop_pipe[1], "x", 1);
+        (void) rc;
+        pthread_join (self->thread, NULL);
+    }
+    if (self->read_fd[0] >= 0 && self->read_fd[1] >= 0)
+        s_drain_all (self, true);
+    for (int i = 0; i < 2; i++) {
+        if (self->read_fd[i] >= 0)
+            close (self->read_fd[i]);
+        if (self->stop_pipe[i] >= 0)
+            close (self->stop_pipe[i]);
+    }
+    pthread_mutex_destroy (&self->lock);
+    free (self->buffer);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+pykernel_output_test (bool verbose)
+{
+    int failures = 0;
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            pykernel_log ("output self-test failed: %s (line %d)", #cond, __LINE__);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+    pykernel_log_init ();
+    wire_error_t err;
+    wire_key_t *key = wire_key_new (NULL, "k", 1, &err);
+    zsock_t *pub = zsock_new_pub ("inproc://pykernel-output-test");
+    zsock_t *sub = zsock_new_sub ("inproc://pykernel-output-test", "");
+    zsock_set_rcvtimeo (sub, 2000);
+    pykernel_iopub_t *iopub = pykernel_iopub_new (pub, key, "s");
+    zclock_sleep (50);
+    pykernel_output_t *output = pykernel_output_new (iopub);
+    CHECK (output);
+    /* a character cut between two writes arrives whole */
+    ssize_t rc = write (1, "caf\xC3", 4);
+    rc = write (2, "err", 3);
+    rc = write (1, "\xA9!", 2);
+    (void) rc;
+    pykernel_output_flush (output);
+    pykernel_output_destroy (&output);
+    /* collect: stdout text joined, stderr text joined */
+    char out[64] = "", errtext[64] = "";
+    zmsg_t *frames;
+    wire_replay_t *replay = wire_replay_new (16);
+    while ((frames = zmsg_recv (sub))) {
+        wire_msg_t *msg = wire_msg_decode (&frames, key, replay, &wire_limits_default, &err);
+        CHECK (msg);
+        if (!msg)
+            break;
+        const char *name = json_string_value (json_object_get (msg->content, "name"));
+        const char *text = json_string_value (json_object_get (msg->content, "text"));
+        CHECK (name && text);
+        if (name && text)
+            strncat (strcmp (name, "stdout") == 0 ? out : errtext, text, 20);
+        wire_msg_destroy (&msg);
+        zsock_set_rcvtimeo (sub, 200);
+    }
+    CHECK (strcmp (out, "caf\xC3\xA9!") == 0);
+    CHECK (strcmp (errtext, "err") == 0);
+    wire_replay_destroy (&replay);
+    pykernel_iopub_destroy (&iopub);
+    zsock_destroy (&sub);
+    wire_key_destroy (&key);
+#undef CHECK
+    if (verbose)
+        pykernel_log ("output self-test: %s", failures ? "FAILED" : "ok");
+    return failures;
+}

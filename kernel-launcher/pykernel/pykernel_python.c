@@ -1,0 +1,466 @@
+/*  pykernel_python.c - the embedded CPython: start-up, the `_kennel` builtin
+    module (Python → C) and calls into kernel.py (C → Python).
+
+    kernel.py is compiled into the binary (kernel_py.h, generated at build
+    time) and runs as a module object that is never put in sys.modules. The
+    `_kennel` functions reach the kernel's state through C statics only, so no
+    key, socket or message object is ever a Python object. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "config.h"
+#include "pykernel_internal.h"
+#include "kernel_py.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+/* how often a wait for a stdin reply looks at pending signals (ms) */
+#define STDIN_POLL_MS 100
+
+static struct {
+    pykernel_shared_t *shared;
+    zsock_t *stdin_sock;
+    wire_replay_t *stdin_replay;
+    const wire_msg_t *request; /* the shell request being served */
+    PyObject *module;          /* kernel.py's private module */
+    PyObject *dispatch;
+    PyObject *configure;
+    PyThreadState *main_state; /* saved while the GIL is released */
+} s_py;
+
+/* ---- _kennel ------------------------------------------------------------ */
+
+static json_t *
+s_parse_json_arg (const char *what, const char *text)
+{
+    json_error_t jerr;
+    json_t *value = json_loads (text, 0, &jerr);
+    if (!value || !json_is_object (value)) {
+        json_decref (value);
+        PyErr_Format (PyExc_ValueError, "_kennel: %s is not a JSON object: %s", what,
+                      value ? "not an object" : jerr.text);
+        return NULL;
+    }
+    return value;
+}
+
+static PyObject *
+s_kennel_publish (PyObject *self, PyObject *args)
+{
+    const char *msg_type, *content_json, *metadata_json = NULL;
+    if (!PyArg_ParseTuple (args, "ss|z:publish", &msg_type, &content_json, &metadata_json))
+        return NULL;
+    json_t *content = s_parse_json_arg ("content", content_json);
+    if (!content)
+        return NULL;
+    json_t *metadata = NULL;
+    if (metadata_json && !(metadata = s_parse_json_arg ("metadata", metadata_json))) {
+        json_decref (content);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    /* bytes already written to fd 1 and 2 come first */
+    pykernel_output_flush (s_py.shared->output);
+    rc = pykernel_iopub_send (s_py.shared->iopub, msg_type, content, metadata, NULL);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyErr_SetString (PyExc_OSError, "_kennel.publish: sending on iopub failed");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+s_kennel_flush_output (PyObject *self, PyObject *unused)
+{
+    Py_BEGIN_ALLOW_THREADS
+    pykernel_output_flush (s_py.shared->output);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* Drops replies nobody waits for any more (a previous input() that was
+   interrupted), so they are not taken for the answer to the next request. */
+static void
+s_stdin_purge (void)
+{
+    zmsg_t *stale;
+    while (zsock_events (s_py.stdin_sock) & ZMQ_POLLIN && (stale = zmsg_recv (s_py.stdin_sock)))
+        zmsg_destroy (&stale);
+}
+
+/* Waits up to ms for a readable stdin socket with the GIL released.
+   1 readable, 0 not yet, -1 interrupted by a signal. */
+static int
+s_stdin_wait (long ms)
+{
+    zmq_pollitem_t item = { .socket = zsock_resolve (s_py.stdin_sock), .events = ZMQ_POLLIN };
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zmq_poll (&item, 1, ms);
+    Py_END_ALLOW_THREADS
+    if (rc < 0)
+        return errno == EINTR ? -1 : 0;
+    return rc > 0 ? 1 : 0;
+}
+
+static PyObject *
+s_kennel_stdin_request (PyObject *self, PyObject *args)
+{
+    const char *msg_type, *content_json;
+    double timeout = -1;
+    if (!PyArg_ParseTuple (args, "ss|d:stdin_request", &msg_type, &content_json, &timeout))
+        return NULL;
+    if (!s_py.request) {
+        PyErr_SetString (PyExc_RuntimeError, "_kennel.stdin_request: no request is running");
+        return NULL;
+    }
+    json_t *content = s_parse_json_arg ("content", content_json);
+    if (!content)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pykernel_output_flush (s_py.shared->output);
+    Py_END_ALLOW_THREADS
+    s_stdin_purge ();
+    /* to the identities of the shell request: the client's stdin socket
+       has the same identity as its shell socket */
+    wire_msg_t *request = wire_msg_new (s_py.shared->session, msg_type, s_py.request);
+    wire_msg_set_content (request, content);
+    int rc = wire_msg_send (request, s_py.stdin_sock, s_py.shared->key);
+    wire_msg_destroy (&request);
+    if (rc != 0) {
+        PyErr_SetString (PyExc_OSError, "_kennel.stdin_request: sending on stdin failed");
+        return NULL;
+    }
+    int64_t deadline = timeout < 0 ? -1 : zclock_mono () + (int64_t) (timeout * 1000);
+    for (;;) {
+        long slice = STDIN_POLL_MS;
+        if (deadline >= 0) {
+            int64_t left = deadline - zclock_mono ();
+            if (left <= 0) {
+                PyErr_Format (PyExc_TimeoutError, "no %s reply on stdin within %.3g s",
+                              msg_type, timeout);
+                return NULL;
+            }
+            if (left < slice)
+                slice = (long) left;
+        }
+        int ready = s_stdin_wait (slice);
+        if (PyErr_CheckSignals () != 0)
+            return NULL; /* KeyboardInterrupt: the user gave up waiting */
+        if (ready <= 0)
+            continue;
+        zmsg_t *frames = zmsg_recv (s_py.stdin_sock);
+        if (!frames)
+            continue;
+        wire_error_t err;
+        wire_msg_t *reply = wire_msg_decode (&frames, s_py.shared->key, s_py.stdin_replay,
+                                             &wire_limits_default, &err);
+        if (!reply) {
+            pykernel_log ("stdin: message dropped: %s", wire_strerror (err));
+            continue;
+        }
+        char *text = json_dumps (reply->content, JSON_COMPACT);
+        PyObject *result = Py_BuildValue ("(ss)", wire_msg_type (reply), text ? text : "{}");
+        free (text);
+        wire_msg_destroy (&reply);
+        return result;
+    }
+}
+
+static PyMethodDef s_kennel_methods[] = {
+    { "publish", s_kennel_publish, METH_VARARGS,
+      "publish(msg_type, content_json, metadata_json=None): an iopub message for the current request" },
+    { "stdin_request", s_kennel_stdin_request, METH_VARARGS,
+      "stdin_request(msg_type, content_json, timeout=-1) -> (msg_type, content_json)" },
+    { "flush_output", s_kennel_flush_output, METH_NOARGS,
+      "flush_output(): publish what was written to fd 1 and 2 so far" },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef s_kennel_module = {
+    PyModuleDef_HEAD_INIT, "_kennel", "kennel's kernel internals (C side)", -1, s_kennel_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+static PyObject *
+s_kennel_init (void)
+{
+    return PyModule_Create (&s_kennel_module);
+}
+
+/* ---- start -------------------------------------------------------------- */
+
+static int
+s_config_fail (PyConfig *config, PyStatus status, const char *step)
+{
+    pykernel_log ("starting Python: %s: %s%s%s", step, status.func ? status.func : "",
+                  status.func ? ": " : "", status.err_msg ? status.err_msg : "failed");
+    PyConfig_Clear (config);
+    return -1;
+}
+
+/* Logs the pending Python exception on the log fd (never the client's fd 2). */
+static void
+s_log_exception (const char *step)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch (&type, &value, &tb);
+    PyErr_NormalizeException (&type, &value, &tb);
+    PyObject *text = value ? PyObject_Repr (value) : NULL;
+    const char *utf8 = text ? PyUnicode_AsUTF8 (text) : NULL;
+    pykernel_log ("%s: %s", step, utf8 ? utf8 : "unknown Python error");
+    Py_XDECREF (text);
+    Py_XDECREF (type);
+    Py_XDECREF (value);
+    Py_XDECREF (tb);
+    PyErr_Clear ();
+}
+
+static int
+s_initialize (void)
+{
+    if (PyImport_AppendInittab ("_kennel", s_kennel_init) != 0) {
+        pykernel_log ("starting Python: registering _kennel failed");
+        return -1;
+    }
+    PyConfig config;
+    /* isolated: no PYTHON* environment, no user site, no script dir on path;
+       Debian's site module still adds dist-packages (numpy, pandas, ...) */
+    PyConfig_InitIsolatedConfig (&config);
+    config.install_signal_handlers = 1; /* SIGINT → KeyboardInterrupt */
+    config.user_site_directory = 0;
+    config.write_bytecode = 0;          /* the sandbox's /usr is read-only */
+    config.site_import = 1;
+    /* prefixes resolve from the interpreter's own path */
+    PyStatus status = PyConfig_SetBytesString (&config, &config.program_name, KENNEL_PYTHON);
+    if (PyStatus_Exception (status))
+        return s_config_fail (&config, status, "program name");
+    char *argv[] = { (char *) "" };
+    status = PyConfig_SetBytesArgv (&config, 1, argv);
+    if (PyStatus_Exception (status))
+        return s_config_fail (&config, status, "argv");
+    status = Py_InitializeFromConfig (&config);
+    if (PyStatus_Exception (status))
+        return s_config_fail (&config, status, "Py_InitializeFromConfig");
+    PyConfig_Clear (&config);
+    return 0;
+}
+
+static int
+s_load_kernel (void)
+{
+    PyObject *code = Py_CompileStringExFlags ((const char *) pykernel_kernel_py, "<kennel>", Py_file_input,
+                                              NULL, -1);
+    if (!code) {
+        s_log_exception ("compiling kernel.py");
+        return -1;
+    }
+    s_py.module = PyModule_New ("kennel_kernel");
+    PyObject *globals = s_py.module ? PyModule_GetDict (s_py.module) : NULL;
+    if (!globals || PyDict_SetItemString (globals, "__builtins__", PyEval_GetBuiltins ()) != 0) {
+        Py_DECREF (code);
+        s_log_exception ("creating kernel.py's module");
+        return -1;
+    }
+    PyObject *result = PyEval_EvalCode (code, globals, globals);
+    Py_DECREF (code);
+    if (!result) {
+        s_log_exception ("running kernel.py");
+        return -1;
+    }
+    Py_DECREF (result);
+    s_py.dispatch = PyDict_GetItemString (globals, "dispatch");
+    s_py.configure = PyDict_GetItemString (globals, "configure");
+    if (!s_py.dispatch || !s_py.configure) {
+        pykernel_log ("kernel.py defines no dispatch() or configure()");
+        return -1;
+    }
+    Py_INCREF (s_py.dispatch);
+    Py_INCREF (s_py.configure);
+    return 0;
+}
+
+int
+pykernel_python_start (pykernel_shared_t *shared, zsock_t *stdin_sock)
+{
+    s_py.shared = shared;
+    s_py.stdin_sock = stdin_sock;
+    s_py.stdin_replay = wire_replay_new (4096);
+    if (s_initialize () != 0)
+        return -1;
+    int rc = s_load_kernel ();
+    s_py.main_state = PyEval_SaveThread ();
+    return rc;
+}
+
+/* ---- calls into kernel.py ----------------------------------------------- */
+
+int
+pykernel_python_configure (const json_t *settings)
+{
+    char *text = settings ? json_dumps (settings, JSON_COMPACT) : strdup ("{}");
+    PyEval_RestoreThread (s_py.main_state);
+    PyObject *result = PyObject_CallFunction (s_py.configure, "s", text ? text : "{}");
+    int rc = 0;
+    if (!result) {
+        s_log_exception ("kernel.py configure()");
+        rc = -1;
+    }
+    Py_XDECREF (result);
+    s_py.main_state = PyEval_SaveThread ();
+    free (text);
+    return rc;
+}
+
+void
+pykernel_python_set_request (const wire_msg_t *request)
+{
+    s_py.request = request;
+}
+
+void
+pykernel_python_forget_interrupt (void)
+{
+    PyEval_RestoreThread (s_py.main_state);
+    if (PyErr_CheckSignals () != 0)
+        PyErr_Clear ();
+    s_py.main_state = PyEval_SaveThread ();
+}
+
+/* "execute_request" → "execute_reply" */
+static char *
+s_reply_type (const char *request_type)
+{
+    size_t len = strlen (request_type);
+    const char *suffix = "_request";
+    size_t slen = strlen (suffix);
+    if (len > slen && strcmp (request_type + len - slen, suffix) == 0)
+        len -= slen;
+    char *type = malloc (len + sizeof "_reply");
+    if (type) {
+        memcpy (type, request_type, len);
+        strcpy (type + len, "_reply");
+    }
+    return type;
+}
+
+/* The pending exception as an error reply (kernel.py is expected to turn
+   every failure of user code into a reply itself: this is for its bugs and
+   for an interrupt that lands between user code and the reply). */
+static void
+s_error_reply (const char *request_type, char **reply_type, json_t **reply_content)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch (&type, &value, &tb);
+    PyErr_NormalizeException (&type, &value, &tb);
+    const char *ename = type ? ((PyTypeObject *) type)->tp_name : "Error";
+    PyObject *text = value ? PyObject_Str (value) : NULL;
+    const char *evalue = text ? PyUnicode_AsUTF8 (text) : NULL;
+    if (!evalue)
+        PyErr_Clear ();
+    pykernel_log ("kernel.py dispatch(%s) raised %s: %s", request_type, ename, evalue ? evalue : "");
+    *reply_type = s_reply_type (request_type);
+    *reply_content = json_pack ("{ss ss ss s[s++]}", "status", "error", "ename", ename, "evalue",
+                                evalue ? evalue : "", "traceback", ename, ": ", evalue ? evalue : "");
+    Py_XDECREF (text);
+    Py_XDECREF (type);
+    Py_XDECREF (value);
+    Py_XDECREF (tb);
+}
+
+static json_t *
+s_json_from_py (PyObject *text, const char *what)
+{
+    if (text == Py_None)
+        return NULL;
+    const char *utf8 = PyUnicode_Check (text) ? PyUnicode_AsUTF8 (text) : NULL;
+    if (!utf8) {
+        PyErr_Clear ();
+        pykernel_log ("kernel.py dispatch: %s is not a str", what);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *value = json_loads (utf8, 0, &jerr);
+    if (!json_is_object (value)) {
+        pykernel_log ("kernel.py dispatch: %s is not a JSON object: %s", what, jerr.text);
+        json_decref (value);
+        return NULL;
+    }
+    return value;
+}
+
+void
+pykernel_python_dispatch (const wire_msg_t *request, char **reply_type, json_t **reply_content,
+                          json_t **reply_metadata, bool *abort_queue)
+{
+    *reply_type = NULL;
+    *reply_content = NULL;
+    *reply_metadata = NULL;
+    *abort_queue = false;
+    char *content = json_dumps (request->content, JSON_COMPACT);
+    char *header = json_dumps (request->header, JSON_COMPACT);
+    PyEval_RestoreThread (s_py.main_state);
+    PyObject *result = PyObject_CallFunction (s_py.dispatch, "sss", wire_msg_type (request),
+                                              content ? content : "{}", header ? header : "{}");
+    free (content);
+    free (header);
+    if (!result)
+        s_error_reply (wire_msg_type (request), reply_type, reply_content);
+    else if (result != Py_None) {
+        PyObject *type = NULL, *body = NULL, *metadata = NULL, *abort = NULL;
+        if (PyTuple_Check (result) && PyArg_ParseTuple (result, "UO|OO", &type, &body, &metadata, &abort)) {
+            *reply_type = strdup (PyUnicode_AsUTF8 (type));
+            *reply_content = s_json_from_py (body, "reply content");
+            *reply_metadata = metadata ? s_json_from_py (metadata, "reply metadata") : NULL;
+            *abort_queue = abort && PyObject_IsTrue (abort) == 1;
+            if (!*reply_content)
+                *reply_content = json_pack ("{ss}", "status", "ok");
+        }
+        else {
+            PyErr_Clear ();
+            pykernel_log ("kernel.py dispatch(%s) returned neither None nor a reply tuple",
+                          wire_msg_type (request));
+        }
+    }
+    Py_XDECREF (result);
+    s_py.main_state = PyEval_SaveThread ();
+}
+
+/* kernel_info_reply content, computed once through kernel.py. */
+char *
+pykernel_python_kernel_info (void)
+{
+    wire_msg_t *request = wire_msg_new (NULL, "kernel_info_request", NULL);
+    char *type, *text = NULL;
+    json_t *content, *metadata;
+    bool abort;
+    pykernel_python_dispatch (request, &type, &content, &metadata, &abort);
+    if (content)
+        text = json_dumps (content, JSON_COMPACT);
+    free (type);
+    json_decref (content);
+    json_decref (metadata);
+    wire_msg_destroy (&request);
+    return text;
+}
+
+void
+pykernel_python_stop (void)
+{
+    if (!s_py.main_state && !Py_IsInitialized ())
+        return;
+    if (s_py.main_state)
+        PyEval_RestoreThread (s_py.main_state);
+    s_py.main_state = NULL;
+    Py_CLEAR (s_py.dispatch);
+    Py_CLEAR (s_py.configure);
+    Py_CLEAR (s_py.module);
+    if (Py_IsInitialized () && Py_FinalizeEx () != 0)
+        pykernel_log ("Python finalization reported an error (buffered output lost?)");
+    wire_replay_destroy (&s_py.stdin_replay);
+    s_py.request = NULL;
+}
