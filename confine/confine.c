@@ -181,6 +181,10 @@ refuse (confine_ctx_t *ctx, const sigset_t *old_mask, pid_t child, int sync_fd)
 static int
 prepare_host (confine_ctx_t *ctx)
 {
+    /* An ignored SIGCHLD survives exec (a parent may set it) and would make
+       the kernel reap our children behind our back: the waiter and init
+       need to wait for them. */
+    signal (SIGCHLD, SIG_DFL);
     if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         confine_error_set (ctx->error, "no_new_privs", errno, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror (errno));
         return -1;

@@ -219,3 +219,13 @@ def test_cgroup_memory_limit_kills_and_says_so(scratch):
     assert res.returncode == -signal.SIGKILL, (res.returncode, res.stderr)
     assert "reached its memory limit (134217728 bytes)" in res.stderr
     assert "OOM killer" in res.stderr
+
+
+def test_inherited_ignored_sigchld_does_not_hang_the_waiter(launcher):
+    # A parent that ignores SIGCHLD passes that on through exec.
+    code = ("import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+            "os.execv(sys.argv[1], sys.argv[1:])")
+    cmd = launcher.prefix() + ["/usr/bin/python3", "-c", code, launcher.binary, "--policy",
+                               launcher.policy_file({}), "--", "/bin/sh", "-c", "exit 5"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env={"ASAN_OPTIONS": "detect_leaks=0"})
+    assert proc.returncode == 5, proc.stderr
