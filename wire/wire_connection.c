@@ -189,7 +189,7 @@ int
 wire_connection_save (const wire_connection_t *self, const char *path)
 {
     json_t *json = wire_connection_to_json (self);
-    char *text = json ? json_dumps (json, JSON_INDENT (2)) : NULL;
+    char *text = json ? json_dumps (json, JSON_INDENT (2) | JSON_ENSURE_ASCII) : NULL;
     json_decref (json);
     if (!text) {
         errno = EINVAL;
@@ -304,7 +304,7 @@ wire_connection_test (bool verbose)
 
     /* The exact JSON text jupyter_client writes (json.dump, indent=2). */
     json_t *json = wire_connection_to_json (conn);
-    char *text = json_dumps (json, JSON_INDENT (2));
+    char *text = json_dumps (json, JSON_INDENT (2) | JSON_ENSURE_ASCII);
     const char *start = "{\n  \"shell_port\": 57503,\n  \"iopub_port\": 40885,\n";
     WIRE_CHECK (text && strncmp (text, start, strlen (start)) == 0);
     WIRE_CHECK (text && strstr (text, "\"kernel_name\": \"python3\"\n}"));
