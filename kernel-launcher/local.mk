@@ -4,8 +4,10 @@ include kernel-launcher/pykernel/local.mk
 bin_PROGRAMS += kernel-launcher/kennel-launch
 kernel_launcher_kennel_launch_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c
-kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel
-kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
+kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel \
+	-DKENNEL_LAUNCH_PYKERNEL
+kernel_launcher_kennel_launch_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
+	$(PYTHON_LIBS) $(JANSSON_LIBS)
 
 # tests/security: a harness that simulates a host without user namespaces
 check_PROGRAMS += tests/security/no_userns
@@ -13,4 +15,4 @@ tests_security_no_userns_SOURCES = tests/security/no_userns.c
 tests_security_no_userns_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
 EXTRA_DIST += kernel-launcher/README.md tests/security/conftest.py tests/security/test_confine.py \
-	tests/security/test_attacks.py
+	tests/security/test_attacks.py tests/security/test_python_kernel.py
