@@ -75,6 +75,10 @@ s_run_in_python (shell_t *self, wire_msg_t *request)
     pykernel_python_dispatch (request, &type, &content, &metadata, &abort_queue);
     atomic_store (&self->shared->busy, false);
     pykernel_output_flush (self->shared->output);
+    /* before the reply: whatever a client queued before it could see the
+       error is aborted, and nothing sent after it */
+    if (abort_queue)
+        s_drain_for_abort (self);
     if (type) {
         json_t *count = json_object_get (content, "execution_count");
         if (json_is_integer (count))
@@ -86,8 +90,6 @@ s_run_in_python (shell_t *self, wire_msg_t *request)
         json_decref (content);
         json_decref (metadata);
     }
-    if (abort_queue)
-        s_drain_for_abort (self);
 }
 
 static void

@@ -1,0 +1,257 @@
+"""The C side of the kernel (libpykernel): sockets, threads, signals, fd
+capture and message checking, seen from a real client over real sockets.
+
+These tests start `kennel-launch --unconfined --python -f FILE` themselves
+(not through KernelManager) so that they can read the kernel's own stderr,
+know its pid and see its exit status."""
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+import zmq
+from jupyter_client import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+from jupyter_client.session import Session
+
+from conftest import built
+
+TIMEOUT = 30
+
+
+class Proc:
+    """A kernel process with a client connected to it."""
+
+    def __init__(self, tmp_path):
+        self.connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
+                                                        key=str(uuid.uuid4()).encode())
+        with open(self.connection_file) as f:
+            self.info = json.load(f)
+        self.log = open(tmp_path / "kernel-stderr.log", "w+b")
+        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"))
+        self.popen = subprocess.Popen(
+            [str(built("kernel-launcher/kennel-launch")), "--unconfined", "--python", "-f",
+             self.connection_file],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log, env=env)
+        self.kc = BlockingKernelClient(connection_file=self.connection_file)
+        self.kc.load_connection_file()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=TIMEOUT)
+        self.context = zmq.Context()
+
+    def stderr(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def url(self, channel):
+        return "%s://%s:%d" % (self.info["transport"], self.info["ip"], self.info[channel + "_port"])
+
+    def socket(self, kind, channel):
+        sock = self.context.socket(kind)
+        sock.linger = 0
+        sock.connect(self.url(channel))
+        return sock
+
+    def reply(self, msg_id, get, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = get(timeout=max(0.01, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def outputs(self, msg_id, timeout=TIMEOUT):
+        """iopub messages of one request between busy and idle."""
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return seen
+            seen.append(msg)
+
+    def execute(self, code, timeout=TIMEOUT, **kwargs):
+        msg_id = self.kc.execute(code, allow_stdin=False, **kwargs)
+        reply = self.reply(msg_id, self.kc.get_shell_msg, timeout)
+        return reply["content"], self.outputs(msg_id, timeout)
+
+    def wait(self, timeout):
+        return self.popen.wait(timeout=timeout)
+
+    def close(self):
+        self.kc.stop_channels()
+        self.context.destroy(linger=0)
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def proc(tmp_path):
+    p = Proc(tmp_path)
+    yield p
+    p.close()
+
+
+def streams(outputs, name):
+    return "".join(m["content"]["text"] for m in outputs
+                   if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+def control_request(proc, msg_type, content=None):
+    """Sends on control with the client's session; returns the msg_id."""
+    msg = proc.kc.session.msg(msg_type, content or {})
+    proc.kc.control_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def test_heartbeat_answers_while_python_holds_the_gil(proc):
+    hb = proc.socket(zmq.REQ, "hb")
+    msg_id = proc.kc.execute("while True:\n    pass", allow_stdin=False)
+    time.sleep(0.5)
+    for i in range(3):
+        payload = b"ping %d" % i
+        hb.send(payload)
+        assert hb.poll(2000), "no heartbeat while a tight loop runs"
+        assert hb.recv() == payload
+    control_request(proc, "interrupt_request")
+    reply = proc.reply(msg_id, proc.kc.get_shell_msg)
+    assert reply["content"]["status"] == "error"
+
+
+def test_control_answers_while_shell_is_busy(proc):
+    msg_id = proc.kc.execute("import time\ntime.sleep(100)", allow_stdin=False)
+    time.sleep(0.3)
+    started = time.monotonic()
+    info_id = control_request(proc, "kernel_info_request")
+    info = proc.reply(info_id, proc.kc.get_control_msg, timeout=5)
+    assert time.monotonic() - started < 2
+    assert info["msg_type"] == "kernel_info_reply"
+    assert info["content"]["status"] == "ok"
+    assert info["content"]["implementation"] == "kennel"
+    interrupt_id = control_request(proc, "interrupt_request")
+    assert proc.reply(interrupt_id, proc.kc.get_control_msg, timeout=5)["content"]["status"] == "ok"
+    reply = proc.reply(msg_id, proc.kc.get_shell_msg, timeout=10)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - started < 5
+
+
+def test_sigint_interrupts_a_sleep_and_is_harmless_when_idle(proc):
+    pid = proc.popen.pid
+    os.kill(pid, signal.SIGINT)  # idle: nothing to interrupt, nothing breaks
+    time.sleep(0.3)
+    reply, _ = proc.execute("after_sigint = 1")
+    assert reply["status"] == "ok"
+    msg_id = proc.kc.execute("import time\ntime.sleep(100)", allow_stdin=False)
+    time.sleep(0.5)
+    started = time.monotonic()
+    os.kill(pid, signal.SIGINT)
+    reply = proc.reply(msg_id, proc.kc.get_shell_msg, timeout=10)
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert time.monotonic() - started < 3
+    proc.outputs(msg_id)
+    reply, outputs = proc.execute("after_sigint + 1")
+    assert reply["status"] == "ok"
+    assert proc.popen.poll() is None
+
+
+def test_badly_signed_and_replayed_messages_are_dropped_and_logged(proc):
+    shell = proc.socket(zmq.DEALER, "shell")
+    forger = Session(key=b"not-the-key", username="mallory")
+    forger.send(shell, "execute_request", {"code": "forged = 1", "silent": False})
+    unsigned = Session(key=b"", username="mallory")
+    unsigned.send(shell, "execute_request", {"code": "forged = 2", "silent": False})
+    # a correctly signed message sent twice: the second is a replay
+    honest = Session(key=proc.info["key"].encode(), username="alice")
+    msg = honest.msg("execute_request", {"code": "replayed = globals().get('replayed', 0) + 1",
+                                         "silent": False, "store_history": False,
+                                         "user_expressions": {}, "allow_stdin": False})
+    frames = honest.serialize(msg)
+    shell.send_multipart(frames)
+    _, first = honest.recv(shell, mode=0)
+    assert first["content"]["status"] == "ok"
+    shell.send_multipart(frames)
+    assert not shell.poll(500), "a replayed message was answered"
+    # the kernel still serves, and ran neither the forged nor the replayed code
+    reply, outputs = proc.execute("print(globals().get('forged'), replayed)")
+    assert reply["status"] == "ok"
+    assert streams(outputs, "stdout") == "None 1\n"
+    log = proc.stderr()
+    assert log.count("message dropped") >= 3, log
+    assert "signature" in log
+    # log lines go to the kernel's own stderr, never to the client's stream
+    reply, outputs = proc.execute("1")
+    assert "dropped" not in streams(outputs, "stderr")
+
+
+def test_fd_output_keeps_utf8_whole_and_replaces_invalid_bytes(proc):
+    code = ("import os\n"
+            "e = 'é€😀'.encode()\n"
+            "for i in range(len(e)):\n"
+            "    os.write(1, e[i:i + 1])\n"
+            "os.write(2, b'bad \\xff byte')\n")
+    reply, outputs = proc.execute(code)
+    assert reply["status"] == "ok"
+    assert streams(outputs, "stdout") == "é€😀"
+    assert streams(outputs, "stderr") == "bad \ufffd byte"
+
+
+def test_many_small_fd_writes_are_batched(proc):
+    reply, outputs = proc.execute("import os\nfor i in range(20000):\n    os.write(1, b'.')")
+    assert reply["status"] == "ok"
+    assert streams(outputs, "stdout") == "." * 20000
+    assert len([m for m in outputs if m["msg_type"] == "stream"]) < 2000
+
+
+def test_ten_megabytes_written_to_fd_1(proc):
+    code = ("import os\nchunk = b'y' * 65535 + b'\\n'\n"
+            "for i in range(160):\n    os.write(1, chunk)\n")
+    started = time.monotonic()
+    reply, outputs = proc.execute(code, timeout=60)
+    assert reply["status"] == "ok"
+    text = streams(outputs, "stdout")
+    assert len(text) == 160 * 65536
+    assert text.count("\n") == 160
+    assert time.monotonic() - started < 30
+
+
+def test_shutdown_request_on_control_exits_zero(proc):
+    msg_id = control_request(proc, "shutdown_request", {"restart": False})
+    reply = proc.reply(msg_id, proc.kc.get_control_msg, timeout=5)
+    assert reply["content"] == {"status": "ok", "restart": False}
+    assert proc.wait(10) == 0
+
+
+def test_shutdown_while_a_cell_runs_exits_promptly(proc):
+    proc.kc.execute("while True:\n    pass", allow_stdin=False)
+    time.sleep(0.3)
+    started = time.monotonic()
+    control_request(proc, "shutdown_request", {"restart": False})
+    assert proc.wait(10) == 0
+    assert time.monotonic() - started < 5
+
+
+def test_shutdown_request_on_shell_is_still_honoured(proc):
+    msg = proc.kc.session.msg("shutdown_request", {"restart": False})
+    proc.kc.shell_channel.send(msg)
+    reply = proc.reply(msg["header"]["msg_id"], proc.kc.get_shell_msg, timeout=5)
+    assert reply["content"]["status"] == "ok"
+    assert proc.wait(10) == 0
+
+
+def test_busy_and_idle_wrap_control_requests(proc):
+    msg_id = control_request(proc, "kernel_info_request")
+    proc.reply(msg_id, proc.kc.get_control_msg, timeout=5)
+    states = []
+    deadline = time.monotonic() + 5
+    while len(states) < 2 and time.monotonic() < deadline:
+        msg = proc.kc.get_iopub_msg(timeout=5)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status":
+            states.append(msg["content"]["execution_state"])
+    assert states == ["busy", "idle"]
