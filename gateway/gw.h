@@ -1,0 +1,214 @@
+/*  gw.h - the gateway daemon's internal types, shared by the gateway sources.
+
+    One single-threaded czmq event loop (gw_server) owns a control socket and
+    a table of conversations (gw_conv). Each conversation owns five
+    client-facing sockets, the kernel-facing ipc sockets (gw_relay), and at
+    most one running kernel process (gw_launch). Nothing here blocks on a
+    kernel: processes are watched through pidfds in the loop.
+*/
+#ifndef GW_H_INCLUDED
+#define GW_H_INCLUDED
+
+#include "wire.h"
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- gw_log: one JSON line per event ---------------------------------- */
+
+/* Where events go: NULL path means stderr. 0 or -1 with errno. */
+int gw_log_open (const char *path);
+void gw_log_close (void);
+/* event "open", fields as for json_pack ("{s:s, s:i}", ...), or NULL. */
+void gw_log (const char *event, const char *fmt, ...);
+
+/* ---- gw_config: the operator's defaults and maxima --------------------- */
+
+/* A conversation's effective limits and kernel settings. */
+typedef struct {
+    double execution_timeout; /* s, wall clock per execution; 0 = none */
+    double tool_timeout;      /* s */
+    double idle_ttl;          /* s; 0 = never culled */
+    int64_t memory_bytes;
+    int64_t pids;
+    int64_t workspace_bytes;
+    int64_t output_bytes; /* per execution */
+    char network[16];     /* "none" or "loopback" */
+    char builtins[16];    /* "agent", "notebook", "none" */
+    json_t *imports;      /* {"deny": [...]} or {"allow": [...]} or NULL */
+    json_t *env;          /* object name -> string, never NULL once made */
+} gw_policy_t;
+
+typedef struct {
+    gw_policy_t defaults;
+    gw_policy_t maxima; /* numeric fields only are used */
+    int max_conversations;
+    int queue_limit;            /* execute requests waiting per conversation */
+    double idle_check_interval; /* s */
+    double interrupt_grace;     /* s between SIGINT and SIGKILL on timeout */
+    double launch_timeout;      /* s to wait for the launcher's status line */
+    size_t max_message_bytes;
+    char *launcher;  /* path of kennel-launch */
+    json_t *confine; /* extra confine policy fields passed through, object */
+    json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
+} gw_config_t;
+
+/* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */
+gw_config_t *gw_config_load (const char *path, char **errmsg);
+void gw_config_destroy (gw_config_t **self_p);
+/* The operator's defaults lowered by a request's policy object. Returns 0, or
+   -1 with *errmsg naming the field (an attempt to raise a limit, a bad type). */
+int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg);
+void gw_policy_clear (gw_policy_t *policy);
+void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
+json_t *gw_policy_to_json (const gw_policy_t *policy);
+json_t *gw_config_limits_json (const gw_config_t *config);
+
+/* ---- gw_launch: one kennel-launch process ------------------------------ */
+
+typedef struct gw_launch gw_launch_t;
+typedef enum { GW_LAUNCH_WAITING, GW_LAUNCH_CONFINED, GW_LAUNCH_FAILED, GW_LAUNCH_EXITED } gw_launch_state_t;
+/* Called from the loop when the status line arrived (or the launcher failed
+   before sending one) and when the process has exited. */
+typedef void (gw_launch_fn) (gw_launch_t *launch, void *arg);
+
+/* fork+exec launcher --spec-fd 3 with spec written on fd 3 and the status
+   line read from fd 4; stdout and stderr go to log_path. NULL with *errmsg. */
+gw_launch_t *gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *log_path,
+                              gw_launch_fn *on_status, gw_launch_fn *on_exit, void *arg, char **errmsg);
+/* Kills the whole process group with SIGKILL and forgets the callbacks; the
+   process is reaped later by the loop (gw_launch_reap_all at exit). Frees self
+   once reaped. */
+void gw_launch_abandon (gw_launch_t **self_p);
+/* Waits (bounded) for every abandoned launcher; for a clean exit. */
+void gw_launch_reap_all (double timeout_s);
+gw_launch_state_t gw_launch_state (const gw_launch_t *self);
+pid_t gw_launch_pid (const gw_launch_t *self);        /* the launcher */
+pid_t gw_launch_kernel_pid (const gw_launch_t *self); /* from the status line, or 0 */
+/* The status line (object) or NULL. Owned by self. */
+json_t *gw_launch_status (const gw_launch_t *self);
+/* After GW_LAUNCH_EXITED: "exit status 3", "killed by signal 9 (SIGKILL)". */
+const char *gw_launch_cause (const gw_launch_t *self);
+/* A one-line reason for GW_LAUNCH_FAILED (stage + message). */
+const char *gw_launch_error (const gw_launch_t *self);
+/* Sends sig to the kernel (falls back to the launcher). */
+int gw_launch_signal (gw_launch_t *self, int sig);
+/* Kernel cpu seconds (utime+stime of the kernel and reaped children), rss, peak rss. */
+void gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_rss_bytes);
+
+/* ---- gw_conv: one conversation ----------------------------------------- */
+
+typedef struct gw_server gw_server_t;
+typedef struct gw_conv gw_conv_t;
+
+/* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or "..". */
+bool gw_conv_id_valid (const char *id);
+/* Creates the directories, binds the client sockets (on the ports of
+   fixed when not NULL: kernelspec mode), starts the kernel. NULL + *errmsg. */
+gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
+                        const gw_policy_t *policy, const wire_connection_t *fixed, char **errmsg);
+/* Stops the kernel, closes the sockets, removes the directories (the
+   workspace too unless keep_workspace). */
+void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
+const char *gw_conv_id (const gw_conv_t *self);
+json_t *gw_conv_connection_json (const gw_conv_t *self);
+const char *gw_conv_workspace (const gw_conv_t *self);
+json_t *gw_conv_list_entry (const gw_conv_t *self);
+/* Kills the kernel (if any) and starts a fresh one; state "lost". */
+int gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg);
+/* Calls done(reply_ok, errmsg, arg) once the kernel is confined or failed. */
+typedef void (gw_conv_ready_fn) (gw_conv_t *conv, bool ok, const char *errmsg, void *arg);
+void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
+bool gw_conv_idle_expired (const gw_conv_t *self, double now);
+/* Internal to gw_conv.c and gw_relay.c */
+void gw_conv_kernel_start (gw_conv_t *self);
+
+/* ---- gw_server: the loop, the control socket, the table --------------- */
+
+struct gw_server {
+    zloop_t *loop;
+    gw_config_t *config;
+    char *state_dir;
+    char *ip;
+    char *transport;
+    char *connection_file;
+    wire_key_t *key;
+    wire_replay_t *replay;
+    wire_limits_t limits;
+    zsock_t *control;
+    int control_port;
+    zhashx_t *conversations; /* id -> gw_conv_t* (not owning) */
+    char session[33];
+    json_t *last_layers; /* the most recent confined layer report, or NULL */
+    bool kernel_mode;    /* one conversation; exit when it closes */
+    int exit_code;
+    bool stopping;
+};
+
+gw_server_t *gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport,
+                            char **errmsg);
+void gw_server_destroy (gw_server_t **self_p);
+/* Binds the control socket and writes the connection file. */
+int gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg);
+int gw_server_run (gw_server_t *self);
+/* Closes a conversation and removes it from the table. */
+void gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, const char *why);
+/* The same, from the loop's next turn: safe inside a handler of that
+   conversation's sockets or kernel. */
+void gw_server_close_later (gw_server_t *self, const char *id, const char *why);
+/* Asks the loop to end after the current handler. */
+void gw_server_stop (gw_server_t *self);
+double gw_now (void);
+void gw_iso_time (double t, char out[40]);
+
+/* ---- gw_selftest: `kennel selftest` ------------------------------------ */
+
+/* 0 when a confined kernel started and passed every check from inside. */
+int gw_selftest_run (const char *config_path);
+
+/* ---- gw_control: the control API -------------------------------------- */
+
+int gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg);
+
+/* ---- gw_relay: per-conversation sockets and the relay ------------------ */
+
+typedef struct gw_relay gw_relay_t;
+/* Binds the five client sockets (tcp on ip, or ipc under ipc_prefix), or the
+   ports of fixed. NULL + *errmsg. */
+gw_relay_t *gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
+                          const wire_connection_t *fixed, char **errmsg);
+void gw_relay_destroy (gw_relay_t **self_p);
+/* The client connection {transport, ip, *_port, key, signature_scheme, kernel_name}. */
+json_t *gw_relay_connection_json (const gw_relay_t *self);
+/* Connects to a fresh kernel's ipc sockets under run_dir with its key. */
+int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kernel,
+                            char **errmsg);
+/* Drops the kernel sockets; running and queued requests get an error naming cause. */
+void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
+/* Publishes status "starting" (fresh kernel announced to clients). */
+void gw_relay_announce_starting (gw_relay_t *self);
+int gw_relay_pending (const gw_relay_t *self);
+int gw_relay_executions (const gw_relay_t *self);
+double gw_relay_last_activity (const gw_relay_t *self);
+/* Whether a request is waiting for a kernel (so a dead kernel must restart). */
+bool gw_relay_wants_kernel (const gw_relay_t *self);
+
+/* ---- gw_conv accessors used by gw_relay -------------------------------- */
+
+const gw_policy_t *gw_conv_policy (const gw_conv_t *self);
+gw_launch_t *gw_conv_launch (gw_conv_t *self);
+bool gw_conv_kernel_alive (const gw_conv_t *self);
+/* The kernel is gone (dead and not yet restarted). */
+bool gw_conv_kernel_dead (const gw_conv_t *self);
+void gw_conv_touch (gw_conv_t *self);
+/* Kills the kernel now (timeout past grace); its death is handled as usual
+   but reported as the given cause. */
+void gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause);
+/* The relay's handshake with a fresh kernel succeeded. */
+void gw_conv_kernel_ready (gw_conv_t *self);
+/* shutdown_request restart:false: close after the reply went out. */
+void gw_conv_request_close (gw_conv_t *self);
+
+#endif

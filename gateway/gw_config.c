@@ -1,0 +1,404 @@
+/*  gw_config.c - the operator's config file: defaults and maxima.
+
+    The file is JSON:
+      {"defaults": {policy fields}, "maxima": {numeric policy fields},
+       "max_conversations": 64, "queue_limit": 16, "idle_check_interval": 30,
+       "interrupt_grace": 2, "launch_timeout": 30,
+       "max_message_bytes": 67108864, "launcher": "/usr/bin/kennel-launch",
+       "confine": {extra confine policy fields, e.g. "allow_degraded"},
+       "kernels": {"name": {"argv": ["cmd", "-f", "{connection_file}"]}}}
+    Unknown keys are errors, so a typo never silently leaves a limit unset.
+    A request's policy may lower a limit, never raise it above the maximum.
+*/
+#include "gw.h"
+#include "config.h"
+
+#include <string.h>
+
+typedef enum { F_SECONDS, F_BYTES } field_kind_t;
+
+/* The numeric policy fields: one table drives loading, lowering and JSON. */
+static const struct {
+    const char *name;
+    field_kind_t kind;
+    size_t offset;
+} numeric_fields[] = {
+    {"execution_timeout", F_SECONDS, offsetof (gw_policy_t, execution_timeout)},
+    {"tool_timeout", F_SECONDS, offsetof (gw_policy_t, tool_timeout)},
+    {"idle_ttl", F_SECONDS, offsetof (gw_policy_t, idle_ttl)},
+    {"memory_bytes", F_BYTES, offsetof (gw_policy_t, memory_bytes)},
+    {"pids", F_BYTES, offsetof (gw_policy_t, pids)},
+    {"workspace_bytes", F_BYTES, offsetof (gw_policy_t, workspace_bytes)},
+    {"output_bytes", F_BYTES, offsetof (gw_policy_t, output_bytes)},
+};
+#define NUMERIC_COUNT (sizeof numeric_fields / sizeof numeric_fields[0])
+
+static double
+field_get (const gw_policy_t *p, size_t i)
+{
+    const char *base = (const char *) p + numeric_fields[i].offset;
+    if (numeric_fields[i].kind == F_SECONDS)
+        return *(const double *) base;
+    return (double) *(const int64_t *) base;
+}
+
+static void
+field_set (gw_policy_t *p, size_t i, double v)
+{
+    char *base = (char *) p + numeric_fields[i].offset;
+    if (numeric_fields[i].kind == F_SECONDS)
+        *(double *) base = v;
+    else
+        *(int64_t *) base = (int64_t) v;
+}
+
+static void
+policy_defaults (gw_policy_t *p)
+{
+    memset (p, 0, sizeof *p);
+    p->execution_timeout = 600;
+    p->tool_timeout = 60;
+    p->idle_ttl = 3600;
+    p->memory_bytes = (int64_t) 1 << 30;
+    p->pids = 256;
+    p->workspace_bytes = (int64_t) 1 << 30;
+    p->output_bytes = (int64_t) 1 << 20;
+    strcpy (p->network, "none");
+    strcpy (p->builtins, "agent");
+    p->env = json_object ();
+}
+
+static void
+maxima_defaults (gw_policy_t *p)
+{
+    memset (p, 0, sizeof *p);
+    p->execution_timeout = 3600;
+    p->tool_timeout = 600;
+    p->idle_ttl = 86400;
+    p->memory_bytes = (int64_t) 4 << 30;
+    p->pids = 1024;
+    p->workspace_bytes = (int64_t) 10 << 30;
+    p->output_bytes = (int64_t) 16 << 20;
+    strcpy (p->network, "loopback");
+    strcpy (p->builtins, "none");
+    p->env = json_object ();
+}
+
+void
+gw_policy_clear (gw_policy_t *p)
+{
+    json_decref (p->imports);
+    json_decref (p->env);
+    p->imports = NULL;
+    p->env = NULL;
+}
+
+void
+gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src)
+{
+    *dst = *src;
+    dst->imports = src->imports ? json_deep_copy (src->imports) : NULL;
+    dst->env = src->env ? json_deep_copy (src->env) : json_object ();
+}
+
+static char *
+format_error (const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    char *out = NULL;
+    if (vasprintf (&out, fmt, ap) < 0)
+        out = NULL;
+    va_end (ap);
+    return out;
+}
+
+/* Applies one policy object onto out. With max (request mode), numeric values
+   above the maximum and network "loopback" when the maximum is "none" are
+   errors naming the field. */
+static int
+policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const char *where, char **errmsg)
+{
+    if (!json_is_object (obj)) {
+        *errmsg = format_error ("%s: must be an object", where);
+        return -1;
+    }
+    const char *name;
+    json_t *value;
+    json_object_foreach ((json_t *) obj, name, value) {
+        size_t i;
+        for (i = 0; i < NUMERIC_COUNT; i++)
+            if (streq (name, numeric_fields[i].name))
+                break;
+        if (i < NUMERIC_COUNT) {
+            if (!json_is_number (value) || json_number_value (value) < 0) {
+                *errmsg = format_error ("%s.%s: must be a non-negative number", where, name);
+                return -1;
+            }
+            double v = json_number_value (value);
+            if (max && v > field_get (max, i)) {
+                *errmsg = format_error ("%s.%s: %g exceeds the operator's limit %g", where, name, v,
+                                        field_get (max, i));
+                return -1;
+            }
+            field_set (out, i, v);
+        }
+        else if (streq (name, "network")) {
+            const char *v = json_string_value (value);
+            if (!v || (!streq (v, "none") && !streq (v, "loopback"))) {
+                *errmsg = format_error ("%s.network: must be \"none\" or \"loopback\"", where);
+                return -1;
+            }
+            if (max && streq (v, "loopback") && streq (max->network, "none")) {
+                *errmsg = format_error ("%s.network: \"loopback\" exceeds the operator's limit \"none\"", where);
+                return -1;
+            }
+            snprintf (out->network, sizeof out->network, "%s", v);
+        }
+        else if (streq (name, "builtins")) {
+            const char *v = json_string_value (value);
+            if (!v || (!streq (v, "agent") && !streq (v, "notebook") && !streq (v, "none"))) {
+                *errmsg = format_error ("%s.builtins: must be \"agent\", \"notebook\" or \"none\"", where);
+                return -1;
+            }
+            snprintf (out->builtins, sizeof out->builtins, "%s", v);
+        }
+        else if (streq (name, "imports")) {
+            json_t *deny = json_object_get (value, "deny"), *allow = json_object_get (value, "allow");
+            if (!json_is_object (value) || json_object_size (value) != 1 || !(json_is_array (deny) || json_is_array (allow))) {
+                *errmsg = format_error ("%s.imports: must be {\"deny\": [...]} or {\"allow\": [...]}", where);
+                return -1;
+            }
+            json_decref (out->imports);
+            out->imports = json_deep_copy (value);
+        }
+        else if (streq (name, "env")) {
+            const char *k;
+            json_t *v;
+            if (!json_is_object (value)) {
+                *errmsg = format_error ("%s.env: must be an object of strings", where);
+                return -1;
+            }
+            json_object_foreach (value, k, v) {
+                if (!json_is_string (v) || !*k || strchr (k, '=')) {
+                    *errmsg = format_error ("%s.env.%s: must be a string (and the name without '=')", where, k);
+                    return -1;
+                }
+            }
+            json_object_update (out->env, value);
+        }
+        else {
+            *errmsg = format_error ("%s.%s: unknown policy field", where, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg)
+{
+    gw_policy_copy (out, &config->defaults);
+    if (!request || json_is_null (request))
+        return 0;
+    if (policy_apply (out, request, &config->maxima, "policy", errmsg) < 0) {
+        gw_policy_clear (out);
+        return -1;
+    }
+    return 0;
+}
+
+json_t *
+gw_policy_to_json (const gw_policy_t *p)
+{
+    json_t *obj = json_object ();
+    for (size_t i = 0; i < NUMERIC_COUNT; i++) {
+        double v = field_get (p, i);
+        json_object_set_new (obj, numeric_fields[i].name,
+                             numeric_fields[i].kind == F_SECONDS ? json_real (v) : json_integer ((json_int_t) v));
+    }
+    json_object_set_new (obj, "network", json_string (p->network));
+    json_object_set_new (obj, "builtins", json_string (p->builtins));
+    if (p->imports)
+        json_object_set (obj, "imports", p->imports);
+    return obj;
+}
+
+json_t *
+gw_config_limits_json (const gw_config_t *c)
+{
+    json_t *maxima = gw_policy_to_json (&c->maxima);
+    json_object_del (maxima, "builtins");
+    json_object_del (maxima, "imports");
+    return json_pack ("{s:o, s:o, s:i, s:i, s:I}", "defaults", gw_policy_to_json (&c->defaults), "maxima", maxima,
+                      "max_conversations", c->max_conversations, "queue_limit", c->queue_limit,
+                      "max_message_bytes", (json_int_t) c->max_message_bytes);
+}
+
+/* The launcher next to our own binary (build tree or prefix/bin), else PATH. */
+static char *
+default_launcher (void)
+{
+    char self[4096];
+    ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr (self, '/');
+        if (slash) {
+            *slash = 0;
+            const char *candidates[] = {"%s/kennel-launch", "%s/../kernel-launcher/kennel-launch"};
+            for (size_t i = 0; i < 2; i++) {
+                char path[4200];
+                snprintf (path, sizeof path, candidates[i], self);
+                if (access (path, X_OK) == 0)
+                    return strdup (path);
+            }
+        }
+    }
+    return strdup ("kennel-launch");
+}
+
+static int
+config_number (json_t *file, const char *name, double min, double *out, char **errmsg)
+{
+    json_t *v = json_object_get (file, name);
+    if (!v)
+        return 0;
+    if (!json_is_number (v) || json_number_value (v) < min) {
+        *errmsg = format_error ("config: %s must be a number >= %g", name, min);
+        return -1;
+    }
+    *out = json_number_value (v);
+    return 0;
+}
+
+static int
+config_apply_file (gw_config_t *self, const char *path, char **errmsg)
+{
+    json_error_t jerr;
+    json_t *file = json_load_file (path, 0, &jerr);
+    if (!file) {
+        *errmsg = format_error ("config %s: %s (line %d)", path, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = -1;
+    const char *key;
+    json_t *value;
+    static const char *known[] = {"defaults", "maxima", "max_conversations", "queue_limit", "idle_check_interval",
+                                  "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
+                                  "kernels", NULL};
+    if (!json_is_object (file)) {
+        *errmsg = format_error ("config %s: must be a JSON object", path);
+        goto done;
+    }
+    json_object_foreach (file, key, value) {
+        int i;
+        for (i = 0; known[i] && !streq (known[i], key); i++)
+            ;
+        if (!known[i]) {
+            *errmsg = format_error ("config %s: unknown key \"%s\"", path, key);
+            goto done;
+        }
+    }
+    /* maxima first, so that defaults can be checked against them */
+    if (json_object_get (file, "maxima")
+        && policy_apply (&self->maxima, json_object_get (file, "maxima"), NULL, "config maxima", errmsg) < 0)
+        goto done;
+    if (json_object_get (file, "defaults")
+        && policy_apply (&self->defaults, json_object_get (file, "defaults"), NULL, "config defaults", errmsg) < 0)
+        goto done;
+    for (size_t i = 0; i < NUMERIC_COUNT; i++)
+        if (field_get (&self->defaults, i) > field_get (&self->maxima, i)) {
+            *errmsg = format_error ("config %s: defaults.%s is above maxima.%s", path, numeric_fields[i].name,
+                                    numeric_fields[i].name);
+            goto done;
+        }
+    double v = self->max_conversations;
+    if (config_number (file, "max_conversations", 0, &v, errmsg) < 0)
+        goto done;
+    self->max_conversations = (int) v;
+    v = self->queue_limit;
+    if (config_number (file, "queue_limit", 1, &v, errmsg) < 0)
+        goto done;
+    self->queue_limit = (int) v;
+    if (config_number (file, "idle_check_interval", 0.01, &self->idle_check_interval, errmsg) < 0
+        || config_number (file, "interrupt_grace", 0, &self->interrupt_grace, errmsg) < 0
+        || config_number (file, "launch_timeout", 0.1, &self->launch_timeout, errmsg) < 0)
+        goto done;
+    v = (double) self->max_message_bytes;
+    if (config_number (file, "max_message_bytes", 1024, &v, errmsg) < 0)
+        goto done;
+    self->max_message_bytes = (size_t) v;
+    json_t *launcher = json_object_get (file, "launcher");
+    if (launcher) {
+        if (!json_is_string (launcher)) {
+            *errmsg = format_error ("config %s: launcher must be a path", path);
+            goto done;
+        }
+        free (self->launcher);
+        self->launcher = strdup (json_string_value (launcher));
+    }
+    json_t *confine = json_object_get (file, "confine");
+    if (confine) {
+        if (!json_is_object (confine)) {
+            *errmsg = format_error ("config %s: confine must be an object", path);
+            goto done;
+        }
+        json_object_update (self->confine, confine); /* the operator's keys replace ours */
+    }
+    json_t *kernels = json_object_get (file, "kernels");
+    if (kernels) {
+        const char *name;
+        json_t *k;
+        json_object_foreach (kernels, name, k) {
+            if (!json_is_array (json_object_get (k, "argv")) || !json_array_size (json_object_get (k, "argv"))) {
+                *errmsg = format_error ("config %s: kernels.%s needs a non-empty argv", path, name);
+                goto done;
+            }
+        }
+        json_object_update (self->kernels, kernels);
+    }
+    rc = 0;
+done:
+    json_decref (file);
+    return rc;
+}
+
+gw_config_t *
+gw_config_load (const char *path, char **errmsg)
+{
+    gw_config_t *self = calloc (1, sizeof *self);
+    policy_defaults (&self->defaults);
+    maxima_defaults (&self->maxima);
+    self->max_conversations = 64;
+    self->queue_limit = 16;
+    self->idle_check_interval = 30;
+    self->interrupt_grace = 2;
+    self->launch_timeout = 30;
+    self->max_message_bytes = wire_limits_default.max_message_bytes;
+    self->launcher = default_launcher ();
+    /* a conversation's workspace is a host directory, which no host here
+       can give a disk quota (confine/README.md "quota"): the gateway asks
+       for that one degradation by name, so every other layer still fails
+       closed. An operator config "confine": {"allow_degraded": []} refuses. */
+    self->confine = json_pack ("{s:[s]}", "allow_degraded", "quota");
+    self->kernels = json_object ();
+    if (path && config_apply_file (self, path, errmsg) < 0)
+        gw_config_destroy (&self);
+    return self;
+}
+
+void
+gw_config_destroy (gw_config_t **self_p)
+{
+    gw_config_t *self = *self_p;
+    if (!self)
+        return;
+    gw_policy_clear (&self->defaults);
+    gw_policy_clear (&self->maxima);
+    free (self->launcher);
+    json_decref (self->confine);
+    json_decref (self->kernels);
+    free (self);
+    *self_p = NULL;
+}

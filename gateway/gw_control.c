@@ -1,0 +1,244 @@
+/*  gw_control.c - the control API (DESIGN.md "Gateway control API").
+
+    Requests are Jupyter messages signed with the gateway key; a bad one is
+    dropped and logged, a well-formed but invalid one gets an error reply
+    naming what is wrong. conversation_open and conversation_restart are
+    answered once the kernel is confined (or could not be), so a refusal of
+    the sandbox reaches the caller with its reason.
+*/
+#include "gw.h"
+#include "config.h"
+
+#include <string.h>
+
+static void
+reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
+{
+    char type[128];
+    const char *req_type = wire_msg_type (req);
+    size_t len = strlen (req_type);
+    if (len > 8 && streq (req_type + len - 8, "_request") && len < sizeof type)
+        snprintf (type, sizeof type, "%.*s_reply", (int) (len - 8), req_type);
+    else
+        snprintf (type, sizeof type, "error_reply");
+    wire_msg_t *reply = wire_msg_new (self->session, type, req);
+    wire_msg_set_content (reply, content);
+    wire_msg_send (reply, self->control, self->key);
+    wire_msg_destroy (&reply);
+}
+
+static void
+reply_error (gw_server_t *self, wire_msg_t *req, const char *ename, const char *evalue)
+{
+    gw_log ("control_error", "{s:s, s:s, s:s}", "request", wire_msg_type (req), "ename", ename, "evalue", evalue);
+    reply_send (self, req, json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", ename, "evalue", evalue,
+                                      "traceback"));
+}
+
+static void
+do_gateway_info (gw_server_t *self, wire_msg_t *req)
+{
+    json_t *kernels = json_pack ("[s]", "python");
+    const char *name;
+    json_t *k;
+    json_object_foreach (self->config->kernels, name, k)
+        json_array_append_new (kernels, json_string (name));
+    json_t *layers = self->last_layers
+                         ? json_deep_copy (self->last_layers)
+                         : json_pack ("{s:s}", "note", "no kernel has been confined yet: layers are reported by the "
+                                                       "launcher when the first conversation starts");
+    reply_send (self, req,
+                json_pack ("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:s}", "status", "ok", "implementation", "kennel",
+                           "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels,
+                           "confinement", layers, "limits", gw_config_limits_json (self->config), "conversations",
+                           (int) zhashx_size (self->conversations), "transport", self->transport));
+}
+
+static json_t *
+open_reply_content (gw_conv_t *conv, bool created)
+{
+    return json_pack ("{s:s, s:s, s:b, s:o, s:s}", "status", "ok", "conversation_id", gw_conv_id (conv), "created",
+                      created, "connection", gw_conv_connection_json (conv), "workspace", gw_conv_workspace (conv));
+}
+
+typedef struct {
+    gw_server_t *server;
+    wire_msg_t *req;
+    bool created;
+} pending_t;
+
+/* The kernel of a new conversation is confined and attached (or not). */
+static void
+on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    pending_t *p = arg;
+    if (ok) {
+        gw_log ("open", "{s:s, s:b}", "conversation", gw_conv_id (conv), "created", p->created);
+        reply_send (p->server, p->req, open_reply_content (conv, p->created));
+    }
+    else {
+        reply_error (p->server, p->req, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
+        /* nothing stays behind a refused conversation */
+        if (p->created)
+            gw_server_close_later (p->server, gw_conv_id (conv), "start failed");
+    }
+    wire_msg_destroy (&p->req);
+    free (p);
+}
+
+static void
+on_restart_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    pending_t *p = arg;
+    if (ok)
+        reply_send (p->server, p->req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", gw_conv_id (conv)));
+    else
+        reply_error (p->server, p->req, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
+    wire_msg_destroy (&p->req);
+    free (p);
+}
+
+static void
+defer (gw_server_t *self, gw_conv_t *conv, wire_msg_t **req_p, bool created, gw_conv_ready_fn *fn)
+{
+    pending_t *p = calloc (1, sizeof *p);
+    p->server = self;
+    p->req = *req_p;
+    p->created = created;
+    *req_p = NULL;
+    gw_conv_when_ready (conv, fn, p);
+}
+
+/* id from the content, or an error reply and NULL. */
+static const char *
+conversation_id (gw_server_t *self, wire_msg_t *req)
+{
+    const char *id = json_string_value (json_object_get (req->content, "conversation_id"));
+    if (!id || !gw_conv_id_valid (id)) {
+        reply_error (self, req, "InvalidConversationId",
+                     "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
+        return NULL;
+    }
+    return id;
+}
+
+static void
+do_open (gw_server_t *self, wire_msg_t **req_p)
+{
+    wire_msg_t *req = *req_p;
+    const char *id = conversation_id (self, req);
+    if (!id)
+        return;
+    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
+    if (conv) {
+        /* a host that restarts reattaches to what it had */
+        defer (self, conv, req_p, false, on_open_ready);
+        return;
+    }
+    json_t *kernel = json_object_get (req->content, "kernel");
+    const char *kname = kernel ? json_string_value (kernel) : "python";
+    if (!kname || (!streq (kname, "python") && !json_object_get (self->config->kernels, kname))) {
+        reply_error (self, req, "UnknownKernel", "kernel must be \"python\" or a kernel named in the config file");
+        return;
+    }
+    json_t *tools = json_object_get (req->content, "tools");
+    if (tools && !json_is_array (tools)) {
+        reply_error (self, req, "InvalidTools", "tools must be a list of {name, description, parameters}");
+        return;
+    }
+    if ((int) zhashx_size (self->conversations) >= self->config->max_conversations) {
+        char evalue[160];
+        snprintf (evalue, sizeof evalue, "the gateway already holds its maximum of %d conversations",
+                  self->config->max_conversations);
+        reply_error (self, req, "TooManyConversations", evalue);
+        return;
+    }
+    gw_policy_t policy;
+    char *errmsg = NULL;
+    if (gw_policy_lower (self->config, json_object_get (req->content, "policy"), &policy, &errmsg) < 0) {
+        reply_error (self, req, "PolicyError", errmsg ? errmsg : "bad policy");
+        free (errmsg);
+        return;
+    }
+    conv = gw_conv_new (self, id, kname, tools, &policy, NULL, &errmsg);
+    gw_policy_clear (&policy);
+    if (!conv) {
+        reply_error (self, req, "OpenFailed", errmsg ? errmsg : "the conversation could not be created");
+        free (errmsg);
+        return;
+    }
+    zhashx_insert (self->conversations, id, conv);
+    defer (self, conv, req_p, true, on_open_ready);
+}
+
+static void
+do_close (gw_server_t *self, wire_msg_t *req)
+{
+    const char *id = conversation_id (self, req);
+    if (!id)
+        return;
+    if (!zhashx_lookup (self->conversations, id)) {
+        reply_error (self, req, "NoSuchConversation", "no conversation has this id");
+        return;
+    }
+    bool keep = json_is_true (json_object_get (req->content, "keep_workspace"));
+    gw_server_close_conv (self, id, keep, "close_request");
+    reply_send (self, req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", id));
+}
+
+static void
+do_restart (gw_server_t *self, wire_msg_t **req_p)
+{
+    const char *id = conversation_id (self, *req_p);
+    if (!id)
+        return;
+    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
+    if (!conv) {
+        reply_error (self, *req_p, "NoSuchConversation", "no conversation has this id");
+        return;
+    }
+    char *errmsg = NULL;
+    gw_conv_restart (conv, "conversation_restart_request", &errmsg);
+    free (errmsg);
+    defer (self, conv, req_p, false, on_restart_ready);
+}
+
+static void
+do_list (gw_server_t *self, wire_msg_t *req)
+{
+    json_t *list = json_array ();
+    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
+        json_array_append_new (list, gw_conv_list_entry (conv));
+    reply_send (self, req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", list));
+}
+
+int
+gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_server_t *self = arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return 0;
+    wire_error_t err;
+    wire_msg_t *req = wire_msg_decode (&msg, self->key, self->replay, &self->limits, &err);
+    if (!req) {
+        gw_log ("bad_message", "{s:s, s:s, s:s, s:s}", "channel", "control", "from", "client", "reason",
+                wire_error_name (err), "detail", wire_strerror (err));
+        return 0;
+    }
+    const char *type = wire_msg_type (req);
+    if (streq (type, "gateway_info_request"))
+        do_gateway_info (self, req);
+    else if (streq (type, "conversation_open_request"))
+        do_open (self, &req);
+    else if (streq (type, "conversation_close_request"))
+        do_close (self, req);
+    else if (streq (type, "conversation_restart_request"))
+        do_restart (self, &req);
+    else if (streq (type, "conversation_list_request"))
+        do_list (self, req);
+    else
+        reply_error (self, req, "UnknownRequest", "unknown control request type");
+    wire_msg_destroy (&req);
+    return 0;
+}

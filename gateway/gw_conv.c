@@ -1,0 +1,498 @@
+/*  gw_conv.c - one conversation: directories, policy, its kernel's lifecycle.
+
+    Layout under the state dir:
+      conv/<id>/workspace   bound at /workspace in the kernel (kept on restart)
+      conv/<id>/kernel.log  the launcher's and kernel's stdout/stderr
+      run/<random>/         bound at /run/kennel: kernel.json and the kernel's
+                            ipc sockets k-<port>. A short random name keeps
+                            the socket paths under the 107-byte limit of
+                            sun_path whatever the conversation id.
+      sock/<random>-<port>  the client sockets when the transport is ipc
+                            (never inside the kernel's view)
+
+    The kernel starts through kennel-launch; while it starts (or after it
+    died, until the next request) the relay holds client messages.
+*/
+#include "gw.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KERNEL_IP_INSIDE "/run/kennel/k"
+
+typedef enum { K_STARTING, K_RUNNING, K_DEAD } kernel_state_t;
+
+typedef struct {
+    gw_conv_ready_fn *fn;
+    void *arg;
+} waiter_t;
+
+struct gw_conv {
+    gw_server_t *server;
+    char *id;
+    char *kernel_name;
+    json_t *tools;
+    gw_policy_t policy;
+    char *dir;
+    char *workspace;
+    char *run_dir;
+    char *log_path;
+    gw_relay_t *relay;
+    gw_launch_t *launch;
+    kernel_state_t kstate;
+    double created;
+    double last_activity;
+    char *kill_ename;
+    char *kill_cause;
+    zlistx_t *waiters;
+    int launch_timer;
+    int kernels_started;
+};
+
+bool
+gw_conv_id_valid (const char *id)
+{
+    size_t len = id ? strlen (id) : 0;
+    if (len < 1 || len > 128 || streq (id, ".") || streq (id, ".."))
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.'
+              || *p == '_' || *p == '-'))
+            return false;
+    return true;
+}
+
+const char *
+gw_conv_id (const gw_conv_t *self)
+{
+    return self->id;
+}
+const char *
+gw_conv_workspace (const gw_conv_t *self)
+{
+    return self->workspace;
+}
+const gw_policy_t *
+gw_conv_policy (const gw_conv_t *self)
+{
+    return &self->policy;
+}
+gw_launch_t *
+gw_conv_launch (gw_conv_t *self)
+{
+    return self->launch;
+}
+bool
+gw_conv_kernel_alive (const gw_conv_t *self)
+{
+    return self->kstate == K_RUNNING;
+}
+bool
+gw_conv_kernel_dead (const gw_conv_t *self)
+{
+    return self->kstate == K_DEAD;
+}
+void
+gw_conv_touch (gw_conv_t *self)
+{
+    self->last_activity = gw_now ();
+}
+
+json_t *
+gw_conv_connection_json (const gw_conv_t *self)
+{
+    return gw_relay_connection_json (self->relay);
+}
+
+static char *
+path_join (const char *a, const char *b)
+{
+    char *out;
+    if (asprintf (&out, "%s/%s", a, b) < 0)
+        return NULL;
+    return out;
+}
+
+static int
+remove_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void) st, (void) flag, (void) ftw;
+    remove (path);
+    return 0;
+}
+
+/* Removes a tree without following symlinks (FTW_PHYS): a kernel may have
+   left links pointing anywhere in its workspace. */
+static void
+remove_tree (const char *path)
+{
+    if (path)
+        nftw (path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int64_t tree_bytes;
+static int
+add_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void) path, (void) flag, (void) ftw;
+    tree_bytes += (int64_t) st->st_blocks * 512;
+    return 0;
+}
+
+static void
+waiters_notify (gw_conv_t *self, bool ok, const char *errmsg)
+{
+    waiter_t *w;
+    while ((w = zlistx_detach (self->waiters, NULL))) {
+        w->fn (self, ok, errmsg, w->arg);
+        free (w);
+    }
+}
+
+void
+gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg)
+{
+    if (self->kstate == K_RUNNING) {
+        fn (self, true, NULL, arg);
+        return;
+    }
+    waiter_t *w = calloc (1, sizeof *w);
+    w->fn = fn;
+    w->arg = arg;
+    zlistx_add_end (self->waiters, w);
+}
+
+static void
+launch_timer_stop (gw_conv_t *self)
+{
+    if (self->launch_timer)
+        zloop_timer_end (self->server->loop, self->launch_timer);
+    self->launch_timer = 0;
+}
+
+/* The kernel could not be started: nothing runs, every waiter is told why. */
+static void
+kernel_failed (gw_conv_t *self, const char *reason)
+{
+    launch_timer_stop (self);
+    gw_log ("kernel_failed", "{s:s, s:s}", "conversation", self->id, "reason", reason);
+    gw_launch_abandon (&self->launch);
+    self->kstate = K_DEAD;
+    gw_relay_kernel_detach (self->relay, "KernelStartFailed", reason, true);
+    waiters_notify (self, false, reason);
+}
+
+static void
+on_launch_status (gw_launch_t *launch, void *arg)
+{
+    gw_conv_t *self = arg;
+    if (gw_launch_state (launch) != GW_LAUNCH_CONFINED) {
+        kernel_failed (self, gw_launch_error (launch));
+        return;
+    }
+    json_t *layers = json_object_get (gw_launch_status (launch), "layers");
+    if (layers) {
+        json_decref (self->server->last_layers);
+        self->server->last_layers = json_deep_copy (layers);
+    }
+    char *kpath = path_join (self->run_dir, "kernel.json");
+    wire_error_t err;
+    wire_connection_t *saved = wire_connection_load (kpath, &err, NULL);
+    free (kpath);
+    char *errmsg = NULL;
+    int rc = saved ? gw_relay_kernel_attach (self->relay, self->run_dir, saved, &errmsg) : -1;
+    wire_connection_destroy (&saved);
+    if (rc < 0) {
+        kernel_failed (self, errmsg ? errmsg : "the kernel connection file is unreadable");
+        free (errmsg);
+        return;
+    }
+    /* K_STARTING until the relay's handshake: gw_conv_kernel_ready */
+}
+
+void
+gw_conv_kernel_ready (gw_conv_t *self)
+{
+    launch_timer_stop (self);
+    self->kstate = K_RUNNING;
+    self->last_activity = gw_now (); /* idle time counts from a usable kernel */
+    gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
+            (int) gw_launch_kernel_pid (self->launch), "launcher_pid", (int) gw_launch_pid (self->launch));
+    waiters_notify (self, true, NULL);
+}
+
+static void
+on_launch_exit (gw_launch_t *launch, void *arg)
+{
+    gw_conv_t *self = arg;
+    if (self->kstate == K_DEAD)
+        return; /* a start failure, already handled by on_launch_status */
+    if (self->kstate == K_STARTING) {
+        char reason[256];
+        snprintf (reason, sizeof reason, "the kernel ended before it answered (%s); see %s",
+                  gw_launch_cause (launch), self->log_path);
+        kernel_failed (self, reason);
+        return;
+    }
+    char cause[512];
+    const char *ename = self->kill_ename ? self->kill_ename : "KernelDied";
+    if (self->kill_cause)
+        snprintf (cause, sizeof cause, "%s", self->kill_cause);
+    else
+        snprintf (cause, sizeof cause, "the kernel died (%s); the next request starts a fresh kernel, variables are lost",
+                  gw_launch_cause (launch));
+    gw_log ("kernel_exit", "{s:s, s:s, s:s}", "conversation", self->id, "status", gw_launch_cause (launch), "cause",
+            cause);
+    self->kstate = K_DEAD;
+    gw_launch_abandon (&self->launch);
+    gw_relay_kernel_detach (self->relay, ename, cause, true);
+    free (self->kill_ename), free (self->kill_cause);
+    self->kill_ename = self->kill_cause = NULL;
+}
+
+static int
+on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_conv_t *self = arg;
+    self->launch_timer = 0;
+    char reason[128];
+    snprintf (reason, sizeof reason, "the launcher sent no status line within %g s",
+              self->server->config->launch_timeout);
+    kernel_failed (self, reason);
+    return 0;
+}
+
+static json_t *
+launch_spec (gw_conv_t *self)
+{
+    json_t *policy = json_deep_copy (self->server->config->confine);
+    json_object_set_new (policy, "memory_bytes", json_integer (self->policy.memory_bytes));
+    json_object_set_new (policy, "pids", json_integer (self->policy.pids));
+    json_object_set_new (policy, "workspace_bytes", json_integer (self->policy.workspace_bytes));
+    json_object_set_new (policy, "network", json_string (self->policy.network));
+    json_t *kernel;
+    json_t *configured = json_object_get (self->server->config->kernels, self->kernel_name);
+    if (configured)
+        kernel = json_pack ("{s:O}", "argv", json_object_get (configured, "argv"));
+    else {
+        json_t *settings = json_pack ("{s:s, s:f, s:O}", "builtins", self->policy.builtins, "tool_timeout",
+                                      self->policy.tool_timeout, "tools", self->tools);
+        if (self->policy.imports)
+            json_object_set (settings, "imports", self->policy.imports);
+        kernel = json_pack ("{s:s, s:o}", "builtin", "python", "settings", settings);
+    }
+    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", "policy", policy, "workspace", self->workspace, "run_dir",
+                      self->run_dir, "kernel", kernel, "env", self->policy.env);
+}
+
+/* A fresh kernel key and kernel.json, stale sockets removed, launcher started. */
+void
+gw_conv_kernel_start (gw_conv_t *self)
+{
+    self->kstate = K_STARTING;
+    for (int port = 1; port <= 5; port++) {
+        char path[4200];
+        snprintf (path, sizeof path, "%s/k-%d", self->run_dir, port);
+        unlink (path);
+    }
+    wire_key_t *key = wire_key_new_random ();
+    wire_connection_t *kc = wire_connection_new ();
+    kc->transport = strdup ("ipc");
+    kc->ip = strdup (KERNEL_IP_INSIDE);
+    kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
+    kc->key = strdup (wire_key_text (key));
+    kc->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
+    kc->kernel_name = strdup (self->kernel_name);
+    char *kpath = path_join (self->run_dir, "kernel.json");
+    unlink (kpath);
+    int rc = wire_connection_save (kc, kpath);
+    free (kpath);
+    wire_connection_destroy (&kc);
+    wire_key_destroy (&key);
+    if (rc < 0) {
+        kernel_failed (self, "cannot write the kernel's connection file");
+        return;
+    }
+    json_t *spec = launch_spec (self);
+    char *errmsg = NULL;
+    self->launch = gw_launch_start (self->server->loop, self->server->config->launcher, spec, self->log_path,
+                                    on_launch_status, on_launch_exit, self, &errmsg);
+    json_decref (spec);
+    if (!self->launch) {
+        kernel_failed (self, errmsg ? errmsg : "launch failed");
+        free (errmsg);
+        return;
+    }
+    self->kernels_started++;
+    if (self->kernels_started > 1)
+        gw_relay_announce_starting (self->relay);
+    self->launch_timer = zloop_timer (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
+                                      on_launch_timeout, self);
+    gw_log ("kernel_launch", "{s:s, s:i}", "conversation", self->id, "launcher_pid",
+            (int) gw_launch_pid (self->launch));
+}
+
+/* The sandbox's host uid opens the workspace and run dir by path, so the
+   directories above them are 0711 (traversable, not listable); the leaves
+   are 0700 and handed to that uid by the launcher. */
+static int
+make_dir (const char *path, mode_t mode, char **errmsg)
+{
+    if (mkdir (path, mode) < 0 && errno != EEXIST) {
+        if (asprintf (errmsg, "cannot create %s: %s", path, strerror (errno)) < 0)
+            *errmsg = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+gw_conv_t *
+gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
+             const wire_connection_t *fixed, char **errmsg)
+{
+    gw_conv_t *self = calloc (1, sizeof *self);
+    self->server = server;
+    self->id = strdup (id);
+    self->kernel_name = strdup (kernel ? kernel : "python");
+    self->tools = tools ? json_incref (tools) : json_array ();
+    gw_policy_copy (&self->policy, policy);
+    self->waiters = zlistx_new ();
+    self->created = self->last_activity = gw_now ();
+    char rnd[33];
+    wire_id_new (rnd);
+    rnd[16] = 0;
+    char *convs = path_join (server->state_dir, "conv");
+    char *runs = path_join (server->state_dir, "run");
+    self->dir = path_join (convs, id);
+    self->workspace = path_join (self->dir, "workspace");
+    self->log_path = path_join (self->dir, "kernel.log");
+    self->run_dir = path_join (runs, rnd);
+    int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (runs, 0711, errmsg) < 0
+             || make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
+             || make_dir (self->run_dir, 0700, errmsg) < 0;
+    free (convs);
+    free (runs);
+    if (rc) {
+        gw_conv_destroy (&self, true);
+        return NULL;
+    }
+    if (strlen (self->run_dir) + 8 > 107) {
+        if (asprintf (errmsg, "the state dir %s is too long for ipc socket paths (107 bytes)", server->state_dir) < 0)
+            *errmsg = NULL;
+        gw_conv_destroy (&self, true);
+        return NULL;
+    }
+    char *ipc_prefix = NULL;
+    if (streq (server->transport, "ipc")) {
+        char *socks = path_join (server->state_dir, "sock");
+        make_dir (socks, 0700, errmsg);
+        ipc_prefix = path_join (socks, rnd);
+        free (socks);
+    }
+    self->relay = gw_relay_new (self, server, server->transport, ipc_prefix ? ipc_prefix : server->ip, fixed, errmsg);
+    free (ipc_prefix);
+    if (!self->relay) {
+        gw_conv_destroy (&self, false);
+        return NULL;
+    }
+    gw_conv_kernel_start (self);
+    return self;
+}
+
+void
+gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
+{
+    gw_conv_t *self = *self_p;
+    if (!self)
+        return;
+    launch_timer_stop (self);
+    gw_launch_abandon (&self->launch);
+    waiters_notify (self, false, "the conversation was closed");
+    zlistx_destroy (&self->waiters);
+    gw_relay_destroy (&self->relay);
+    if (self->run_dir)
+        remove_tree (self->run_dir);
+    if (!keep_workspace && self->dir)
+        remove_tree (self->dir);
+    else if (self->log_path)
+        unlink (self->log_path);
+    free (self->id);
+    free (self->kernel_name);
+    json_decref (self->tools);
+    gw_policy_clear (&self->policy);
+    free (self->dir);
+    free (self->workspace);
+    free (self->run_dir);
+    free (self->log_path);
+    free (self->kill_ename);
+    free (self->kill_cause);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg)
+{
+    gw_log ("restart", "{s:s, s:s}", "conversation", self->id, "reason", reason);
+    launch_timer_stop (self);
+    gw_launch_abandon (&self->launch);
+    char cause[256];
+    snprintf (cause, sizeof cause, "the kernel was restarted (%s); variables are lost", reason);
+    gw_relay_kernel_detach (self->relay, "KernelRestarted", cause, true);
+    free (self->kill_ename), free (self->kill_cause);
+    self->kill_ename = self->kill_cause = NULL;
+    gw_conv_kernel_start (self);
+    return 0;
+}
+
+void
+gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
+{
+    if (!self->launch || self->kstate != K_RUNNING)
+        return;
+    free (self->kill_ename), free (self->kill_cause);
+    self->kill_ename = strdup (ename);
+    self->kill_cause = strdup (cause);
+    gw_launch_signal (self->launch, SIGKILL);
+    kill (-gw_launch_pid (self->launch), SIGKILL);
+}
+
+void
+gw_conv_request_close (gw_conv_t *self)
+{
+    /* after the handler that asked returns: it still uses the relay */
+    gw_server_close_later (self->server, self->id, "shutdown_request");
+}
+
+bool
+gw_conv_idle_expired (const gw_conv_t *self, double now)
+{
+    return self->policy.idle_ttl > 0 && gw_relay_pending (self->relay) == 0 && self->kstate != K_STARTING
+           && now - self->last_activity > self->policy.idle_ttl;
+}
+
+json_t *
+gw_conv_list_entry (const gw_conv_t *self)
+{
+    double cpu = 0;
+    int64_t rss = 0, hwm = 0;
+    pid_t pid = self->launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (self->launch) : 0;
+    gw_proc_usage (pid, &cpu, &rss, &hwm);
+    tree_bytes = 0;
+    nftw (self->workspace, add_entry, 16, FTW_PHYS);
+    const char *state = self->kstate == K_STARTING ? "starting"
+                        : self->kstate == K_DEAD   ? "dead"
+                        : gw_relay_pending (self->relay) ? "busy"
+                                                         : "idle";
+    char created[40], last[40];
+    gw_iso_time (self->created, created);
+    gw_iso_time (self->last_activity, last);
+    return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:I}", "conversation_id", self->id, "kernel",
+                      self->kernel_name, "state", state, "created", created, "last_activity", last, "executions",
+                      gw_relay_executions (self->relay), "pid", (int) pid, "rss_bytes", (json_int_t) rss,
+                      "cpu_seconds", cpu, "workspace_bytes", (json_int_t) tree_bytes);
+}

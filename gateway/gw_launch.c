@@ -1,0 +1,453 @@
+/*  gw_launch.c - one kennel-launch process: fork+exec, the launch spec on a
+    pipe, the one-line status on another, death seen at once through a pidfd.
+
+    The child gets the spec on fd 3 and writes its status line on fd 4; it
+    runs in its own session (so a terminal's SIGINT never reaches a kernel and
+    the gateway can kill the whole group). stdout/stderr go to a log file in
+    the conversation's run dir: kernels may print anything and the gateway's
+    stderr is a stream of JSON lines.
+*/
+#include "gw.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SPEC_FD 3
+#define STATUS_FD 4
+#define STATUS_MAX 65536
+
+struct gw_launch {
+    zloop_t *loop;
+    pid_t pid;
+    pid_t kernel_pid;
+    gw_launch_state_t state;
+    bool exited;
+    int wait_status;
+    zmq_pollitem_t status_item; /* fd -1 when closed */
+    zmq_pollitem_t pid_item;    /* the pidfd, -1 when closed */
+    char *status_buf;
+    size_t status_len;
+    json_t *status;
+    char *error;
+    char cause[128];
+    gw_launch_fn *on_status;
+    gw_launch_fn *on_exit;
+    void *arg;
+    bool abandoned;
+    int in_callback; /* abandon from inside a callback defers the free */
+};
+
+/* Launchers killed but not reaped yet (close, restart, shutdown). */
+static zlistx_t *abandoned_list;
+
+static int
+pidfd_open_ (pid_t pid)
+{
+    return (int) syscall (SYS_pidfd_open, pid, 0);
+}
+
+gw_launch_state_t
+gw_launch_state (const gw_launch_t *self)
+{
+    return self->state;
+}
+pid_t
+gw_launch_pid (const gw_launch_t *self)
+{
+    return self->pid;
+}
+pid_t
+gw_launch_kernel_pid (const gw_launch_t *self)
+{
+    return self->kernel_pid;
+}
+json_t *
+gw_launch_status (const gw_launch_t *self)
+{
+    return self->status;
+}
+const char *
+gw_launch_cause (const gw_launch_t *self)
+{
+    return self->cause;
+}
+const char *
+gw_launch_error (const gw_launch_t *self)
+{
+    return self->error ? self->error : "";
+}
+
+static void
+describe_status (int status, char *out, size_t size)
+{
+    if (WIFSIGNALED (status)) {
+        int sig = WTERMSIG (status);
+        snprintf (out, size, "killed by signal %d (SIG%s)%s", sig, sigabbrev_np (sig) ? sigabbrev_np (sig) : "?",
+                  sig == SIGKILL ? ", possibly out of memory" : "");
+    }
+    else if (WIFEXITED (status))
+        snprintf (out, size, "exit status %d", WEXITSTATUS (status));
+    else
+        snprintf (out, size, "wait status %d", status);
+}
+
+static void
+status_close (gw_launch_t *self)
+{
+    if (self->status_item.fd >= 0) {
+        zloop_poller_end (self->loop, &self->status_item);
+        close (self->status_item.fd);
+        self->status_item.fd = -1;
+    }
+}
+
+/* The status line: {"status":"confined","pid":N,"layers":{...}} or
+   {"status":"error","stage":..,"errno":..,"message":..}. */
+static void
+status_parse (gw_launch_t *self)
+{
+    json_error_t jerr;
+    char *nl = memchr (self->status_buf, '\n', self->status_len);
+    size_t len = nl ? (size_t) (nl - self->status_buf) : self->status_len;
+    json_t *obj = len ? json_loadb (self->status_buf, len, 0, &jerr) : NULL;
+    const char *status = json_string_value (json_object_get (obj, "status"));
+    if (status && streq (status, "confined") && json_integer_value (json_object_get (obj, "pid")) > 0) {
+        self->status = obj;
+        self->kernel_pid = (pid_t) json_integer_value (json_object_get (obj, "pid"));
+        self->state = GW_LAUNCH_CONFINED;
+        return;
+    }
+    self->state = GW_LAUNCH_FAILED;
+    if (status && streq (status, "error")) {
+        const char *stage = json_string_value (json_object_get (obj, "stage"));
+        const char *message = json_string_value (json_object_get (obj, "message"));
+        if (asprintf (&self->error, "confinement failed at %s: %s", stage ? stage : "?", message ? message : "?") < 0)
+            self->error = NULL;
+    }
+    else if (!len) {
+        char c[128];
+        if (self->exited)
+            describe_status (self->wait_status, c, sizeof c);
+        else
+            snprintf (c, sizeof c, "closed its status pipe");
+        if (asprintf (&self->error, "the launcher ended without a status line (%s)", c) < 0)
+            self->error = NULL;
+    }
+    else if (asprintf (&self->error, "the launcher's status line is not understood: %.*s", (int) (len > 200 ? 200 : len),
+                       self->status_buf) < 0)
+        self->error = NULL;
+    self->status = obj;
+}
+
+static void
+status_done (gw_launch_t *self)
+{
+    /* whatever the launcher wrote before it exited is still in the pipe */
+    while (self->status_item.fd >= 0 && self->status_len < STATUS_MAX) {
+        ssize_t n = read (self->status_item.fd, self->status_buf + self->status_len, STATUS_MAX - self->status_len);
+        if (n <= 0)
+            break;
+        self->status_len += (size_t) n;
+    }
+    status_close (self);
+    status_parse (self);
+    if (self->on_status && !self->abandoned) {
+        self->in_callback++;
+        self->on_status (self, self->arg);
+        self->in_callback--;
+    }
+}
+
+static void abandon_finish (gw_launch_t *self);
+
+static int
+on_status_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    gw_launch_t *self = arg;
+    char buf[4096];
+    ssize_t n = read (item->fd, buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n > 0) {
+        if (self->status_len + (size_t) n > STATUS_MAX)
+            n = (ssize_t) (STATUS_MAX - self->status_len);
+        memcpy (self->status_buf + self->status_len, buf, (size_t) n);
+        self->status_len += (size_t) n;
+        if (!memchr (buf, '\n', (size_t) n) && self->status_len < STATUS_MAX)
+            return 0;
+    }
+    status_done (self);
+    if (self->abandoned)
+        abandon_finish (self);
+    return 0;
+}
+
+static void launch_free (gw_launch_t *self);
+
+static int
+on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    gw_launch_t *self = arg;
+    int status = 0;
+    pid_t rc = waitpid (self->pid, &status, WNOHANG);
+    if (rc == 0)
+        return 0;
+    zloop_poller_end (self->loop, &self->pid_item);
+    close (self->pid_item.fd);
+    self->pid_item.fd = -1;
+    self->exited = true;
+    self->wait_status = status;
+    describe_status (status, self->cause, sizeof self->cause);
+    if (self->abandoned) {
+        void *handle = zlistx_find (abandoned_list, self);
+        if (handle)
+            zlistx_delete (abandoned_list, handle);
+        launch_free (self);
+        return 0;
+    }
+    /* a launcher that dies before writing its status line: the pipe's EOF
+       may not have been seen yet, so settle the status first */
+    if (self->status_item.fd >= 0)
+        status_done (self);
+    if (!self->abandoned) {
+        self->state = GW_LAUNCH_EXITED;
+        if (self->on_exit) {
+            self->in_callback++;
+            self->on_exit (self, self->arg);
+            self->in_callback--;
+        }
+    }
+    if (self->abandoned)
+        abandon_finish (self);
+    return 0;
+}
+
+static void
+child_exec (const char *launcher, int spec_r, int status_w, const char *log_path)
+{
+    /* move the pipe ends above the target numbers first so dup2 never
+       clobbers one with the other */
+    int spec = fcntl (spec_r, F_DUPFD, 10), st = fcntl (status_w, F_DUPFD, 10);
+    if (spec < 0 || st < 0 || dup2 (spec, SPEC_FD) < 0 || dup2 (st, STATUS_FD) < 0)
+        _exit (126);
+    int devnull = open ("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2 (devnull, 0);
+    int logfd = log_path ? open (log_path, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
+    if (logfd >= 0) {
+        dup2 (logfd, 1);
+        dup2 (logfd, 2);
+    }
+    closefrom (STATUS_FD + 1);
+    setsid ();
+    /* a gateway killed with SIGKILL must not leave launchers behind */
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () == 1)
+        _exit (125);
+    /* the gateway's signal dispositions must not leak into the kernel */
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+    signal (SIGINT, SIG_DFL);
+    signal (SIGTERM, SIG_DFL);
+    signal (SIGPIPE, SIG_DFL);
+    char fdarg[8];
+    snprintf (fdarg, sizeof fdarg, "%d", SPEC_FD);
+    execlp (launcher, launcher, "--spec-fd", fdarg, (char *) NULL);
+    dprintf (2, "kennel: exec %s: %s\n", launcher, strerror (errno));
+    _exit (127);
+}
+
+gw_launch_t *
+gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *log_path, gw_launch_fn *on_status,
+                 gw_launch_fn *on_exit, void *arg, char **errmsg)
+{
+    int spec_pipe[2], status_pipe[2];
+    if (pipe2 (spec_pipe, O_CLOEXEC) < 0) {
+        *errmsg = strdup ("launch: pipe for the spec failed");
+        return NULL;
+    }
+    if (pipe2 (status_pipe, O_CLOEXEC) < 0) {
+        close (spec_pipe[0]);
+        close (spec_pipe[1]);
+        *errmsg = strdup ("launch: pipe for the status failed");
+        return NULL;
+    }
+    json_object_set_new (spec, "status_fd", json_integer (STATUS_FD));
+    char *text = json_dumps (spec, JSON_COMPACT);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        free (text);
+        close (spec_pipe[0]), close (spec_pipe[1]), close (status_pipe[0]), close (status_pipe[1]);
+        *errmsg = strdup ("launch: fork failed");
+        return NULL;
+    }
+    if (pid == 0)
+        child_exec (launcher, spec_pipe[0], status_pipe[1], log_path);
+    close (spec_pipe[0]);
+    close (status_pipe[1]);
+    /* the spec is a few KB, below the pipe's buffer: this write cannot block
+       on a well-behaved launcher; a dead one gives EPIPE (SIGPIPE is ignored) */
+    size_t len = strlen (text), off = 0;
+    while (off < len) {
+        ssize_t n = write (spec_pipe[1], text + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t) n;
+    }
+    free (text);
+    close (spec_pipe[1]);
+
+    gw_launch_t *self = calloc (1, sizeof *self);
+    self->loop = loop;
+    self->pid = pid;
+    self->state = GW_LAUNCH_WAITING;
+    self->on_status = on_status;
+    self->on_exit = on_exit;
+    self->arg = arg;
+    self->status_buf = malloc (STATUS_MAX);
+    fcntl (status_pipe[0], F_SETFL, O_NONBLOCK);
+    self->status_item = (zmq_pollitem_t){NULL, status_pipe[0], ZMQ_POLLIN, 0};
+    zloop_poller (loop, &self->status_item, on_status_readable, self);
+    self->pid_item = (zmq_pollitem_t){NULL, pidfd_open_ (pid), ZMQ_POLLIN, 0};
+    if (self->pid_item.fd < 0) {
+        /* cannot watch it: kill it rather than leave an unwatched kernel */
+        kill (pid, SIGKILL);
+        waitpid (pid, NULL, 0);
+        status_close (self);
+        launch_free (self);
+        *errmsg = strdup ("launch: pidfd_open failed (Linux >= 5.3 is required)");
+        return NULL;
+    }
+    zloop_poller (loop, &self->pid_item, on_pidfd_readable, self);
+    return self;
+}
+
+static void
+launch_free (gw_launch_t *self)
+{
+    status_close (self);
+    if (self->pid_item.fd >= 0) {
+        zloop_poller_end (self->loop, &self->pid_item);
+        close (self->pid_item.fd);
+    }
+    json_decref (self->status);
+    free (self->status_buf);
+    free (self->error);
+    free (self);
+}
+
+int
+gw_launch_signal (gw_launch_t *self, int sig)
+{
+    if (self->exited)
+        return -1;
+    if (self->kernel_pid > 0 && kill (self->kernel_pid, sig) == 0)
+        return 0;
+    return kill (self->pid, sig);
+}
+
+void
+gw_launch_abandon (gw_launch_t **self_p)
+{
+    gw_launch_t *self = *self_p;
+    if (!self)
+        return;
+    *self_p = NULL;
+    self->on_status = NULL;
+    self->on_exit = NULL;
+    status_close (self);
+    if (self->exited) {
+        self->abandoned = true;
+        if (!self->in_callback)
+            launch_free (self);
+        return;
+    }
+    /* the session holds the launcher and, unless it made its own, the
+       kernel; the kernel also dies with its parent (PDEATHSIG), and we
+       kill it by pid in case it did leave the session */
+    if (self->kernel_pid > 0)
+        kill (self->kernel_pid, SIGKILL);
+    kill (-self->pid, SIGKILL);
+    kill (self->pid, SIGKILL);
+    self->abandoned = true;
+    if (!self->in_callback)
+        abandon_finish (self);
+}
+
+/* Frees an abandoned launcher once reaped, or lists it for the loop to reap. */
+static void
+abandon_finish (gw_launch_t *self)
+{
+    if (self->exited) {
+        launch_free (self);
+        return;
+    }
+    if (!abandoned_list)
+        abandoned_list = zlistx_new ();
+    if (!zlistx_find (abandoned_list, self))
+        zlistx_add_end (abandoned_list, self);
+}
+
+void
+gw_launch_reap_all (double timeout_s)
+{
+    if (!abandoned_list)
+        return;
+    double deadline = gw_now () + timeout_s;
+    gw_launch_t *self;
+    while ((self = zlistx_first (abandoned_list))) {
+        int status;
+        while (waitpid (self->pid, &status, WNOHANG) == 0 && gw_now () < deadline)
+            usleep (2000);
+        zlistx_delete (abandoned_list, zlistx_cursor (abandoned_list));
+        launch_free (self);
+    }
+    zlistx_destroy (&abandoned_list);
+}
+
+/* /proc/PID/stat fields 14-17 (utime stime cutime cstime) and status VmRSS/VmHWM. */
+void
+gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_rss_bytes)
+{
+    *cpu_seconds = 0;
+    *rss_bytes = *max_rss_bytes = 0;
+    if (pid <= 0)
+        return;
+    char path[64], buf[2048];
+    snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+    FILE *f = fopen (path, "r");
+    if (f) {
+        size_t n = fread (buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose (f);
+        char *p = strrchr (buf, ')'); /* comm may contain spaces */
+        unsigned long long ut, st;
+        long long cut, cst;
+        if (p && sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st, &cut,
+                         &cst) == 4)
+            *cpu_seconds = (double) (ut + st + (unsigned long long) cut + (unsigned long long) cst)
+                           / (double) sysconf (_SC_CLK_TCK);
+    }
+    snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
+    f = fopen (path, "r");
+    if (f) {
+        char line[256];
+        long long kb;
+        while (fgets (line, sizeof line, f)) {
+            if (sscanf (line, "VmRSS: %lld kB", &kb) == 1)
+                *rss_bytes = kb * 1024;
+            else if (sscanf (line, "VmHWM: %lld kB", &kb) == 1)
+                *max_rss_bytes = kb * 1024;
+        }
+        fclose (f);
+    }
+}

@@ -1,0 +1,979 @@
+/*  gw_relay.c - a conversation's sockets and the relay between client and kernel.
+
+    Client side: shell, control, stdin (ROUTER), iopub (PUB), hb (REP), signed
+    with the conversation key. Kernel side: DEALERs to the kernel's shell,
+    control and stdin and a SUB to its iopub, over ipc:// in the run dir,
+    signed with the kernel key. The three DEALERs share one identity, so the
+    kernel's input_request (sent to the identities of the shell request) comes
+    back to us on stdin.
+
+    Every message is verified on the way in (layout, size, signature, replay)
+    and the same bytes are signed with the other side's key on the way out.
+    JSON is parsed only for the header (routing, accounting) and, for
+    execute_reply, the metadata frame that receives metadata.kennel.
+
+    Executions are tracked in order: the head of the list is the running one
+    (the kernel runs one at a time, in order). The gateway enforces the
+    timeout, the output limit and the queue bound, and answers for a kernel
+    that died.
+*/
+#include "gw.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KERNEL_IDENTITY "kennel-gateway"
+
+typedef struct {
+    char *msg_id;
+    json_t *header; /* the request's header: parent of what we send */
+    zmsg_t *ids;    /* the client's routing frames */
+    bool silent;
+    bool started;
+    double started_at;
+    double cpu_start;
+    int64_t output_bytes;
+    bool truncated;
+    int tool_calls;
+    int timer_id;       /* execution timeout, 0 when none */
+    int grace_timer_id; /* after SIGINT, 0 when none */
+    bool timed_out;
+} gw_exec_t;
+
+struct gw_relay {
+    gw_conv_t *conv;
+    gw_server_t *server;
+    zsock_t *client[WIRE_CHANNEL_COUNT_];
+    int ports[WIRE_CHANNEL_COUNT_];
+    char *transport;
+    char *ip;
+    wire_key_t *key;
+    wire_replay_t *replay;
+    zsock_t *kernel[WIRE_CHANNEL_COUNT_]; /* shell, iopub, stdin, control; NULL when detached */
+    wire_key_t *kernel_key;
+    wire_replay_t *kernel_replay;
+    zlistx_t *execs;   /* gw_exec_t*, head = running */
+    zlistx_t *backlog; /* zmsg_t* verified client messages waiting for a kernel, with channel prefix frame */
+    int executions;
+    double last_activity;
+    bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */
+    char session[33];
+    /* A fresh kernel is ready once it answered our kernel_info_request on
+       shell AND we saw any iopub message: only then is our SUB's
+       subscription live, so no output of the first request is lost. */
+    bool kernel_ready;
+    bool probe_shell_ok;
+    bool probe_iopub_ok;
+    int probe_timer;
+};
+
+static const char *channel_names[] = {"shell", "iopub", "stdin", "control", "hb"};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void
+exec_destroy (gw_exec_t **self_p)
+{
+    gw_exec_t *self = *self_p;
+    if (!self)
+        return;
+    free (self->msg_id);
+    json_decref (self->header);
+    zmsg_destroy (&self->ids);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+exec_destructor (void **item)
+{
+    exec_destroy ((gw_exec_t **) item);
+}
+
+static void
+zmsg_destructor (void **item)
+{
+    zmsg_destroy ((zmsg_t **) item);
+}
+
+/* Index of the delimiter frame, or -1. */
+static int
+delimiter_index (zmsg_t *msg)
+{
+    int i = 0;
+    for (zframe_t *f = zmsg_first (msg); f; f = zmsg_next (msg), i++)
+        if (zframe_streq (f, WIRE_DELIMITER))
+            return i;
+    return -1;
+}
+
+static zframe_t *
+frame_at (zmsg_t *msg, int index)
+{
+    zframe_t *f = zmsg_first (msg);
+    for (int i = 0; f && i < index; i++)
+        f = zmsg_next (msg);
+    return f;
+}
+
+/* Signs the four JSON frames of an already verified message with key. */
+static void
+resign (zmsg_t *msg, const wire_key_t *key)
+{
+    int d = delimiter_index (msg);
+    zframe_t *sig = frame_at (msg, d + 1);
+    zframe_t *parts[4];
+    for (int i = 0; i < 4; i++)
+        parts[i] = zmsg_next (msg);
+    char out[WIRE_SIGNATURE_HEX_LEN + 1];
+    wire_key_sign (key, parts, out);
+    zframe_reset (sig, out, strlen (out));
+}
+
+static void
+log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
+{
+    gw_log ("bad_message", "{s:s, s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel,
+            "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
+}
+
+/* A message from the gateway itself on behalf of the conversation, with
+   req as parent (and its identities, unless ids is given). */
+static wire_msg_t *
+own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids)
+{
+    wire_msg_t *m = wire_msg_new (self->session, msg_type, NULL);
+    if (parent_header) {
+        json_decref (m->parent_header);
+        m->parent_header = json_deep_copy (parent_header);
+    }
+    if (ids) {
+        zmsg_destroy (&m->identities);
+        m->identities = zmsg_dup (ids);
+    }
+    return m;
+}
+
+static void
+publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
+{
+    wire_msg_t *m = own_msg (self, msg_type, parent_header, NULL);
+    char topic[200];
+    snprintf (topic, sizeof topic, "kernel.%s.%s", gw_conv_id (self->conv), msg_type);
+    zmsg_addstr (m->identities, topic);
+    wire_msg_set_content (m, content);
+    wire_msg_send (m, self->client[WIRE_IOPUB], self->key);
+    wire_msg_destroy (&m);
+}
+
+static void
+publish_status (gw_relay_t *self, const json_t *parent_header, const char *state)
+{
+    publish (self, "status", parent_header, json_pack ("{s:s}", "execution_state", state));
+}
+
+static void
+publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
+{
+    char *line = NULL;
+    if (asprintf (&line, "%s: %s", ename, evalue) < 0)
+        line = NULL;
+    publish (self, "error", parent_header,
+             json_pack ("{s:s, s:s, s:[s]}", "ename", ename, "evalue", evalue, "traceback", line ? line : ename));
+    free (line);
+}
+
+/* ---- execution accounting ---------------------------------------------- */
+
+static int on_exec_timeout (zloop_t *loop, int timer_id, void *arg);
+
+static gw_exec_t *
+exec_head (gw_relay_t *self)
+{
+    return zlistx_first (self->execs);
+}
+
+/* The head starts running: clock, cpu, timeout. Only while a kernel is attached. */
+static void
+exec_start_head (gw_relay_t *self)
+{
+    gw_exec_t *e = exec_head (self);
+    if (!e || e->started || !self->kernel_ready)
+        return;
+    e->started = true;
+    e->started_at = gw_now ();
+    int64_t rss, hwm;
+    gw_launch_t *launch = gw_conv_launch (self->conv);
+    gw_proc_usage (launch ? gw_launch_kernel_pid (launch) : 0, &e->cpu_start, &rss, &hwm);
+    double timeout = gw_conv_policy (self->conv)->execution_timeout;
+    if (timeout > 0)
+        e->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000), 1, on_exec_timeout, self);
+    gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+}
+
+static void
+exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->timer_id)
+        zloop_timer_end (self->server->loop, e->timer_id);
+    if (e->grace_timer_id)
+        zloop_timer_end (self->server->loop, e->grace_timer_id);
+    e->timer_id = e->grace_timer_id = 0;
+}
+
+static json_t *
+exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
+{
+    double cpu = 0, wall = e->started ? gw_now () - e->started_at : 0;
+    int64_t rss = 0, hwm = 0;
+    gw_launch_t *launch = gw_conv_launch (self->conv);
+    if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED) {
+        gw_proc_usage (gw_launch_kernel_pid (launch), &cpu, &rss, &hwm);
+        cpu -= e->cpu_start;
+    }
+    return json_pack ("{s:f, s:f, s:I, s:I, s:b, s:i, s:s}", "wall_seconds", wall, "cpu_seconds", cpu < 0 ? 0 : cpu,
+                      "max_rss_bytes", (json_int_t) hwm, "output_bytes", (json_int_t) e->output_bytes,
+                      "output_truncated", e->truncated, "tool_calls", e->tool_calls, "state", state);
+}
+
+/* Ends the head (or any) execution: log, drop, start the next one. */
+static void
+exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
+{
+    exec_stop_timers (self, e);
+    gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", gw_conv_id (self->conv), "msg_id",
+            e->msg_id, "status", status, "duration", e->started ? gw_now () - e->started_at : 0.0, "output_bytes",
+            (json_int_t) e->output_bytes, "truncated", e->truncated);
+    self->executions++;
+    zlistx_delete (self->execs, handle);
+    exec_start_head (self);
+}
+
+static void *
+exec_find (gw_relay_t *self, const char *msg_id)
+{
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        if (streq (e->msg_id, msg_id))
+            return zlistx_cursor (self->execs);
+    return NULL;
+}
+
+/* The gateway answers an execute_request itself (kernel died, timeout kill,
+   queue full): error output, error reply, idle. */
+static void
+exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue, const char *state, bool busy)
+{
+    if (busy)
+        publish_status (self, e->header, "busy");
+    publish_error (self, e->header, ename, evalue);
+    wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
+    wire_msg_set_content (reply, json_pack ("{s:s, s:i, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error",
+                                            "execution_count", 0, "ename", ename, "evalue", evalue, "traceback",
+                                            evalue, "user_expressions", "payload"));
+    json_object_set_new (reply->metadata, "kennel", exec_cost (self, e, state));
+    wire_msg_send (reply, self->client[WIRE_SHELL], self->key);
+    wire_msg_destroy (&reply);
+    publish_status (self, e->header, "idle");
+}
+
+static int
+on_grace_over (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    gw_exec_t *e = exec_head (self);
+    if (!e || e->grace_timer_id != timer_id)
+        return 0;
+    e->grace_timer_id = 0;
+    char cause[256];
+    snprintf (cause, sizeof cause,
+              "execution exceeded %g s and did not stop on interrupt; the kernel was killed and restarts, "
+              "variables are lost",
+              gw_conv_policy (self->conv)->execution_timeout);
+    gw_log ("kill", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "reason",
+            "timeout");
+    gw_conv_kill_kernel (self->conv, "ExecutionTimeout", cause);
+    return 0;
+}
+
+static int
+on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    gw_exec_t *e = exec_head (self);
+    if (!e || e->timer_id != timer_id)
+        return 0;
+    e->timer_id = 0;
+    e->timed_out = true;
+    gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "limit",
+            gw_conv_policy (self->conv)->execution_timeout);
+    gw_launch_t *launch = gw_conv_launch (self->conv);
+    if (launch)
+        gw_launch_signal (launch, SIGINT);
+    e->grace_timer_id = zloop_timer (loop, (size_t) (self->server->config->interrupt_grace * 1000) + 1, 1,
+                                     on_grace_over, self);
+    return 0;
+}
+
+/* ---- fresh kernel handshake -------------------------------------------- */
+
+static void backlog_flush (gw_relay_t *self);
+
+static void
+probe_send (gw_relay_t *self)
+{
+    wire_msg_t *m = wire_msg_new (self->session, "kernel_info_request", NULL);
+    wire_msg_send (m, self->kernel[WIRE_SHELL], self->kernel_key);
+    wire_msg_destroy (&m);
+}
+
+static int
+on_probe_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    if (!self->kernel_ready && self->kernel[WIRE_SHELL])
+        probe_send (self);
+    return 0;
+}
+
+static void
+probe_stop (gw_relay_t *self)
+{
+    if (self->probe_timer)
+        zloop_timer_end (self->server->loop, self->probe_timer);
+    self->probe_timer = 0;
+}
+
+static void
+probe_check (gw_relay_t *self)
+{
+    if (self->kernel_ready || !self->probe_shell_ok || !self->probe_iopub_ok)
+        return;
+    probe_stop (self);
+    self->kernel_ready = true;
+    backlog_flush (self);
+    exec_start_head (self);
+    gw_conv_kernel_ready (self->conv);
+}
+
+/* Whether a kernel message answers our own probe (parent session is ours). */
+static bool
+is_probe_answer (gw_relay_t *self, zmsg_t *msg)
+{
+    wire_error_t err;
+    json_t *parent = wire_frames_peek (msg, 1, &err);
+    const char *session = json_string_value (json_object_get (parent, "session"));
+    bool ours = session && streq (session, self->session);
+    json_decref (parent);
+    return ours;
+}
+
+/* ---- kernel -> client --------------------------------------------------- */
+
+/* Rewrites an execute_reply: metadata.kennel always; after a timeout that the
+   interrupt ended, the content becomes ExecutionTimeout (variables kept). */
+static void
+reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
+{
+    int d = delimiter_index (msg);
+    zframe_t *meta_frame = frame_at (msg, d + 4);
+    zframe_t *content_frame = zmsg_next (msg);
+    json_t *meta = json_loadb ((const char *) zframe_data (meta_frame), zframe_size (meta_frame), 0, NULL);
+    if (!json_is_object (meta)) {
+        json_decref (meta);
+        meta = json_object ();
+    }
+    json_object_set_new (meta, "kennel", exec_cost (self, e, self->state_lost ? "lost" : "kept"));
+    self->state_lost = false;
+    char *text = json_dumps (meta, JSON_COMPACT);
+    zframe_reset (meta_frame, text, strlen (text));
+    free (text);
+    json_decref (meta);
+    if (e->timed_out) {
+        json_t *content
+            = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
+        char evalue[200];
+        snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
+                  gw_conv_policy (self->conv)->execution_timeout);
+        json_t *fresh = json_pack ("{s:s, s:O?, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error", "execution_count",
+                                   json_object_get (content, "execution_count"), "ename", "ExecutionTimeout",
+                                   "evalue", evalue, "traceback", evalue, "user_expressions", "payload");
+        text = json_dumps (fresh, JSON_COMPACT);
+        zframe_reset (content_frame, text, strlen (text));
+        free (text);
+        json_decref (fresh);
+        json_decref (content);
+        publish_error (self, e->header, "ExecutionTimeout", evalue);
+    }
+}
+
+static int
+on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return 0;
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    if (err != WIRE_OK) {
+        log_bad (self, "shell", err, "kernel");
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    if (is_probe_answer (self, msg)) {
+        self->probe_shell_ok = true;
+        probe_check (self);
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    json_t *header = wire_frames_peek (msg, 0, &err);
+    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    if (msg_type && streq (msg_type, "execute_reply")) {
+        json_t *parent = wire_frames_peek (msg, 1, &err);
+        const char *pid = json_string_value (json_object_get (parent, "msg_id"));
+        void *handle = pid ? exec_find (self, pid) : NULL;
+        if (handle) {
+            gw_exec_t *e = zlistx_handle_item (handle);
+            reply_rewrite (self, msg, e);
+            exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
+        }
+        json_decref (parent);
+    }
+    json_decref (header);
+    resign (msg, self->key);
+    zmsg_send (&msg, self->client[WIRE_SHELL]);
+    return 0;
+}
+
+/* Output accounting and truncation for iopub messages of the running request. */
+static bool
+iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
+{
+    static const char *outputs[] = {"stream", "display_data", "update_display_data", "execute_result", "error", NULL};
+    int i;
+    for (i = 0; outputs[i] && !streq (outputs[i], msg_type); i++)
+        ;
+    if (!outputs[i])
+        return true;
+    wire_error_t err;
+    json_t *parent = wire_frames_peek (msg, 1, &err);
+    const char *pid = json_string_value (json_object_get (parent, "msg_id"));
+    gw_exec_t *e = exec_head (self);
+    bool admit = true;
+    if (e && pid && streq (pid, e->msg_id)) {
+        int d = delimiter_index (msg);
+        size_t bytes = zframe_size (frame_at (msg, d + 5));
+        e->output_bytes += (int64_t) bytes;
+        int64_t limit = gw_conv_policy (self->conv)->output_bytes;
+        if (limit > 0 && e->output_bytes > limit) {
+            admit = false;
+            if (!e->truncated) {
+                e->truncated = true;
+                char marker[200];
+                snprintf (marker, sizeof marker,
+                          "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
+                          (long long) limit);
+                publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", marker));
+                gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", gw_conv_id (self->conv), "msg_id",
+                        e->msg_id, "limit", (json_int_t) limit);
+            }
+        }
+    }
+    json_decref (parent);
+    return admit;
+}
+
+static int
+on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return 0;
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    if (err != WIRE_OK) {
+        log_bad (self, "iopub", err, "kernel");
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    if (!self->kernel_ready) {
+        self->probe_iopub_ok = true;
+        probe_check (self);
+    }
+    if (is_probe_answer (self, msg)) {
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    json_t *header = wire_frames_peek (msg, 0, &err);
+    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    bool admit = iopub_admit (self, msg, msg_type ? msg_type : "");
+    json_decref (header);
+    if (!admit) {
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    resign (msg, self->key);
+    zmsg_send (&msg, self->client[WIRE_IOPUB]);
+    return 0;
+}
+
+static int
+on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
+{
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return 0;
+    wire_error_t err = wire_frames_relay (msg, self->kernel_key, self->kernel_replay, self->key, &self->server->limits);
+    if (err != WIRE_OK) {
+        log_bad (self, channel_names[channel], err, "kernel");
+        zmsg_destroy (&msg);
+        return 0;
+    }
+    if (channel == WIRE_STDIN) {
+        json_t *header = wire_frames_peek (msg, 0, &err);
+        const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+        gw_exec_t *e = exec_head (self);
+        if (e && msg_type && streq (msg_type, "tool_request"))
+            e->tool_calls++;
+        json_decref (header);
+    }
+    zmsg_send (&msg, self->client[channel]);
+    return 0;
+}
+
+static int
+on_kernel_stdin (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return on_kernel_route (arg, sock, WIRE_STDIN);
+}
+
+static int
+on_kernel_control (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return on_kernel_route (arg, sock, WIRE_CONTROL);
+}
+
+/* ---- client -> kernel --------------------------------------------------- */
+
+static void
+to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
+{
+    if (self->kernel[channel] && self->kernel_ready) {
+        resign (*msg_p, self->kernel_key);
+        zmsg_send (msg_p, self->kernel[channel]);
+        return;
+    }
+    /* no kernel yet (starting) or any more (died): hold it, start one */
+    zmsg_pushmem (*msg_p, &channel, sizeof channel);
+    zlistx_add_end (self->backlog, *msg_p);
+    *msg_p = NULL;
+    if (gw_conv_kernel_dead (self->conv))
+        gw_conv_kernel_start (self->conv);
+}
+
+/* Verifies a client message; NULL (dropped, logged) when bad. */
+static zmsg_t *
+client_recv (gw_relay_t *self, zsock_t *sock, wire_channel_t channel, json_t **header_p)
+{
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return NULL;
+    wire_error_t err = wire_frames_verify (msg, self->key, self->replay, &self->server->limits);
+    if (err == WIRE_OK) {
+        *header_p = wire_frames_peek (msg, 0, &err);
+        if (!*header_p)
+            ;
+        else if (!json_is_string (json_object_get (*header_p, "msg_type"))
+                 || !json_is_string (json_object_get (*header_p, "msg_id"))) {
+            json_decref (*header_p);
+            *header_p = NULL;
+            err = WIRE_ERR_MISSING_HEADER_FIELD;
+        }
+    }
+    if (err != WIRE_OK) {
+        log_bad (self, channel_names[channel], err, "client");
+        zmsg_destroy (&msg);
+        return NULL;
+    }
+    self->last_activity = gw_now ();
+    gw_conv_touch (self->conv);
+    return msg;
+}
+
+static void
+track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
+{
+    int limit = self->server->config->queue_limit;
+    zmsg_t *ids = zmsg_new ();
+    int d = delimiter_index (*msg_p);
+    zframe_t *f = zmsg_first (*msg_p);
+    for (int i = 0; i < d; i++, f = zmsg_next (*msg_p))
+        zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
+    gw_exec_t *e = calloc (1, sizeof *e);
+    e->msg_id = strdup (json_string_value (json_object_get (header, "msg_id")));
+    e->header = json_incref (header);
+    e->ids = ids;
+    if ((int) zlistx_size (self->execs) > limit) {
+        char evalue[160];
+        snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
+                  (int) zlistx_size (self->execs) - 1, limit);
+        gw_log ("queue_full", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+        exec_fail (self, e, "QueueFull", evalue, "kept", true);
+        exec_destroy (&e);
+        zmsg_destroy (msg_p);
+        return;
+    }
+    zlistx_add_end (self->execs, e);
+    to_kernel (self, WIRE_SHELL, msg_p);
+    exec_start_head (self);
+}
+
+static int
+on_client_shell (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    json_t *header = NULL;
+    zmsg_t *msg = client_recv (self, sock, WIRE_SHELL, &header);
+    if (!msg)
+        return 0;
+    if (streq (json_string_value (json_object_get (header, "msg_type")), "execute_request"))
+        track_execute (self, &msg, header);
+    else
+        to_kernel (self, WIRE_SHELL, &msg);
+    json_decref (header);
+    return 0;
+}
+
+/* interrupt and shutdown are the gateway's to answer: it owns the process */
+static void
+control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
+{
+    wire_error_t err;
+    wire_msg_t *req = wire_msg_decode (&msg, self->key, NULL, &self->server->limits, &err);
+    if (!req)
+        return;
+    publish_status (self, req->header, "busy");
+    wire_msg_t *reply;
+    if (streq (msg_type, "interrupt_request")) {
+        gw_launch_t *launch = gw_conv_launch (self->conv);
+        int rc = launch && gw_conv_kernel_alive (self->conv) ? gw_launch_signal (launch, SIGINT) : -1;
+        reply = wire_msg_new (self->session, "interrupt_reply", req);
+        wire_msg_set_content (reply, rc == 0 ? json_pack ("{s:s}", "status", "ok")
+                                             : json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                                                          "NoKernel", "evalue", "no kernel is running", "traceback"));
+        gw_log ("interrupt", "{s:s, s:b}", "conversation", gw_conv_id (self->conv), "delivered", rc == 0);
+    }
+    else {
+        bool restart = json_is_true (json_object_get (req->content, "restart"));
+        reply = wire_msg_new (self->session, "shutdown_reply", req);
+        wire_msg_set_content (reply, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
+        wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
+        wire_msg_destroy (&reply);
+        /* ipykernel also broadcasts it on iopub, as a message of its own:
+           clients keep one replay cache across channels */
+        publish (self, "shutdown_reply", req->header, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
+        publish_status (self, req->header, "idle");
+        wire_msg_destroy (&req);
+        if (restart) {
+            char *errmsg = NULL;
+            gw_conv_restart (self->conv, "shutdown_request with restart", &errmsg);
+            free (errmsg);
+        }
+        else
+            gw_conv_request_close (self->conv);
+        return;
+    }
+    wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
+    publish_status (self, req->header, "idle");
+    wire_msg_destroy (&reply);
+    wire_msg_destroy (&req);
+}
+
+static int
+on_client_control (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    json_t *header = NULL;
+    zmsg_t *msg = client_recv (self, sock, WIRE_CONTROL, &header);
+    if (!msg)
+        return 0;
+    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    if (streq (msg_type, "interrupt_request") || streq (msg_type, "shutdown_request"))
+        control_answer (self, msg, msg_type);
+    else
+        to_kernel (self, WIRE_CONTROL, &msg);
+    json_decref (header);
+    return 0;
+}
+
+static int
+on_client_stdin (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    json_t *header = NULL;
+    zmsg_t *msg = client_recv (self, sock, WIRE_STDIN, &header);
+    if (!msg)
+        return 0;
+    json_decref (header);
+    if (self->kernel[WIRE_STDIN] && self->kernel_ready) {
+        resign (msg, self->kernel_key);
+        zmsg_send (&msg, self->kernel[WIRE_STDIN]);
+    }
+    else
+        zmsg_destroy (&msg); /* an answer for a kernel that is gone */
+    return 0;
+}
+
+/* Heartbeats are answered here: the gateway is what clients talk to, and a
+   kernel's death is reported by its pidfd, not by a missed beat. */
+static int
+on_client_hb (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    zmsg_t *msg = zmsg_recv (sock);
+    if (msg)
+        zmsg_send (&msg, sock);
+    return 0;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static int
+bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const char *ip, int port, char **errmsg)
+{
+    static const int types[] = {ZMQ_ROUTER, ZMQ_PUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP};
+    zsock_t *s = zsock_new (types[ch]);
+    if (!s) {
+        *errmsg = strdup ("cannot create a socket");
+        return -1;
+    }
+    zsock_set_linger (s, 200);
+    if (types[ch] == ZMQ_ROUTER)
+        zsock_set_router_handover (s, 1);
+    int rc;
+    if (streq (transport, "ipc"))
+        rc = zsock_bind (s, "ipc://%s-%d", ip, port) == 0 ? port : -1;
+    else if (port > 0) /* czmq returns the port for tcp binds */
+        rc = zsock_bind (s, "tcp://%s:%d", ip, port) == -1 ? -1 : port;
+    else
+        rc = zsock_bind (s, "tcp://%s:*", ip);
+    if (rc <= 0) {
+        if (asprintf (errmsg, "cannot bind the %s socket on %s %s port %d: %s", channel_names[ch], transport, ip,
+                      port, zmq_strerror (zmq_errno ()))
+            < 0)
+            *errmsg = NULL;
+        zsock_destroy (&s);
+        return -1;
+    }
+    self->client[ch] = s;
+    self->ports[ch] = rc;
+    return 0;
+}
+
+gw_relay_t *
+gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
+              const wire_connection_t *fixed, char **errmsg)
+{
+    gw_relay_t *self = calloc (1, sizeof *self);
+    self->conv = conv;
+    self->server = server;
+    self->transport = strdup (fixed ? fixed->transport : transport);
+    self->ip = strdup (fixed ? fixed->ip : ip);
+    wire_error_t err;
+    self->key = fixed ? wire_connection_key (fixed, &err) : wire_key_new_random ();
+    if (!self->key) {
+        *errmsg = strdup ("the connection file's signature_scheme is not hmac-sha256");
+        gw_relay_destroy (&self);
+        return NULL;
+    }
+    self->replay = wire_replay_new (65536);
+    self->execs = zlistx_new ();
+    zlistx_set_destructor (self->execs, exec_destructor);
+    self->backlog = zlistx_new ();
+    zlistx_set_destructor (self->backlog, zmsg_destructor);
+    self->last_activity = gw_now ();
+    wire_id_new (self->session);
+    int fixed_ports[WIRE_CHANNEL_COUNT_] = {0};
+    if (fixed) {
+        fixed_ports[WIRE_SHELL] = fixed->shell_port;
+        fixed_ports[WIRE_IOPUB] = fixed->iopub_port;
+        fixed_ports[WIRE_STDIN] = fixed->stdin_port;
+        fixed_ports[WIRE_CONTROL] = fixed->control_port;
+        fixed_ports[WIRE_HB] = fixed->hb_port;
+    }
+    else if (streq (self->transport, "ipc"))
+        for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
+            fixed_ports[ch] = ch + 1;
+    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
+        if (bind_client (self, (wire_channel_t) ch, self->transport, self->ip, fixed_ports[ch], errmsg) < 0) {
+            gw_relay_destroy (&self);
+            return NULL;
+        }
+    zloop_reader (server->loop, self->client[WIRE_SHELL], on_client_shell, self);
+    zloop_reader (server->loop, self->client[WIRE_CONTROL], on_client_control, self);
+    zloop_reader (server->loop, self->client[WIRE_STDIN], on_client_stdin, self);
+    zloop_reader (server->loop, self->client[WIRE_HB], on_client_hb, self);
+    return self;
+}
+
+static void
+kernel_sockets_close (gw_relay_t *self)
+{
+    probe_stop (self);
+    self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = false;
+    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
+        if (self->kernel[ch]) {
+            zloop_reader_end (self->server->loop, self->kernel[ch]);
+            zsock_destroy (&self->kernel[ch]);
+        }
+    wire_key_destroy (&self->kernel_key);
+    wire_replay_destroy (&self->kernel_replay);
+}
+
+void
+gw_relay_destroy (gw_relay_t **self_p)
+{
+    gw_relay_t *self = *self_p;
+    if (!self)
+        return;
+    kernel_sockets_close (self);
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        exec_stop_timers (self, e);
+    zlistx_destroy (&self->execs);
+    zlistx_destroy (&self->backlog);
+    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
+        if (self->client[ch]) {
+            zloop_reader_end (self->server->loop, self->client[ch]);
+            zsock_destroy (&self->client[ch]);
+            if (streq (self->transport, "ipc")) {
+                char path[4200];
+                snprintf (path, sizeof path, "%s-%d", self->ip, self->ports[ch]);
+                unlink (path);
+            }
+        }
+    wire_key_destroy (&self->key);
+    wire_replay_destroy (&self->replay);
+    free (self->transport);
+    free (self->ip);
+    free (self);
+    *self_p = NULL;
+}
+
+json_t *
+gw_relay_connection_json (const gw_relay_t *self)
+{
+    return json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", self->transport, "ip",
+                      self->ip, "shell_port", self->ports[WIRE_SHELL], "iopub_port", self->ports[WIRE_IOPUB],
+                      "stdin_port", self->ports[WIRE_STDIN], "control_port", self->ports[WIRE_CONTROL], "hb_port",
+                      self->ports[WIRE_HB], "key", wire_key_text (self->key), "signature_scheme",
+                      WIRE_SIGNATURE_SCHEME, "kernel_name", "kennel");
+}
+
+int
+gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kc, char **errmsg)
+{
+    kernel_sockets_close (self);
+    wire_error_t err;
+    self->kernel_key = wire_connection_key (kc, &err);
+    if (!self->kernel_key) {
+        *errmsg = strdup ("kernel connection: bad signature scheme");
+        return -1;
+    }
+    self->kernel_replay = wire_replay_new (65536);
+    const int ports[] = {kc->shell_port, kc->iopub_port, kc->stdin_port, kc->control_port};
+    for (int ch = 0; ch < 4; ch++) {
+        zsock_t *s = zsock_new (ch == WIRE_IOPUB ? ZMQ_SUB : ZMQ_DEALER);
+        zsock_set_linger (s, 0);
+        if (ch == WIRE_IOPUB)
+            zsock_set_subscribe (s, "");
+        else
+            zsock_set_identity (s, KERNEL_IDENTITY);
+        if (zsock_connect (s, "ipc://%s/k-%d", run_dir, ports[ch]) < 0) {
+            if (asprintf (errmsg, "cannot connect to the kernel's %s socket in %s", channel_names[ch], run_dir) < 0)
+                *errmsg = NULL;
+            zsock_destroy (&s);
+            kernel_sockets_close (self);
+            return -1;
+        }
+        self->kernel[ch] = s;
+    }
+    zloop_reader (self->server->loop, self->kernel[WIRE_SHELL], on_kernel_shell, self);
+    zloop_reader (self->server->loop, self->kernel[WIRE_IOPUB], on_kernel_iopub, self);
+    zloop_reader (self->server->loop, self->kernel[WIRE_STDIN], on_kernel_stdin, self);
+    zloop_reader (self->server->loop, self->kernel[WIRE_CONTROL], on_kernel_control, self);
+    probe_send (self);
+    self->probe_timer = zloop_timer (self->server->loop, 200, 0, on_probe_timer, self);
+    return 0;
+}
+
+/* What arrived while there was no kernel goes out now, in order. */
+static void
+backlog_flush (gw_relay_t *self)
+{
+    zmsg_t *msg;
+    while ((msg = zlistx_detach (self->backlog, NULL))) {
+        zframe_t *chf = zmsg_pop (msg);
+        wire_channel_t ch = WIRE_SHELL;
+        if (chf && zframe_size (chf) == sizeof ch)
+            memcpy (&ch, zframe_data (chf), sizeof ch);
+        zframe_destroy (&chf);
+        resign (msg, self->kernel_key);
+        zmsg_send (&msg, self->kernel[ch]);
+    }
+}
+
+void
+gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost)
+{
+    kernel_sockets_close (self);
+    /* the running request and those queued behind it were in the dead
+       kernel's queue: each gets an answer, none is silently lost */
+    gw_exec_t *e;
+    bool first = true;
+    while ((e = zlistx_first (self->execs))) {
+        exec_stop_timers (self, e);
+        char evalue[512];
+        if (first)
+            snprintf (evalue, sizeof evalue, "%s", cause);
+        else
+            snprintf (evalue, sizeof evalue, "not run: the kernel ended before it (%s)", cause);
+        exec_fail (self, e, ename, evalue, lost ? "lost" : "kept", !first || !e->started);
+        gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
+                e->msg_id, "status", "error", "reason", evalue);
+        self->executions++;
+        zlistx_delete (self->execs, zlistx_cursor (self->execs));
+        first = false;
+    }
+    zlistx_purge (self->backlog);
+    if (lost)
+        self->state_lost = true;
+}
+
+void
+gw_relay_announce_starting (gw_relay_t *self)
+{
+    publish_status (self, NULL, "starting");
+}
+
+int
+gw_relay_pending (const gw_relay_t *self)
+{
+    return (int) zlistx_size (self->execs);
+}
+
+int
+gw_relay_executions (const gw_relay_t *self)
+{
+    return self->executions;
+}
+
+double
+gw_relay_last_activity (const gw_relay_t *self)
+{
+    return self->last_activity;
+}
+
+bool
+gw_relay_wants_kernel (const gw_relay_t *self)
+{
+    return zlistx_size (self->backlog) > 0;
+}

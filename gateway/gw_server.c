@@ -1,0 +1,275 @@
+/*  gw_server.c - the daemon's loop: control socket, connection file, the
+    conversation table, idle culling, clean shutdown.
+
+    Shutdown (SIGTERM or SIGINT, caught by czmq) ends the loop; every
+    conversation is then closed: kernels killed and reaped, sockets and
+    directories removed, the connection file deleted.
+*/
+#include "gw.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double
+gw_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_REALTIME, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+void
+gw_iso_time (double t, char out[40])
+{
+    time_t secs = (time_t) t;
+    struct tm tm;
+    gmtime_r (&secs, &tm);
+    int usec = (int) ((t - (double) secs) * 1e6);
+    if (usec < 0)
+        usec = 0;
+    if (usec > 999999)
+        usec = 999999;
+    char base[24];
+    strftime (base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf (out, 40, "%s.%06dZ", base, usec);
+}
+
+/* mkdir -p; what we create is 0711: the sandbox's host uid must traverse
+   it to reach a conversation's workspace and run dir (gw_conv.c). */
+static int
+make_dirs (const char *path)
+{
+    char *copy = strdup (path);
+    for (char *p = copy + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir (copy, 0711) < 0 && errno != EEXIST) {
+                free (copy);
+                return -1;
+            }
+            *p = '/';
+        }
+    int rc = mkdir (copy, 0711) < 0 && errno != EEXIST ? -1 : 0;
+    free (copy);
+    return rc;
+}
+
+gw_server_t *
+gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport, char **errmsg)
+{
+    if (!streq (transport, "tcp") && !streq (transport, "ipc")) {
+        *errmsg = strdup ("--transport must be tcp or ipc");
+        return NULL;
+    }
+    if (make_dirs (state_dir) < 0) {
+        if (asprintf (errmsg, "cannot create the state dir %s: %s", state_dir, strerror (errno)) < 0)
+            *errmsg = NULL;
+        return NULL;
+    }
+    gw_server_t *self = calloc (1, sizeof *self);
+    self->config = *config_p;
+    *config_p = NULL;
+    self->state_dir = realpath (state_dir, NULL);
+    self->ip = strdup (ip);
+    self->transport = strdup (transport);
+    self->loop = zloop_new ();
+    self->key = wire_key_new_random ();
+    self->replay = wire_replay_new (65536);
+    self->limits.max_frame_bytes = self->config->max_message_bytes;
+    self->limits.max_message_bytes = self->config->max_message_bytes;
+    self->conversations = zhashx_new ();
+    wire_id_new (self->session);
+    return self;
+}
+
+static int
+on_cull_check (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_server_t *self = arg;
+    double now = gw_now ();
+    zlistx_t *expired = zlistx_new ();
+    zlistx_set_destructor (expired, (zlistx_destructor_fn *) zstr_free);
+    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
+        if (gw_conv_idle_expired (conv, now))
+            zlistx_add_end (expired, strdup (gw_conv_id (conv)));
+    for (char *id = zlistx_first (expired); id; id = zlistx_next (expired))
+        gw_server_close_conv (self, id, false, "idle");
+    zlistx_destroy (&expired);
+    return 0;
+}
+
+int
+gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
+{
+    self->control = zsock_new (ZMQ_ROUTER);
+    zsock_set_linger (self->control, 200);
+    zsock_set_router_handover (self->control, 1);
+    wire_connection_t *c = wire_connection_new ();
+    c->transport = strdup (self->transport);
+    c->key = strdup (wire_key_text (self->key));
+    c->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
+    c->kernel_name = strdup ("");
+    if (streq (self->transport, "ipc")) {
+        if (asprintf (&c->ip, "%s/gateway", self->state_dir) < 0)
+            c->ip = NULL;
+        self->control_port = zsock_bind (self->control, "ipc://%s-1", c->ip) == 0 ? 1 : -1;
+    }
+    else {
+        c->ip = strdup (self->ip);
+        self->control_port = zsock_bind (self->control, "tcp://%s:*", self->ip);
+    }
+    if (self->control_port <= 0) {
+        if (asprintf (errmsg, "cannot bind the control socket (%s %s): %s", self->transport, c->ip,
+                      zmq_strerror (zmq_errno ()))
+            < 0)
+            *errmsg = NULL;
+        wire_connection_destroy (&c);
+        return -1;
+    }
+    c->control_port = self->control_port;
+    if (connection_file)
+        self->connection_file = strdup (connection_file);
+    else if (asprintf (&self->connection_file, "%s/gateway.json", self->state_dir) < 0)
+        self->connection_file = NULL;
+    /* only the fields of a gateway connection file: it is not a kernel's */
+    json_t *j = json_pack ("{s:s, s:s, s:i, s:s, s:s}", "transport", c->transport, "ip", c->ip, "control_port",
+                           c->control_port, "key", c->key, "signature_scheme", c->signature_scheme);
+    wire_connection_destroy (&c);
+    char *tmp = NULL;
+    if (asprintf (&tmp, "%s.tmp%d", self->connection_file, (int) getpid ()) < 0)
+        tmp = NULL;
+    int rc = -1;
+    FILE *f = NULL;
+    int fd = tmp ? open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    if (fd >= 0 && (f = fdopen (fd, "w")) && json_dumpf (j, f, JSON_INDENT (2)) == 0 && fputc ('\n', f) != EOF)
+        rc = 0;
+    if (f)
+        rc = fclose (f) == 0 ? rc : -1;
+    else if (fd >= 0)
+        close (fd);
+    if (rc == 0)
+        rc = rename (tmp, self->connection_file);
+    json_decref (j);
+    if (rc < 0) {
+        if (tmp)
+            unlink (tmp);
+        if (asprintf (errmsg, "cannot write the connection file %s: %s", self->connection_file, strerror (errno))
+            < 0)
+            *errmsg = NULL;
+        free (tmp);
+        return -1;
+    }
+    free (tmp);
+    zloop_reader (self->loop, self->control, gw_control_on_message, self);
+    return 0;
+}
+
+int
+gw_server_run (gw_server_t *self)
+{
+    if (!self->kernel_mode)
+        zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
+    zloop_start (self->loop);
+    gw_log ("stopping", "{s:i, s:b}", "conversations", (int) zhashx_size (self->conversations), "signal",
+            zsys_interrupted != 0);
+    return self->exit_code;
+}
+
+void
+gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, const char *why)
+{
+    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
+    if (!conv)
+        return;
+    zhashx_delete (self->conversations, id);
+    gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
+    gw_conv_destroy (&conv, keep_workspace);
+    if (self->kernel_mode)
+        gw_server_stop (self);
+}
+
+static int
+on_close_later (zloop_t *loop, int timer_id, void *arg)
+{
+    char **args = arg;
+    gw_server_t *self = (gw_server_t *) args[0];
+    gw_server_close_conv (self, args[1], false, args[2]);
+    free (args[1]);
+    free (args[2]);
+    free (args);
+    return 0;
+}
+
+void
+gw_server_close_later (gw_server_t *self, const char *id, const char *why)
+{
+    char **args = calloc (3, sizeof (char *));
+    args[0] = (char *) self;
+    args[1] = strdup (id);
+    args[2] = strdup (why);
+    zloop_timer (self->loop, 1, 1, on_close_later, args);
+}
+
+static int
+on_stop (zloop_t *loop, int timer_id, void *arg)
+{
+    return -1;
+}
+
+void
+gw_server_stop (gw_server_t *self)
+{
+    if (self->stopping)
+        return;
+    self->stopping = true;
+    zloop_timer (self->loop, 1, 1, on_stop, self);
+}
+
+void
+gw_server_destroy (gw_server_t **self_p)
+{
+    gw_server_t *self = *self_p;
+    if (!self)
+        return;
+    zlistx_t *ids = zhashx_keys (self->conversations);
+    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
+        gw_server_close_conv (self, id, false, "shutdown");
+    zlistx_destroy (&ids);
+    gw_launch_reap_all (5.0);
+    zhashx_destroy (&self->conversations);
+    if (self->control) {
+        zloop_reader_end (self->loop, self->control);
+        zsock_destroy (&self->control);
+    }
+    if (self->connection_file && !self->kernel_mode)
+        unlink (self->connection_file);
+    if (streq (self->transport, "ipc") && self->state_dir) {
+        char path[4200];
+        snprintf (path, sizeof path, "%s/gateway-1", self->state_dir);
+        unlink (path);
+    }
+    if (self->state_dir) {
+        /* the dirs we made for conversations; the operator's state dir stays */
+        const char *subdirs[] = {"run", "sock", "conv"};
+        for (int i = 0; i < 3; i++) {
+            char path[4200];
+            snprintf (path, sizeof path, "%s/%s", self->state_dir, subdirs[i]);
+            rmdir (path);
+        }
+    }
+    zloop_destroy (&self->loop);
+    wire_key_destroy (&self->key);
+    wire_replay_destroy (&self->replay);
+    json_decref (self->last_layers);
+    gw_config_destroy (&self->config);
+    free (self->state_dir);
+    free (self->ip);
+    free (self->transport);
+    free (self->connection_file);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,393 @@
+/*  main.c - `kennel`: the CLI dispatch.
+
+    kennel serve [--connection-file F] [--state-dir D] [--config F]
+                 [--ip 127.0.0.1] [--transport tcp|ipc] [--log-file F]
+    kennel kernel -f CONNECTION_FILE [--config F] [--log-file F]
+    kennel info [--connection-file F] [--state-dir D]
+    kennel selftest [--config F] [--log-file F]
+    kennel install-kernelspec [--user | --prefix DIR]
+*/
+#include "gw.h"
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* root: /var/lib/kennel; others: $XDG_STATE_HOME/kennel or ~/.local/state/kennel */
+static char *
+default_state_dir (void)
+{
+    char *out = NULL;
+    const char *env = getenv ("KENNEL_STATE_DIR");
+    if (env && *env)
+        return strdup (env);
+    if (geteuid () == 0)
+        return strdup ("/var/lib/kennel");
+    const char *xdg = getenv ("XDG_STATE_HOME");
+    if (xdg && *xdg) {
+        if (asprintf (&out, "%s/kennel", xdg) < 0)
+            return NULL;
+        return out;
+    }
+    const char *home = getenv ("HOME");
+    if (!home) {
+        struct passwd *pw = getpwuid (geteuid ());
+        home = pw ? pw->pw_dir : "/tmp";
+    }
+    if (asprintf (&out, "%s/.local/state/kennel", home) < 0)
+        return NULL;
+    return out;
+}
+
+static void
+usage (FILE *out)
+{
+    fprintf (out, "usage: kennel serve [--connection-file F] [--state-dir D] [--config F] [--ip IP]\n"
+                  "                    [--transport tcp|ipc] [--log-file F]\n"
+                  "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F]\n"
+                  "       kennel info [--connection-file F] [--state-dir D]\n"
+                  "       kennel selftest [--config F] [--log-file F]\n"
+                  "       kennel install-kernelspec [--user | --prefix DIR]\n");
+}
+
+typedef struct {
+    const char *connection_file;
+    const char *state_dir;
+    const char *config;
+    const char *ip;
+    const char *transport;
+    const char *log_file;
+} serve_opts_t;
+
+static int
+parse_opts (int argc, char **argv, serve_opts_t *o)
+{
+    static const struct option longopts[]
+        = {{"connection-file", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
+           {"config", required_argument, NULL, 'C'},          {"ip", required_argument, NULL, 'i'},
+           {"transport", required_argument, NULL, 't'},       {"log-file", required_argument, NULL, 'l'},
+           {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long (argc, argv, "f:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+        case 'f':
+            o->connection_file = optarg;
+            break;
+        case 's':
+            o->state_dir = optarg;
+            break;
+        case 'C':
+            o->config = optarg;
+            break;
+        case 'i':
+            o->ip = optarg;
+            break;
+        case 't':
+            o->transport = optarg;
+            break;
+        case 'l':
+            o->log_file = optarg;
+            break;
+        case 'h':
+            usage (stdout);
+            exit (0);
+        default:
+            usage (stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf (stderr, "kennel: unexpected argument %s\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+setup_process (const char *log_file)
+{
+    /* a kernel that dies mid-write must not kill the gateway */
+    signal (SIGPIPE, SIG_IGN);
+    zsys_init ();
+    zsys_set_logstream (NULL);
+    if (gw_log_open (log_file) < 0) {
+        fprintf (stderr, "kennel: cannot open the log file %s: %s\n", log_file, strerror (errno));
+        exit (2);
+    }
+}
+
+static int
+cmd_serve (int argc, char **argv)
+{
+    serve_opts_t o = {.ip = "127.0.0.1", .transport = "tcp"};
+    if (parse_opts (argc, argv, &o) < 0)
+        return 2;
+    setup_process (o.log_file);
+    char *errmsg = NULL;
+    gw_config_t *config = gw_config_load (o.config, &errmsg);
+    if (!config) {
+        fprintf (stderr, "kennel: %s\n", errmsg);
+        free (errmsg);
+        return 2;
+    }
+    char *state_dir = o.state_dir ? strdup (o.state_dir) : default_state_dir ();
+    gw_server_t *server = gw_server_new (&config, state_dir, o.ip, o.transport, &errmsg);
+    gw_config_destroy (&config);
+    free (state_dir);
+    if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0) {
+        fprintf (stderr, "kennel: %s\n", errmsg ? errmsg : "cannot start");
+        free (errmsg);
+        gw_server_destroy (&server);
+        return 1;
+    }
+    gw_log ("serve", "{s:s, s:s, s:i, s:s, s:i}", "connection_file", server->connection_file, "state_dir",
+            server->state_dir, "control_port", server->control_port, "launcher", server->config->launcher, "pid",
+            (int) getpid ());
+    int rc = gw_server_run (server);
+    gw_server_destroy (&server);
+    gw_log ("stopped", NULL);
+    gw_log_close ();
+    return rc;
+}
+
+/* Kernelspec mode: one conversation on the ports a front end chose. */
+static void
+on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    gw_server_t *server = arg;
+    if (!ok) {
+        fprintf (stderr, "kennel: the kernel could not be started: %s\n", errmsg ? errmsg : "?");
+        server->exit_code = 1;
+        gw_server_stop (server);
+    }
+}
+
+static int
+cmd_kernel (int argc, char **argv)
+{
+    serve_opts_t o = {.ip = "127.0.0.1", .transport = "tcp"};
+    if (parse_opts (argc, argv, &o) < 0)
+        return 2;
+    if (!o.connection_file) {
+        fprintf (stderr, "kennel kernel: -f CONNECTION_FILE is required\n");
+        return 2;
+    }
+    setup_process (o.log_file);
+    char *errmsg = NULL;
+    wire_error_t err;
+    wire_connection_t *conn = wire_connection_load (o.connection_file, &err, &errmsg);
+    if (!conn) {
+        fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : wire_strerror (err));
+        free (errmsg);
+        return 2;
+    }
+    gw_config_t *config = gw_config_load (o.config, &errmsg);
+    if (!config) {
+        fprintf (stderr, "kennel: %s\n", errmsg);
+        free (errmsg);
+        wire_connection_destroy (&conn);
+        return 2;
+    }
+    /* private state for this one kernel, removed on exit */
+    char tmpl[] = "/tmp/kennel-kernel-XXXXXX";
+    char *state_dir = o.state_dir ? strdup (o.state_dir) : (mkdtemp (tmpl) ? strdup (tmpl) : NULL);
+    gw_server_t *server = state_dir ? gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg) : NULL;
+    gw_config_destroy (&config);
+    int rc = 1;
+    if (server) {
+        server->kernel_mode = true;
+        gw_policy_t policy;
+        gw_policy_copy (&policy, &server->config->defaults);
+        gw_conv_t *conv = gw_conv_new (server, "kernel", "python", NULL, &policy, conn, &errmsg);
+        gw_policy_clear (&policy);
+        if (conv) {
+            zhashx_insert (server->conversations, "kernel", conv);
+            gw_conv_when_ready (conv, on_kernel_ready, server);
+            gw_log ("kernel_mode", "{s:s, s:i}", "connection_file", o.connection_file, "pid", (int) getpid ());
+            rc = gw_server_run (server);
+        }
+        else
+            fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");
+    }
+    else
+        fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot create a state dir");
+    free (errmsg);
+    gw_server_destroy (&server);
+    if (state_dir && !o.state_dir)
+        rmdir (state_dir);
+    free (state_dir);
+    wire_connection_destroy (&conn);
+    gw_log_close ();
+    return rc;
+}
+
+static int
+cmd_info (int argc, char **argv)
+{
+    serve_opts_t o = {0};
+    if (parse_opts (argc, argv, &o) < 0)
+        return 2;
+    zsys_init ();
+    zsys_set_logstream (NULL);
+    char *path = NULL;
+    if (o.connection_file)
+        path = strdup (o.connection_file);
+    else {
+        char *dir = o.state_dir ? strdup (o.state_dir) : default_state_dir ();
+        if (asprintf (&path, "%s/gateway.json", dir) < 0)
+            path = NULL;
+        free (dir);
+    }
+    json_error_t jerr;
+    json_t *file = json_load_file (path, 0, &jerr);
+    const char *transport = json_string_value (json_object_get (file, "transport"));
+    const char *ip = json_string_value (json_object_get (file, "ip"));
+    const char *key = json_string_value (json_object_get (file, "key"));
+    int port = (int) json_integer_value (json_object_get (file, "control_port"));
+    if (!transport || !ip || !key || port <= 0) {
+        fprintf (stderr, "kennel info: %s is not a gateway connection file (%s)\n", path,
+                 file ? "a field is missing" : jerr.text);
+        json_decref (file);
+        free (path);
+        return 2;
+    }
+    wire_error_t err;
+    wire_key_t *wkey = wire_key_new (json_string_value (json_object_get (file, "signature_scheme")), key,
+                                     strlen (key), &err);
+    zsock_t *dealer = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (dealer, 0);
+    int rc = 1;
+    if (wkey && zsock_connect (dealer, streq (transport, "ipc") ? "ipc://%s-%d" : "tcp://%s:%d", ip, port) == 0) {
+        wire_msg_t *req = wire_msg_new (NULL, "gateway_info_request", NULL);
+        wire_msg_send (req, dealer, wkey);
+        wire_msg_destroy (&req);
+        zsock_set_rcvtimeo (dealer, 5000);
+        zmsg_t *msg = zmsg_recv (dealer);
+        wire_msg_t *reply = msg ? wire_msg_decode (&msg, wkey, NULL, &wire_limits_default, &err) : NULL;
+        if (reply) {
+            char *text = json_dumps (reply->content, JSON_INDENT (2) | JSON_SORT_KEYS);
+            printf ("%s\n", text);
+            free (text);
+            rc = 0;
+        }
+        else
+            fprintf (stderr, "kennel info: no valid reply from %s:%s:%d within 5 s\n", transport, ip, port);
+        wire_msg_destroy (&reply);
+    }
+    else
+        fprintf (stderr, "kennel info: cannot connect to the gateway of %s\n", path);
+    zsock_destroy (&dealer);
+    wire_key_destroy (&wkey);
+    json_decref (file);
+    free (path);
+    return rc;
+}
+
+static int
+cmd_install_kernelspec (int argc, char **argv)
+{
+    static const struct option longopts[]
+        = {{"user", no_argument, NULL, 'u'}, {"prefix", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+    const char *prefix = PREFIX_DIR;
+    bool user = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long (argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'u')
+            user = true;
+        else if (c == 'p')
+            prefix = optarg;
+        else {
+            usage (stderr);
+            return 2;
+        }
+    }
+    char *base = NULL;
+    if (user) {
+        const char *data = getenv ("XDG_DATA_HOME");
+        const char *home = getenv ("HOME");
+        if (data && *data) {
+            if (asprintf (&base, "%s/jupyter/kernels", data) < 0)
+                base = NULL;
+        }
+        else if (asprintf (&base, "%s/.local/share/jupyter/kernels", home ? home : "/tmp") < 0)
+            base = NULL;
+    }
+    else if (asprintf (&base, "%s/share/jupyter/kernels", prefix) < 0)
+        base = NULL;
+    char *dir = NULL, *file = NULL;
+    if (asprintf (&dir, "%s/kennel", base) < 0 || asprintf (&file, "%s/kernel.json", dir) < 0)
+        return 1;
+    /* the kernelspec runs this very binary: the installed one after make
+       install, the build tree's one during development */
+    char self[4096];
+    ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    json_t *spec = json_pack ("{s:[s,s,s,s], s:s, s:s, s:s, s:{s:s}}", "argv", n > 0 ? self : "kennel", "kernel", "-f",
+                              "{connection_file}", "display_name", "Python 3 (kennel)", "language", "python",
+                              "interrupt_mode", "message", "metadata", "kennel", "confined");
+    char cmd[8500];
+    snprintf (cmd, sizeof cmd, "%s", dir);
+    int rc = 1;
+    for (char *p = cmd + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir (cmd, 0755);
+            *p = '/';
+        }
+    mkdir (cmd, 0755);
+    if (json_dump_file (spec, file, JSON_INDENT (2)) == 0) {
+        printf ("%s\n", dir);
+        rc = 0;
+    }
+    else
+        fprintf (stderr, "kennel install-kernelspec: cannot write %s: %s\n", file, strerror (errno));
+    json_decref (spec);
+    free (base);
+    free (dir);
+    free (file);
+    return rc;
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc < 2) {
+        usage (stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (streq (cmd, "serve"))
+        return cmd_serve (argc - 1, argv + 1);
+    if (streq (cmd, "kernel"))
+        return cmd_kernel (argc - 1, argv + 1);
+    if (streq (cmd, "info"))
+        return cmd_info (argc - 1, argv + 1);
+    if (streq (cmd, "selftest")) {
+        serve_opts_t o = {0};
+        if (parse_opts (argc - 1, argv + 1, &o) < 0)
+            return 2;
+        setup_process (o.log_file ? o.log_file : "/dev/null");
+        return gw_selftest_run (o.config);
+    }
+    if (streq (cmd, "install-kernelspec"))
+        return cmd_install_kernelspec (argc - 1, argv + 1);
+    if (streq (cmd, "--version")) {
+        printf ("kennel %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (streq (cmd, "-h") || streq (cmd, "--help")) {
+        usage (stdout);
+        return 0;
+    }
+    fprintf (stderr, "kennel: unknown command %s\n", cmd);
+    usage (stderr);
+    return 2;
+}

@@ -1,0 +1,69 @@
+"""Step 1: the daemon, its control socket and connection file, SIGTERM."""
+import json
+import os
+import stat
+import subprocess
+
+from conftest import built
+
+
+def test_connection_file_is_private_and_complete(gateway):
+    mode = stat.S_IMODE(os.stat(gateway.conn_file).st_mode)
+    assert mode == 0o600
+    info = json.loads(gateway.conn_file.read_text())
+    assert set(info) == {"transport", "ip", "control_port", "key", "signature_scheme"}
+    assert info["transport"] == "tcp" and info["ip"] == "127.0.0.1"
+    assert info["signature_scheme"] == "hmac-sha256" and len(info["key"]) >= 32
+
+
+def test_gateway_info(gateway):
+    reply = gateway.control.request("gateway_info_request")
+    assert reply["msg_type"] == "gateway_info_reply"
+    c = reply["content"]
+    assert c["status"] == "ok"
+    assert c["implementation"] == "kennel" and c["protocol_version"] == "5.3"
+    assert "python" in c["kernels"]
+    assert c["conversations"] == 0
+    assert c["limits"]["defaults"]["execution_timeout"] > 0
+    assert reply["parent_header"]["msg_type"] == "gateway_info_request"
+
+
+def test_list_empty(gateway):
+    reply = gateway.control.request("conversation_list_request")
+    assert reply["content"] == {"status": "ok", "conversations": []}
+
+
+def test_unknown_request_gets_error(gateway):
+    reply = gateway.control.request("frobnicate_request")
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "UnknownRequest"
+
+
+def test_kennel_info_command(gateway):
+    out = subprocess.run([str(built("gateway/kennel")), "info", "--connection-file", str(gateway.conn_file)],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["implementation"] == "kennel"
+
+
+def test_sigterm_clean_exit(gateway):
+    assert gateway.stop() == 0
+    assert not gateway.conn_file.exists()
+    assert gateway.events("stopped")
+
+
+def test_ipc_transport(make_gateway):
+    gw = make_gateway(transport="ipc")
+    info = json.loads(gw.conn_file.read_text())
+    assert info["transport"] == "ipc"
+    assert gw.control.request("gateway_info_request")["content"]["status"] == "ok"
+    assert gw.stop() == 0
+
+
+def test_bad_config_is_refused(tmp_path):
+    cfg = tmp_path / "bad.json"
+    cfg.write_text(json.dumps({"maxima": {"execution_timeout": 1}, "defaults": {"execution_timeout": 5}}))
+    out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(tmp_path / "s"), "--config",
+                          str(cfg)], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2
+    assert "execution_timeout" in out.stderr

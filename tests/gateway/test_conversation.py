@@ -1,0 +1,167 @@
+"""Steps 2-3: conversations through the daemon with jupyter_client."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+import zmq
+from jupyter_client.session import Session
+
+from conftest import execute, gone, stdout_of
+
+
+def test_open_execute_persist(gateway):
+    reply, kc = gateway.open_client("conv-1")
+    assert reply["created"] is True
+    conn = reply["connection"]
+    assert set(conn) >= {"transport", "ip", "shell_port", "iopub_port", "stdin_port", "control_port", "hb_port",
+                         "key", "signature_scheme", "kernel_name"}
+    assert os.path.isdir(reply["workspace"])
+    r, out = execute(kc, "x = 41")
+    assert r["content"]["status"] == "ok"
+    r, out = execute(kc, "print(x + 1)")
+    assert r["content"]["status"] == "ok"
+    assert stdout_of(out) == "42\n"
+    kennel = r["metadata"]["kennel"]
+    assert set(kennel) >= {"wall_seconds", "cpu_seconds", "max_rss_bytes", "output_bytes", "tool_calls", "state"}
+    assert kennel["state"] == "kept" and kennel["output_bytes"] > 0 and kennel["max_rss_bytes"] > 0
+
+
+def test_reopen_returns_same_connection(gateway):
+    first = gateway.control.open("again")
+    second = gateway.control.open("again")
+    assert first["status"] == "ok" and second["status"] == "ok"
+    assert first["created"] is True and second["created"] is False
+    assert first["connection"] == second["connection"]
+
+
+def test_invalid_ids_refused(gateway):
+    for bad in ["", ".", "..", "a/b", "x" * 129, "ü", "a b"]:
+        c = gateway.control.open(bad)
+        assert c["status"] == "error" and c["ename"] == "InvalidConversationId", bad
+    c = gateway.control.request("conversation_open_request", {})["content"]
+    assert c["ename"] == "InvalidConversationId"
+
+
+def test_policy_cannot_raise_limits(gateway):
+    c = gateway.control.open("p", policy={"execution_timeout": 10 ** 9})
+    assert c["status"] == "error" and c["ename"] == "PolicyError"
+    assert "execution_timeout" in c["evalue"]
+    c = gateway.control.open("p", policy={"no_such_field": 1})
+    assert c["status"] == "error" and "no_such_field" in c["evalue"]
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+
+
+def test_list_close_restart(gateway):
+    reply, kc = gateway.open_client("lc")
+    execute(kc, "y = 7")
+    convs = gateway.control.request("conversation_list_request")["content"]["conversations"]
+    assert [c["conversation_id"] for c in convs] == ["lc"]
+    entry = convs[0]
+    assert entry["pid"] > 0 and entry["rss_bytes"] > 0 and entry["executions"] == 1
+    assert entry["state"] == "idle" and entry["kernel"] == "python"
+    old_pid = entry["pid"]
+
+    r = gateway.control.request("conversation_restart_request", {"conversation_id": "lc"})
+    assert r["content"]["status"] == "ok"
+    r, out = execute(kc, "print('y' in globals())")
+    assert stdout_of(out) == "False\n"
+    entry = gateway.control.request("conversation_list_request")["content"]["conversations"][0]
+    assert entry["pid"] != old_pid
+    assert gone(old_pid)
+
+    ws = pathlib.Path(reply["workspace"])
+    r = gateway.control.request("conversation_close_request", {"conversation_id": "lc"})
+    assert r["content"]["status"] == "ok"
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+    assert not ws.exists()
+    assert gone(entry["pid"])
+    r = gateway.control.request("conversation_close_request", {"conversation_id": "lc"})
+    assert r["content"]["ename"] == "NoSuchConversation"
+
+
+def test_workspace_kept_on_restart(gateway):
+    reply, kc = gateway.open_client("ws")
+    execute(kc, "open('note.txt', 'w').write('hello')")
+    assert (pathlib.Path(reply["workspace"]) / "note.txt").read_text() == "hello"
+    gateway.control.request("conversation_restart_request", {"conversation_id": "ws"})
+    r, out = execute(kc, "print(open('note.txt').read())")
+    assert stdout_of(out) == "hello\n"
+
+
+def test_two_conversations_isolated(gateway):
+    _, a = gateway.open_client("a")
+    _, b = gateway.open_client("b")
+    execute(a, "secret = 'A'")
+    r, out = execute(b, "print(globals().get('secret'))")
+    assert stdout_of(out) == "None\n"
+    execute(a, "open('only-a', 'w').write('a')")
+    r, out = execute(b, "import os; print(os.path.exists('only-a'))")
+    assert stdout_of(out) == "False\n"
+
+
+def test_wrong_key_gets_nothing(gateway):
+    reply, kc = gateway.open_client("k")
+    conn = dict(reply["connection"])
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
+    bad = Session(key=b"not-the-key")
+    bad.send(sock, "execute_request", {"code": "print(1)", "silent": False})
+    assert sock.poll(1000) == 0
+    sock.close()
+    r, out = execute(kc, "print('still fine')")
+    assert stdout_of(out) == "still fine\n"
+    bad_events = gateway.events("bad_message")
+    assert any(e["reason"] == "bad_signature" and e["conversation"] == "k" for e in bad_events)
+
+
+def _raw_shell(conn):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
+    return sock
+
+
+def test_malformed_messages_dropped_and_logged(gateway):
+    reply, kc = gateway.open_client("m")
+    _, other = gateway.open_client("other")
+    conn = reply["connection"]
+    session = Session(key=conn["key"].encode())
+    sock = _raw_shell(conn)
+    sock.send_multipart([b"just one frame"])                       # no delimiter
+    sock.send_multipart([b"<IDS|MSG>", b"sig", b"{}"])             # too few frames
+    frames = [b"{not json", b"{}", b"{}", b"{}"]
+    sock.send_multipart([b"<IDS|MSG>", session.sign(frames)] + frames)  # bad JSON, signed
+    msg = session.msg("execute_request", {"code": "print(2)"})
+    wire = session.serialize(msg)
+    sock.send_multipart(wire[:1] + [b"0" * 64] + wire[2:])         # bad signature
+    sock.send_multipart(wire)                                       # good once...
+    sock.send_multipart(wire)                                       # ...then a replay
+    big = session.msg("execute_request", {"code": "x" * (2 << 20)})
+    sock.send_multipart(session.serialize(big))                     # oversize (limit 1 MiB in this test)
+    time.sleep(0.5)
+    reasons = {e["reason"] for e in gateway.events("bad_message") if e.get("conversation") == "m"}
+    assert {"no_delimiter", "too_few_frames", "invalid_json", "bad_signature", "duplicate_signature",
+            "oversize"} <= reasons, reasons
+    r, out = execute(other, "print('other ok')")
+    assert stdout_of(out) == "other ok\n"
+    r, out = execute(kc, "print('m ok')")
+    assert stdout_of(out) == "m ok\n"
+    sock.close()
+
+
+def test_sigterm_leaves_no_process(gateway):
+    _, kc = gateway.open_client("t1")
+    _, kc2 = gateway.open_client("t2")
+    pids = [c["pid"] for c in gateway.control.request("conversation_list_request")["content"]["conversations"]]
+    state = gateway.state
+    assert gateway.stop() == 0
+    for pid in pids:
+        assert gone(pid, timeout=0.1)
+    leftovers = [p for p in state.rglob("*")]
+    assert leftovers == [], leftovers

@@ -1,0 +1,92 @@
+"""Step 5: kernelspec mode (`kennel kernel -f`) and install-kernelspec, driven
+by jupyter_client's own kernel manager and by jupyter_kernel_test."""
+import json
+import os
+import subprocess
+import unittest
+
+import jupyter_kernel_test as jkt
+from jupyter_client.manager import start_new_kernel
+
+from conftest import built, execute, gone, launcher, stdout_of
+
+
+def install_test_spec(tmp_path):
+    """Installs the real kernelspec with install-kernelspec, then points it at
+    the test launcher through a config file (the only change)."""
+    out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(tmp_path)],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "kennel"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["display_name"] == "Python 3 (kennel)"
+    assert spec["interrupt_mode"] == "message"
+    assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}"]
+    cfg = tmp_path / "kernel-config.json"
+    cfg.write_text(json.dumps({"launcher": launcher()}))
+    spec["argv"] += ["--config", str(cfg)]
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return str(tmp_path / "share" / "jupyter")
+
+
+def test_kernel_mode_with_kernel_manager(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", install_test_spec(tmp_path))
+    km, kc = start_new_kernel(kernel_name="kennel", startup_timeout=60)
+    try:
+        r, out = execute(kc, "a = 20")
+        r, out = execute(kc, "print(a * 2)")
+        assert stdout_of(out) == "40\n"
+        assert r["metadata"]["kennel"]["state"] == "kept"
+        # interrupt_mode "message": the manager sends interrupt_request
+        msg_id = kc.execute("import time; time.sleep(60)")
+        import time as _t
+        _t.sleep(0.5)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=10)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+    finally:
+        kc.stop_channels()
+        pid = km.provisioner.process.pid
+        km.shutdown_kernel(now=False)
+    assert gone(pid)
+
+
+class KennelKernelTests(jkt.KernelTests):
+    """jupyter_kernel_test 0.4.5 with every test configured."""
+
+    kernel_name = "kennel"
+    language_name = "python"
+    file_extension = ".py"
+    code_hello_world = "print('hello, world')"
+    code_stderr = "import sys; print('test', file=sys.stderr)"
+    completion_samples = [{"text": "zi", "matches": {"zip"}}]
+    complete_code_samples = ["1", "print('hello, world')", "def f(x):\n  return x*2\n\n\n"]
+    incomplete_code_samples = ["print('''hello", "def f(x):\n  x*2"]
+    invalid_code_samples = ["import = 7q"]
+    code_page_something = "zip?"
+    code_generate_error = "raise"
+    code_execute_result = [{"code": "1+2+3", "result": "6"}, {"code": "[n*n for n in range(1, 4)]", "result": "[1, 4, 9]"}]
+    code_display_data = [{"code": "from IPython.display import HTML, display; display(HTML('<b>test</b>'))",
+                          "mime": "text/html"}]
+    supported_history_operations = ("tail", "search")
+    code_history_pattern = "1?2*"
+    code_inspect_sample = "zip"
+    code_clear_output = "from IPython.display import clear_output; clear_output()"
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile, pathlib
+        cls._tmp = tempfile.TemporaryDirectory()
+        cls._old_path = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = install_test_spec(pathlib.Path(cls._tmp.name))
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        if cls._old_path is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = cls._old_path
+        cls._tmp.cleanup()

@@ -1,0 +1,195 @@
+"""Step 4: kernel death, timeouts, output truncation, queue bound, interrupt,
+shutdown and heartbeat answered by the gateway, idle culling."""
+import os
+import signal
+import time
+
+import pytest
+import zmq
+
+from conftest import execute, gone, stdout_of
+
+
+def kernel_pid(gateway, cid):
+    for c in gateway.control.request("conversation_list_request")["content"]["conversations"]:
+        if c["conversation_id"] == cid:
+            return c["pid"]
+    raise KeyError(cid)
+
+
+def test_kill_9_mid_execution(gateway):
+    _, kc = gateway.open_client("die")
+    execute(kc, "v = 1")
+    pid = kernel_pid(gateway, "die")
+    msg_id = kc.execute("import time; time.sleep(30)")
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    reply = kc.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "KernelDied"
+    assert "signal 9" in c["evalue"] and "SIGKILL" in c["evalue"]
+    assert reply["metadata"]["kennel"]["state"] == "lost"
+    seen = []
+    while True:
+        m = kc.get_iopub_msg(timeout=10)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        seen.append(m["msg_type"])
+        if m["msg_type"] == "error":
+            assert "SIGKILL" in m["content"]["evalue"]
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+    assert "error" in seen
+    assert gateway.events("kernel_exit")
+    # the next request starts a fresh kernel and says the state was lost
+    r, out = execute(kc, "print('v' in globals())", timeout=60)
+    assert r["content"]["status"] == "ok"
+    assert stdout_of(out) == "False\n"
+    assert r["metadata"]["kennel"]["state"] == "lost"
+    r, out = execute(kc, "print(1)")
+    assert r["metadata"]["kennel"]["state"] == "kept"
+    assert kernel_pid(gateway, "die") != pid
+
+
+@pytest.mark.parametrize("code", ["while True: pass", "import time; time.sleep(1000)"])
+def test_timeout_interrupts_and_keeps_variables(gateway, code):
+    reply, kc = gateway.open_client("to", policy={"execution_timeout": 1})
+    execute(kc, "kept = 5")
+    t0 = time.time()
+    # stop_on_error=False: ipykernel would abort a request sent right after
+    # the interrupted one, which is its business, not the gateway's
+    r, out = execute(kc, code, timeout=30, stop_on_error=False)
+    assert time.time() - t0 < 10
+    c = r["content"]
+    assert c["status"] == "error" and c["ename"] == "ExecutionTimeout"
+    assert "kept" in c["evalue"]
+    assert r["metadata"]["kennel"]["state"] == "kept"
+    r, out = execute(kc, "print(kept)")
+    assert stdout_of(out) == "5\n"
+    assert gateway.events("timeout")
+
+
+def test_timeout_kills_when_interrupt_is_ignored(gateway):
+    reply, kc = gateway.open_client("tk", policy={"execution_timeout": 1})
+    execute(kc, "lost = 5")
+    pid = kernel_pid(gateway, "tk")
+    r, out = execute(kc, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", timeout=30)
+    c = r["content"]
+    assert c["status"] == "error" and c["ename"] == "ExecutionTimeout"
+    assert "killed" in c["evalue"] and "lost" in c["evalue"]
+    assert r["metadata"]["kennel"]["state"] == "lost"
+    assert any(m["msg_type"] == "error" and m["content"]["ename"] == "ExecutionTimeout" for m in out)
+    assert gone(pid)
+    r, out = execute(kc, "print('lost' in globals())", timeout=60)
+    assert stdout_of(out) == "False\n"
+    assert gateway.events("kill")
+
+
+def test_output_truncated_with_marker(gateway):
+    _, kc = gateway.open_client("out", policy={"output_bytes": 10000})
+    r, out = execute(kc, "for i in range(2000): print('x' * 100, flush=True)")
+    assert r["content"]["status"] == "ok"
+    text = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
+    assert "output truncated" in text
+    assert len(text) < 20000
+    k = r["metadata"]["kennel"]
+    assert k["output_truncated"] is True and k["output_bytes"] > 10000
+    r, out = execute(kc, "print('small')")
+    assert stdout_of(out) == "small\n"
+
+
+def test_queue_bound(make_gateway):
+    gw = make_gateway(config={"queue_limit": 2})
+    _, kc = gw.open_client("q")
+    ids = [kc.execute("import time; time.sleep(1)") for _ in range(5)]
+    replies = {}
+    deadline = time.time() + 30
+    while len(replies) < 5 and time.time() < deadline:
+        m = kc.get_shell_msg(timeout=30)
+        replies[m["parent_header"]["msg_id"]] = m["content"]
+    assert len(replies) == 5
+    statuses = [replies[i]["status"] for i in ids]
+    assert statuses[:3] == ["ok", "ok", "ok"]
+    assert [replies[i].get("ename") for i in ids[3:]] == ["QueueFull", "QueueFull"]
+
+
+def test_interrupt_answered_by_gateway(gateway):
+    _, kc = gateway.open_client("int")
+    msg_id = kc.execute("import time; time.sleep(60)")
+    time.sleep(0.5)
+    # what jupyter_client does for interrupt_mode "message"
+    imsg = kc.session.msg("interrupt_request", {})
+    kc.control_channel.send(imsg)
+    ireply = kc.get_control_msg(timeout=10)
+    assert ireply["msg_type"] == "interrupt_reply" and ireply["content"]["status"] == "ok"
+    reply = kc.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert gateway.events("interrupt")
+
+
+def test_shutdown_request_restart_and_close(gateway):
+    _, kc = gateway.open_client("sd")
+    execute(kc, "z = 1")
+    pid = kernel_pid(gateway, "sd")
+    kc.shutdown(restart=True)
+    r = kc.get_control_msg(timeout=10)
+    assert r["msg_type"] == "shutdown_reply" and r["content"]["restart"] is True
+    r, out = execute(kc, "print('z' in globals())", timeout=60)
+    assert stdout_of(out) == "False\n"
+    assert gone(pid)
+    kc.shutdown(restart=False)
+    r = kc.get_control_msg(timeout=10)
+    assert r["content"]["restart"] is False
+    deadline = time.time() + 10
+    while gateway.control.request("conversation_list_request")["content"]["conversations"]:
+        assert time.time() < deadline
+        time.sleep(0.05)
+
+
+def test_heartbeat_answered(gateway):
+    reply, kc = gateway.open_client("hb")
+    conn = reply["connection"]
+    s = zmq.Context.instance().socket(zmq.REQ)
+    s.linger = 0
+    s.connect(f"tcp://{conn['ip']}:{conn['hb_port']}")
+    s.send(b"ping")
+    assert s.poll(2000)
+    assert s.recv() == b"ping"
+    s.close()
+
+
+def test_idle_culling(gateway):
+    reply, kc = gateway.open_client("idle", policy={"idle_ttl": 2})
+    execute(kc, "1")
+    pid = kernel_pid(gateway, "idle")
+    deadline = time.time() + 10
+    while gateway.control.request("conversation_list_request")["content"]["conversations"]:
+        assert time.time() < deadline, "not culled"
+        time.sleep(0.1)
+    assert gone(pid)
+    assert any(e["reason"] == "idle" for e in gateway.events("close"))
+
+
+def test_max_conversations(make_gateway):
+    gw = make_gateway(config={"max_conversations": 1})
+    assert gw.control.open("one")["status"] == "ok"
+    c = gw.control.open("two")
+    assert c["status"] == "error" and c["ename"] == "TooManyConversations"
+    assert "maximum of 1" in c["evalue"]
+    assert gw.control.open("one")["created"] is False
+
+
+def test_launcher_failure_refuses_open(make_gateway, tmp_path):
+    bad = tmp_path / "bad_launch.sh"
+    bad.write_text('#!/bin/sh\necho \'{"status":"error","stage":"userns","errno":1,"message":"unshare: EPERM; '
+                   'set kernel.unprivileged_userns_clone=1"}\' >&4\nexit 1\n')
+    bad.chmod(0o755)
+    gw = make_gateway(config={"launcher": str(bad)})
+    c = gw.control.open("refused")
+    assert c["status"] == "error" and c["ename"] == "KernelStartFailed"
+    assert "userns" in c["evalue"] and "unprivileged_userns_clone" in c["evalue"]
+    time.sleep(0.2)
+    assert gw.control.request("conversation_list_request")["content"]["conversations"] == []
+    assert not list((gw.state / "conv").glob("*"))
