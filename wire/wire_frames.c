@@ -277,6 +277,17 @@ wire_frames_test (bool verbose)
     WIRE_CHECK (wire_frames_relay (msg, k1, NULL, k2, &msg_limit) == WIRE_ERR_OVERSIZE);
     zmsg_destroy (&msg);
 
+    /* The default: 64 MiB per frame and per message (NULL limits). */
+    WIRE_CHECK (wire_limits_default.max_frame_bytes == 64u << 20);
+    WIRE_CHECK (wire_limits_default.max_message_bytes == 64u << 20);
+    msg = s_build (k0, 0, s_header, "{}", "{}", "{}", 0);
+    zframe_t *huge = zframe_new (NULL, (64u << 20) + 1);
+    zmsg_append (msg, &huge);
+    WIRE_CHECK (wire_frames_verify (msg, k0, NULL, NULL) == WIRE_ERR_OVERSIZE);
+    wire_limits_t unlimited = {0, 0};
+    WIRE_CHECK (wire_frames_verify (msg, k0, NULL, &unlimited) == WIRE_OK);
+    zmsg_destroy (&msg);
+
     /* peek reports bad JSON in the frame it reads. */
     msg = s_build (k1, 0, "{", "[]", "{}", "{}", 0);
     WIRE_CHECK (wire_frames_peek (msg, 0, &err) == NULL && err == WIRE_ERR_INVALID_JSON);

@@ -295,6 +295,47 @@ s_bad_input_table (void)
     return failures;
 }
 
+/* A message serialized by jupyter_client 7.4.9's Session.serialize (key
+   below, ident route-1): C must verify and decode it as sent. */
+static int
+s_jupyter_vector (void)
+{
+    int failures = 0;
+    const char *key_text = "a0436f6c-1916-498b-8eb9-e81ab9368e84";
+    const char *sig = "e46dc56b063bd90af5ad3d51d8a18eb0732cd4e3e6964ac31795fe11d7a42883";
+    const char *header = "{\"msg_id\": \"f00dcafe-0123456789abcdef01234567_1234_0\", \"msg_type\": "
+                         "\"execute_request\", \"username\": \"alice\", \"session\": "
+                         "\"f00dcafe-0123456789abcdef01234567\", \"date\": \"2026-01-01T12:00:00.000042Z\", "
+                         "\"version\": \"5.3\"}";
+    const char *content = "{\"code\": \"print(\\\"caf\xc3\xa9\\\")\", \"silent\": false}";
+    wire_key_t *key = wire_key_new (WIRE_SIGNATURE_SCHEME, key_text, strlen (key_text), NULL);
+    zmsg_t *msg = zmsg_new ();
+    zmsg_addstr (msg, "route-1");
+    zmsg_addstr (msg, WIRE_DELIMITER);
+    zmsg_addstr (msg, sig);
+    zmsg_addstr (msg, header);
+    zmsg_addstr (msg, "{}");
+    zmsg_addstr (msg, "{}");
+    zmsg_addstr (msg, content);
+    zmsg_t *relay = zmsg_dup (msg);
+    WIRE_CHECK (wire_frames_relay (relay, key, NULL, key, NULL) == WIRE_OK);
+    WIRE_CHECK (zmsg_eq (relay, msg)); /* C's HMAC of the same bytes is jupyter's */
+    zmsg_destroy (&relay);
+    wire_error_t err;
+    wire_msg_t *decoded = wire_msg_decode (&msg, key, NULL, NULL, &err);
+    WIRE_CHECK (decoded && err == WIRE_OK);
+    if (decoded) {
+        WIRE_CHECK (streq (wire_msg_type (decoded), "execute_request"));
+        WIRE_CHECK (streq (wire_msg_id (decoded), "f00dcafe-0123456789abcdef01234567_1234_0"));
+        WIRE_CHECK (streq (json_string_value (json_object_get (decoded->content, "code")), "print(\"caf\xc3\xa9\")"));
+        WIRE_CHECK (json_is_false (json_object_get (decoded->content, "silent")));
+        WIRE_CHECK (zframe_streq (zmsg_first (decoded->identities), "route-1"));
+    }
+    wire_msg_destroy (&decoded);
+    wire_key_destroy (&key);
+    return failures;
+}
+
 int
 wire_msg_test (bool verbose)
 {
@@ -386,6 +427,7 @@ wire_msg_test (bool verbose)
     wire_key_destroy (&key);
 
     failures += s_bad_input_table ();
+    failures += s_jupyter_vector ();
     if (verbose)
         printf ("%s\n", failures ? "FAILED" : "OK");
     return failures;

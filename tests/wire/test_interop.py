@@ -2,12 +2,13 @@
 sockets: jupyter_client's Session (Debian 7.4.9) on one side, the C program
 tests/wire/wire_peer (built with libwire) on the other."""
 import datetime
+import importlib.util
 import json
 import os
+import pathlib
 import select
 import stat
 import subprocess
-import sys
 
 import pytest
 import zmq
@@ -15,8 +16,18 @@ from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from jupyter_client.session import Session
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from conftest import built  # noqa: E402
+
+def _load_shared_conftest():
+    """tests/conftest.py by path: with several folders' conftest.py loaded,
+    the module name "conftest" may be any of them."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "conftest.py"
+    spec = importlib.util.spec_from_file_location("kennel_tests_shared_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+built = _load_shared_conftest().built
 
 DELIM = b"<IDS|MSG>"
 TIMEOUT_MS = 5000
