@@ -34,7 +34,7 @@
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
 
 int
-confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error, bool creds)
+confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error)
 {
     confine_msg_t msg;
     memset (&msg, 0, sizeof msg);
@@ -44,7 +44,6 @@ confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_erro
         msg.error = *error;
     /* The receiver's SO_PASSCRED makes the kernel attach our pid, translated
        into the receiver's pid namespace; nothing to add here. */
-    (void) creds;
     ssize_t n;
     do
         n = send (fd, &msg, sizeof msg, MSG_NOSIGNAL);
@@ -80,7 +79,7 @@ confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock)
 _Noreturn static void
 child_fail (confine_ctx_t *ctx)
 {
-    confine_msg_send (ctx->sync_fd, CONFINE_MSG_ERROR, 0, ctx->error, false);
+    confine_msg_send (ctx->sync_fd, CONFINE_MSG_ERROR, 0, ctx->error);
     _exit (1);
 }
 
@@ -100,7 +99,7 @@ confined_finish (confine_ctx_t *ctx, const sigset_t *caller_mask)
         child_fail (ctx);
     }
     confine_msg_t msg;
-    if (confine_msg_send (ctx->sync_fd, CONFINE_MSG_READY, 0, NULL, true) < 0
+    if (confine_msg_send (ctx->sync_fd, CONFINE_MSG_READY, 0, NULL) < 0
         || confine_msg_recv (ctx->sync_fd, &msg, NULL, false) < 0 || msg.type != CONFINE_MSG_PID)
         _exit (1);
     ctx->report->pid = msg.value;
@@ -245,7 +244,7 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
     close (sp[1]);
     ctx.sync_fd = sp[0];
     if (userns_write_maps (&ctx, child) < 0 || cgroup_attach (&ctx, child) < 0
-        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL, false) < 0)
+        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL) < 0)
         return refuse (&ctx, &old_mask, child, ctx.sync_fd);
 
     confine_msg_t msg;
@@ -263,7 +262,7 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
         return refuse (&ctx, &old_mask, child, ctx.sync_fd);
     }
     if (msg.type != CONFINE_MSG_READY || confined <= 0
-        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_PID, confined, NULL, false) < 0) {
+        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_PID, confined, NULL) < 0) {
         confine_error_set (error, "setup", 0, "unexpected message %d from the sandbox", (int) msg.type);
         return refuse (&ctx, &old_mask, child, ctx.sync_fd);
     }

@@ -73,7 +73,7 @@ pid_init_run (confine_ctx_t *ctx, pid_t child)
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
             if (pid != child)
                 continue;
-            confine_msg_send (ctx->sync_fd, CONFINE_MSG_EXIT, status, NULL, false);
+            confine_msg_send (ctx->sync_fd, CONFINE_MSG_EXIT, status, NULL);
             _exit (0);
         }
     }

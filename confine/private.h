@@ -70,8 +70,9 @@ typedef struct {
     confine_error_t error;      /* ERROR */
 } confine_msg_t;
 
-/* READY carries SCM_CREDENTIALS, so the waiter learns the host pid. */
-int confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error, bool creds);
+/* The waiter's end has SO_PASSCRED: every message it receives carries the
+   sender's pid as the waiter sees it (READY: the confined process's). */
+int confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error);
 /* 0, or -1 on EOF/error; *pid from SCM_CREDENTIALS when present. */
 int confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock);
 

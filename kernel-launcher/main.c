@@ -212,7 +212,8 @@ main (int argc, char **argv)
         confine_policy_destroy (&policy);
         return EXIT_REFUSED;
     }
-    if (status_fd >= 0) {
+    if (status_fd > 2) {
+        /* Kept open through confinement, closed after the status line. */
         fcntl (status_fd, F_SETFD, FD_CLOEXEC);
         confine_policy_keep_fd (policy, status_fd);
     }
