@@ -511,3 +511,48 @@ def test_init_forwards_signals_sent_to_it_from_inside(launcher):
         print("NOT-FORWARDED")
     """)
     assert ok_lines(res) == ["forwarded"]
+
+
+def test_two_sandboxes_cannot_reach_each_other(launcher):
+    # Two conversations side by side: loopback TCP, abstract sockets, SysV
+    # shared memory and /dev/shm of one are invisible to the other.
+    server_code = textwrap.dedent("""
+        import ctypes, os, socket, sys
+        tcp = socket.create_server(("127.0.0.1", 0))
+        abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        abstract.bind("\\0kennel-neighbour")
+        abstract.listen(1)
+        libc = ctypes.CDLL(None, use_errno=True)
+        shmid = libc.shmget(0x4b454e, 4096, 0o1666)
+        open("/dev/shm/neighbour", "w").write("x")
+        print(tcp.getsockname()[1], shmid, flush=True)
+        sys.stdin.read()
+    """)
+    cmd = launcher.prefix() + [launcher.binary, "--policy", launcher.policy_file({"network": "loopback"}), "--",
+                               "/usr/bin/python3", "-c", server_code]
+    server = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={"ASAN_OPTIONS": "detect_leaks=0"})
+    try:
+        port, shmid = server.stdout.readline().split()
+        assert int(shmid) >= 0
+        res = inside(launcher, f"""
+            import ctypes, os, socket
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=2)
+                print("TCP-CONNECTED")
+            except OSError as e:
+                print("tcp", type(e).__name__)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect("\\0kennel-neighbour")
+                print("ABSTRACT-CONNECTED")
+            except OSError as e:
+                print("abstract", type(e).__name__)
+            libc = ctypes.CDLL(None, use_errno=True)
+            print("shm", libc.shmget(0x4b454e, 4096, 0o666))
+            print("devshm", os.path.exists("/dev/shm/neighbour"))
+        """, policy={"network": "loopback"})
+        assert ok_lines(res) == ["tcp", "ConnectionRefusedError", "abstract", "ConnectionRefusedError",
+                                 "shm", "-1", "devshm", "False"], res.stdout
+    finally:
+        server.communicate("", timeout=10)
