@@ -89,3 +89,34 @@ def test_unconfined_mode_warns_loudly_and_runs(launcher, run_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_launch_spec_starts_the_builtin_kernel(launcher, run_dir):
+    # As the gateway does: kennel-launch --spec-fd, status line on status_fd.
+    conn = run_dir / "kernel.json"
+    conn.write_text(json.dumps(connection("/run/kennel/k")))
+    if not launcher.root:
+        os.chown(conn, 65534, 65534)
+    spec = {"policy": {"allow_degraded": [] if launcher.root else ["cgroup"]}, "run_dir": str(run_dir),
+            "kernel": {"builtin": "python", "settings": {"builtins": "agent"}}, "status_fd": 5}
+    spec_r, spec_w = os.pipe()
+    st_r, st_w = os.pipe()
+    os.write(spec_w, json.dumps(spec).encode())
+    os.close(spec_w)
+    proc = subprocess.Popen(launcher.prefix() + [launcher.binary, "--spec-fd", "4"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"ASAN_OPTIONS": "detect_leaks=0"},
+                            pass_fds=(4, 5), preexec_fn=lambda: (os.dup2(spec_r, 4), os.dup2(st_w, 5)))
+    os.close(spec_r)
+    os.close(st_w)
+    try:
+        with os.fdopen(st_r) as f:
+            status = json.loads(f.readline())
+        assert status["status"] == "confined" and status["pid"] > 0
+        state, text = run_cell(run_dir, "import os\nprint(os.getuid(), os.getcwd())")
+        assert (state, text.split()) == ("ok", ["1000", "/workspace"])
+        proc.wait(timeout=30)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
