@@ -7,7 +7,6 @@ import subprocess
 import textwrap
 import time
 
-import pytest
 
 from conftest import Launcher
 
