@@ -93,10 +93,13 @@ static void *
 s_thread (void *arg)
 {
     pykernel_output_t *self = arg;
+    /* a pipe whose writers are all gone (user code closed fd 1) polls as
+       hung up forever: leave it out instead of spinning */
+    bool hung_up[2] = { false, false };
     for (;;) {
         struct pollfd fds[3] = {
-            { .fd = self->read_fd[0], .events = POLLIN },
-            { .fd = self->read_fd[1], .events = POLLIN },
+            { .fd = hung_up[0] ? -1 : self->read_fd[0], .events = POLLIN },
+            { .fd = hung_up[1] ? -1 : self->read_fd[1], .events = POLLIN },
             { .fd = self->stop_pipe[0], .events = POLLIN },
         };
         int rc = poll (fds, 3, -1);
@@ -106,9 +109,9 @@ s_thread (void *arg)
             break;
         poll (NULL, 0, OUTPUT_BATCH_MS);
         s_drain_all (self, false);
-        if ((fds[0].revents | fds[1].revents) & (POLLHUP | POLLERR) &&
-            !((fds[0].revents | fds[1].revents) & POLLIN))
-            poll (NULL, 0, 10); /* no writer left: do not spin */
+        for (int i = 0; i < 2; i++)
+            if (fds[i].revents & (POLLHUP | POLLERR) && !(fds[i].revents & POLLIN))
+                hung_up[i] = true;
     }
     return NULL;
 }

@@ -255,3 +255,21 @@ def test_busy_and_idle_wrap_control_requests(proc):
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status":
             states.append(msg["content"]["execution_state"])
     assert states == ["busy", "idle"]
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_closing_fd_1_neither_breaks_nor_spins_the_kernel(proc):
+    reply, _ = proc.execute("import os\nos.close(1)")
+    assert reply["status"] == "ok"
+    before = cpu_seconds(proc.popen.pid)
+    time.sleep(1.0)
+    assert cpu_seconds(proc.popen.pid) - before < 0.2, "the idle kernel burns CPU"
+    reply, outputs = proc.execute("print('still here')\nos.write(2, b'fd 2 works\\n')")
+    assert reply["status"] == "ok"
+    assert streams(outputs, "stdout") == "still here\n"
+    assert streams(outputs, "stderr") == "fd 2 works\n"
