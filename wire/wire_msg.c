@@ -189,6 +189,10 @@ wire_msg_id (const wire_msg_t *self)
 void
 wire_msg_set_content (wire_msg_t *self, json_t *content)
 {
+    if (!self) {
+        json_decref (content); /* it was ours to take */
+        return;
+    }
     json_decref (self->content);
     self->content = content ? content : json_object ();
 }
@@ -417,6 +421,7 @@ wire_msg_test (bool verbose)
     WIRE_CHECK (streq (wire_msg_type (reply), "") && streq (wire_msg_id (reply), ""));
     WIRE_CHECK (streq (wire_msg_type (NULL), ""));
     WIRE_CHECK (wire_msg_encode (NULL, key) == NULL);
+    wire_msg_set_content (NULL, json_object ()); /* no leak, no crash */
 
     wire_msg_destroy (&reply);
     wire_msg_destroy (&decoded);

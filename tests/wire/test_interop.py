@@ -45,7 +45,11 @@ class Peer:
         argv = [str(built("tests/wire/wire_peer")), "serve", self.connection_file]
         if relay_key is not None:
             argv.append(relay_key)
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # The peer exits normally, so LeakSanitizer can check libwire's
+        # frees on the paths these tests take.
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
+                   LSAN_OPTIONS="suppressions=" + str(pathlib.Path(__file__).resolve().parent.parent / "lsan.supp"))
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         ready, _, _ = select.select([self.proc.stdout], [], [], 10)
         assert ready, "wire_peer did not start"
         line = self.proc.stdout.readline().decode()

@@ -46,6 +46,8 @@ s_reply_type (const char *request)
     if (len > strlen (suffix) && streq (request + len - strlen (suffix), suffix))
         len -= strlen (suffix);
     char *type = malloc (len + sizeof "_reply");
+    if (!type)
+        abort ();
     memcpy (type, request, len);
     strcpy (type + len, "_reply");
     return type;
@@ -71,6 +73,87 @@ s_echo (const wire_msg_t *msg)
                       (int) (ts.tv_nsec / 1000), "text", "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x90\xb6");
 }
 
+/* The peer's state while serving. */
+typedef struct {
+    zsock_t *router;
+    wire_key_t *key;     /* the connection file's */
+    wire_key_t *key_out; /* relay target, or NULL */
+    wire_replay_t *replay;
+    char session[33];
+} peer_t;
+
+/* The routing frames to answer msg with, even when it has no delimiter
+   (then the ROUTER's own identity frame is the first). */
+static zmsg_t *
+s_reply_ids (zmsg_t *msg)
+{
+    zmsg_t *copy = zmsg_dup (msg);
+    zmsg_t *ids = wire_frames_pop_identities (copy);
+    zmsg_destroy (&copy);
+    if (!ids) {
+        ids = zmsg_new ();
+        zframe_t *first = zmsg_first (msg);
+        if (first) {
+            zframe_t *id = zframe_dup (first);
+            zmsg_append (ids, &id);
+        }
+    }
+    return ids;
+}
+
+/* Relays msg to key_out and sends the same frames back. */
+static wire_error_t
+s_relay (peer_t *self, zmsg_t **msg_p)
+{
+    wire_error_t err = wire_frames_relay (*msg_p, self->key, self->replay, self->key_out, NULL);
+    if (err == WIRE_OK)
+        zmsg_send (msg_p, self->router);
+    zmsg_destroy (msg_p);
+    return err;
+}
+
+/* Decodes msg and answers with an echo; *quit on peer_exit_request. */
+static wire_error_t
+s_answer (peer_t *self, zmsg_t **msg_p, bool *quit)
+{
+    wire_error_t err;
+    wire_msg_t *request = wire_msg_decode (msg_p, self->key, self->replay, NULL, &err);
+    if (!request)
+        return err;
+    *quit = streq (wire_msg_type (request), "peer_exit_request");
+    char *type = s_reply_type (wire_msg_type (request));
+    wire_msg_t *reply = wire_msg_new (self->session, type, request);
+    wire_msg_set_content (reply, s_echo (request));
+    /* Buffers go back as they came: raw frames after content. */
+    zmsg_destroy (&reply->buffers);
+    reply->buffers = zmsg_dup (request->buffers);
+    if (wire_msg_send (reply, self->router, self->key) != 0)
+        fprintf (stderr, "wire_peer: send %s failed\n", type);
+    wire_msg_destroy (&reply);
+    wire_msg_destroy (&request);
+    free (type);
+    return WIRE_OK;
+}
+
+/* Handles one message; false when the peer should exit. */
+static bool
+s_handle (peer_t *self, zmsg_t *msg)
+{
+    zmsg_t *ids = s_reply_ids (msg);
+    /* Routing by an unverified peek, as the gateway does; relay verifies. */
+    json_t *header = wire_frames_peek (msg, 0, NULL);
+    const char *type = json_string_value (json_object_get (header, "msg_type"));
+    bool relay = self->key_out && type && streq (type, "relay_request");
+    json_decref (header);
+    bool quit = false;
+    wire_error_t err = relay ? s_relay (self, &msg) : s_answer (self, &msg, &quit);
+    if (err)
+        s_send (self->router, ids, self->session, NULL, "wire_error",
+                json_pack ("{s:s}", "error", wire_error_name (err)), self->key);
+    zmsg_destroy (&ids);
+    return !quit;
+}
+
 static int
 s_serve (const char *path, const char *relay_key)
 {
@@ -82,77 +165,33 @@ s_serve (const char *path, const char *relay_key)
         free (why);
         return 1;
     }
-    wire_key_t *key = wire_connection_key (conn, &err);
-    wire_key_t *key_out = relay_key ? wire_key_new (NULL, relay_key, strlen (relay_key), &err) : NULL;
+    peer_t self = {.router = zsock_new (ZMQ_ROUTER), .replay = wire_replay_new (1024)};
+    self.key = wire_connection_key (conn, &err);
+    if (relay_key)
+        self.key_out = wire_key_new (NULL, relay_key, strlen (relay_key), &err);
+    wire_id_new (self.session);
     char *endpoint = wire_connection_endpoint (conn, WIRE_SHELL);
-    zsock_t *router = zsock_new (ZMQ_ROUTER);
-    if (!key || zsock_bind (router, "%s", endpoint) < 0) {
-        fprintf (stderr, "wire_peer: cannot bind %s\n", endpoint);
-        return 1;
+    int rc = 1;
+    if (!self.key || (relay_key && !self.key_out) || zsock_bind (self.router, "%s", endpoint) < 0) {
+        fprintf (stderr, "wire_peer: cannot bind %s or bad key\n", endpoint);
+        goto done;
     }
-    zsock_set_rcvtimeo (router, 20000);
+    zsock_set_rcvtimeo (self.router, 20000); /* a broken test must not hang */
     printf ("ready %s\n", endpoint);
     fflush (stdout);
-    wire_replay_t *replay = wire_replay_new (1024);
-    char session[33];
-    wire_id_new (session);
-    int rc = 3;
-    for (;;) {
-        zmsg_t *msg = zmsg_recv (router);
-        if (!msg)
-            break; /* timeout: rc 3 */
-        zmsg_t *copy = zmsg_dup (msg);
-        zmsg_t *ids = wire_frames_pop_identities (copy);
-        zmsg_destroy (&copy);
-        if (!ids) {
-            /* No delimiter: the ROUTER's own identity frame is the first. */
-            ids = zmsg_new ();
-            zframe_t *first = zmsg_first (msg);
-            if (first) {
-                zframe_t *id = zframe_dup (first);
-                zmsg_append (ids, &id);
-            }
+    rc = 3;
+    zmsg_t *msg;
+    while ((msg = zmsg_recv (self.router)))
+        if (!s_handle (&self, msg)) {
+            rc = 0;
+            break;
         }
-        json_t *peeked = wire_frames_peek (msg, 0, NULL);
-        const char *peek_type = json_string_value (json_object_get (peeked, "msg_type"));
-        if (peek_type && streq (peek_type, "relay_request") && key_out) {
-            err = wire_frames_relay (msg, key, replay, key_out, NULL);
-            if (err == WIRE_OK)
-                zmsg_send (&msg, router);
-            zmsg_destroy (&msg);
-        } else {
-            wire_msg_t *request = wire_msg_decode (&msg, key, replay, NULL, &err);
-            if (request) {
-                char *type = s_reply_type (wire_msg_type (request));
-                bool quit = streq (wire_msg_type (request), "peer_exit_request");
-                wire_msg_t *reply = wire_msg_new (session, type, request);
-                wire_msg_set_content (reply, s_echo (request));
-                /* Buffers go back as they came: raw frames after content. */
-                zmsg_destroy (&reply->buffers);
-                reply->buffers = zmsg_dup (request->buffers);
-                wire_msg_send (reply, router, key);
-                wire_msg_destroy (&reply);
-                wire_msg_destroy (&request);
-                free (type);
-                if (quit) {
-                    json_decref (peeked);
-                    zmsg_destroy (&ids);
-                    rc = 0;
-                    break;
-                }
-            }
-        }
-        if (err)
-            s_send (router, ids, session, NULL, "wire_error", json_pack ("{s:s}", "error", wire_error_name (err)),
-                    key);
-        json_decref (peeked);
-        zmsg_destroy (&ids);
-    }
-    wire_replay_destroy (&replay);
-    zsock_destroy (&router);
+done:
+    wire_replay_destroy (&self.replay);
+    zsock_destroy (&self.router);
     free (endpoint);
-    wire_key_destroy (&key);
-    wire_key_destroy (&key_out);
+    wire_key_destroy (&self.key);
+    wire_key_destroy (&self.key_out);
     wire_connection_destroy (&conn);
     return rc;
 }
