@@ -2,11 +2,19 @@
 # and Debian's jupyter_client, against the programs built here.
 EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md
 
+# One pytest process per folder: each folder's conftest.py is its own module
+# "conftest", and folders must not see each other's.
+PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway
 PYTEST_ARGS ?=
 pytest: all $(check_PROGRAMS)
-	cd $(abs_top_srcdir) && \
-	KENNEL_BUILDDIR=$(abs_top_builddir) KENNEL_SRCDIR=$(abs_top_srcdir) \
-	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	$(PYTHON_BIN) -m pytest -p no:cacheprovider -q -ra $(PYTEST_ARGS) tests
+	@cd $(abs_top_srcdir) && status=0; \
+	for dir in $(PYTEST_DIRS); do \
+	  echo "== pytest $$dir"; \
+	  KENNEL_BUILDDIR=$(abs_top_builddir) KENNEL_SRCDIR=$(abs_top_srcdir) \
+	  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(PYTHON_BIN) -m pytest -p no:cacheprovider -q -ra \
+	    --junitxml=$(abs_top_builddir)/pytest-$$(basename $$dir).xml $(PYTEST_ARGS) $$dir \
+	    || status=1; \
+	done; exit $$status
 
 .PHONY: pytest
