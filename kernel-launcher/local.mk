@@ -14,5 +14,5 @@ check_PROGRAMS += tests/security/no_userns
 tests_security_no_userns_SOURCES = tests/security/no_userns.c
 tests_security_no_userns_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
-EXTRA_DIST += kernel-launcher/README.md tests/security/conftest.py tests/security/test_confine.py \
+EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/security/test_confine.py \
 	tests/security/test_attacks.py tests/security/test_python_kernel.py

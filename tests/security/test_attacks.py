@@ -10,6 +10,10 @@ import time
 
 import pytest
 
+# the fixtures come from sandboxlib (see its docstring)
+from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
+                        launcher, scratch)
+
 NOBODY = 65534
 
 

@@ -7,8 +7,10 @@ import subprocess
 import textwrap
 import time
 
+# the fixtures come from sandboxlib (see its docstring)
+from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
+                        launcher, scratch)
 
-from conftest import Launcher
 
 ALL_LAYERS = {"no_new_privs", "cgroup", "userns", "pid", "net", "ipc", "uts", "cgroupns", "mount", "quota",
               "caps", "rlimits", "landlock", "seccomp", "fds", "env"}

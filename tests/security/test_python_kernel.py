@@ -10,6 +10,10 @@ import tempfile
 import pytest
 from jupyter_client import BlockingKernelClient
 
+# the fixtures come from sandboxlib (see its docstring)
+from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
+                        launcher, scratch)
+
 KEY = "kernel-key-for-tests"
 
 

@@ -1,4 +1,6 @@
-"""Fixtures for the sandbox tests: kennel-launch run as root and as an
+"""Helpers and fixtures for the sandbox tests (imported by each test file, not
+a conftest.py: other test folders import their own conftest by name, and two
+modules called conftest would shadow each other). The fixtures: kennel-launch run as root and as an
 unprivileged user (uid 65534 via setpriv), a canary and a secret on the host.
 
 Every test that takes `launcher` runs twice, once per user. The binaries are
