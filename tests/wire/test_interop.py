@@ -341,3 +341,66 @@ def test_bad_connection_file_names_the_field(tmp_path):
     assert res.returncode == 1
     assert res.stdout.startswith("bad_connection_file: ")
     assert "shell_port" in res.stdout and str(path) in res.stdout
+
+
+# ---- dates ---------------------------------------------------------------------
+
+DATES = [
+    "2026-01-01T12:00:00.000042Z", "2026-01-01T12:00:00Z", "2026-01-01T12:00:00.5Z",
+    "2026-01-01T12:00:00.42Z", "2026-01-01T12:00:00.123456+00:00", "2026-01-01T13:30:00+01:30",
+    "2026-01-01T13:30:00+0130", "2026-01-01T10:00:00-0200", "2026-01-01T12:00:00Z\n",
+    "2026-01-01T13:00:00+0060", "2026-01-01T12:00:00+24:00", "2026-01-01T12:00:00-99:99",
+    "2026-07-01T12:00:00", "2026-01-01T12:00:00.25", "2024-02-29T00:00:00Z", "1969-12-31T23:59:59.999999Z",
+    "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+    # refused by jupyter_client (no match, or dateutil raises)
+    "", "2026-01-01", "2026-01-01 12:00:00Z", "2026-01-01T12:00Z", "2026-01-01T12:00:00.Z",
+    "2026-01-01T12:00:00.1234567Z", "2026-01-01T12:00:00z", "2026-01-01T12:00:00+1",
+    "2026-01-01T12:00:00ZZ", "2026-13-01T12:00:00Z", "2026-02-29T12:00:00Z", "2026-04-31T00:00:00Z",
+    "2026-01-01T24:00:00Z", "2026-01-01T12:60:00Z", "2026-01-01T12:00:60Z",
+    "0000-01-01T00:00:00Z", " 2026-01-01T12:00:00Z", "2026-01-01T12:00:00Z\n\n",
+]
+
+
+def test_dates_parse_as_jupyter_client_parses_them():
+    """wire_date_parse accepts exactly what jupyter_client's parse_date turns
+    into a datetime, at the same instant; naive dates are local time (a
+    zone other than UTC here, so a UTC shortcut would show)."""
+    import calendar
+    import warnings
+
+    from dateutil.tz import tzlocal
+    from jupyter_client.jsonutil import parse_date
+
+    env = dict(os.environ, TZ="EST5EDT")
+    out = subprocess.run([str(built("tests/wire/wire_peer")), "parse-date", *DATES], env=env,
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    assert len(out) == len(DATES)
+    old_tz = os.environ.get("TZ")
+    os.environ["TZ"] = "EST5EDT"
+    import time
+    time.tzset()
+    try:
+        for text, got in zip(DATES, out):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = parse_date(text)
+            except Exception:
+                want = None
+            if isinstance(want, datetime.datetime):
+                if isinstance(want.tzinfo, tzlocal):
+                    sec = int(want.timestamp() // 1)
+                else:
+                    # Offsets of 24 h or more parse, but datetime refuses
+                    # to convert them: do the arithmetic by hand.
+                    offset = want.tzinfo.utcoffset(None).total_seconds()
+                    sec = calendar.timegm(want.replace(tzinfo=None).timetuple()) - int(offset)
+                assert got == "ok %d %d" % (sec, want.microsecond), text
+            else:
+                assert got == "bad", text
+    finally:
+        if old_tz is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = old_tz
+        time.tzset()

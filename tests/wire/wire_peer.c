@@ -14,6 +14,9 @@
     wire_peer write-connection PATH TRANSPORT IP KEY KERNEL_NAME SHELL IOPUB STDIN CONTROL HB
         Writes a connection file with wire_connection_save.
 
+    wire_peer parse-date DATE...
+        Prints "ok SECONDS MICROSECONDS" (UTC) or "bad" for each DATE.
+
     wire_peer read-connection PATH
         Loads a connection file and prints it (wire_connection_to_json) and
         its five endpoints, one per line; exit 1 with the error otherwise.
@@ -242,6 +245,20 @@ s_read_connection (const char *path)
     return 0;
 }
 
+/* Prints "ok SECONDS MICROSECONDS" or "bad" for each date. */
+static int
+s_parse_dates (int n, char *dates[])
+{
+    for (int i = 0; i < n; i++) {
+        struct timespec ts;
+        if (wire_date_parse (dates[i], &ts))
+            printf ("ok %lld %ld\n", (long long) ts.tv_sec, ts.tv_nsec / 1000);
+        else
+            printf ("bad\n");
+    }
+    return 0;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -251,6 +268,8 @@ main (int argc, char *argv[])
         return s_write_connection (argv + 2);
     if (argc == 3 && streq (argv[1], "read-connection"))
         return s_read_connection (argv[2]);
+    if (argc >= 2 && streq (argv[1], "parse-date"))
+        return s_parse_dates (argc - 2, argv + 2);
     fprintf (stderr, "usage: wire_peer serve FILE [RELAY_KEY] | write-connection ... | read-connection FILE\n");
     return 2;
 }
