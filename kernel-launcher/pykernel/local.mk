@@ -22,7 +22,8 @@ kernel_launcher_pykernel_libpykernel_la_CPPFLAGS = $(AM_CPPFLAGS) \
 kernel_launcher_pykernel_libpykernel_la_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
 kernel_launcher_pykernel_libpykernel_la_LIBADD = wire/libwire.la \
 	$(PYTHON_LIBS) $(CZMQ_LIBS) $(ZMQ_LIBS) $(JANSSON_LIBS) $(SODIUM_LIBS) -lpthread
-EXTRA_DIST += kernel-launcher/pykernel/kernel.py kernel-launcher/pykernel/README.md
+EXTRA_DIST += kernel-launcher/pykernel/kernel.py kernel-launcher/pykernel/README.md \
+	tests/kernel/test_c_channels.py
 CLEANFILES += kernel-launcher/pykernel/kernel_py.h
 
 kernel-launcher/pykernel/kernel_py.h: $(top_srcdir)/kernel-launcher/pykernel/kernel.py
