@@ -141,8 +141,9 @@ child_main (confine_ctx_t *ctx, const sigset_t *caller_mask)
     confine_report_set (ctx->report, CONFINE_LAYER_PID, CONFINE_ACTIVE,
                         "own pid namespace; an init reaps orphans, forwards signals, and takes every process down "
                         "with the confined one");
-    if (env_setup (ctx) < 0 || cgroupns_enter (ctx) < 0 || userns_switch_user (ctx) < 0 || watch_parent (ctx) < 0
-        || mounts_setup (ctx) < 0
+    mounts_sources_t *sources = NULL;
+    if (env_setup (ctx) < 0 || cgroupns_enter (ctx) < 0 || !(sources = mounts_open (ctx))
+        || userns_switch_user (ctx) < 0 || watch_parent (ctx) < 0 || mounts_setup (ctx, sources) < 0
         || uts_setup (ctx) < 0 || net_setup (ctx) < 0 || ipc_setup (ctx) < 0
         || caps_drop_bounding (ctx) < 0 || caps_drop_all (ctx) < 0 || rlimits_setup (ctx) < 0
         || landlock_setup (ctx) < 0 || seccomp_setup (ctx) < 0)

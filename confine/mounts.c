@@ -2,9 +2,12 @@
 
     Runs in the child, in its new user + mount namespace, with the caps of
     that namespace. Steps (bubblewrap's, see research/confinement.md §1.1):
-    1. open every bind source as an O_PATH fd first, so the host paths are
-       resolved before anything is covered and a later rename cannot swap
-       them (mounts use /proc/self/fd/N);
+    1. open every bind source as an O_PATH fd first (mounts_open, still with
+       the caller's own access to host paths: before the switch to the
+       sandbox user, so a workspace below a root-only directory works when
+       root starts us), so the host paths are resolved before anything is
+       covered and a later rename cannot swap them (mounts use
+       /proc/self/fd/N);
     2. make every mount private, so nothing propagates back to the host;
     3. mount a tmpfs (the new root) on /tmp and build the tree in it;
     4. pivot_root into it and detach the old root entirely;
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -110,13 +114,14 @@ mount_tmpfs (confine_ctx_t *ctx, const char *target, const char *mode, uint64_t 
 }
 
 /* O_PATH fds of the host sources, opened before the host tree is covered. */
-typedef struct {
+struct mounts_sources {
     int usr, workspace, run_dir;
     int etc[sizeof etc_always / sizeof *etc_always + sizeof etc_network / sizeof *etc_network];
     const char *etc_names[sizeof etc_always / sizeof *etc_always + sizeof etc_network / sizeof *etc_network];
     size_t etc_count;
     int dev[sizeof dev_nodes / sizeof *dev_nodes];
-} sources_t;
+};
+typedef mounts_sources_t sources_t;
 
 static void
 sources_close (sources_t *src)
@@ -354,14 +359,28 @@ build_tree (confine_ctx_t *ctx, sources_t *src)
     return pivot (ctx);
 }
 
-int
-mounts_setup (confine_ctx_t *ctx)
+mounts_sources_t *
+mounts_open (confine_ctx_t *ctx)
 {
-    sources_t src;
-    int rc = sources_open (ctx, &src);
-    if (rc == 0)
-        rc = build_tree (ctx, &src);
-    sources_close (&src);
+    sources_t *src = malloc (sizeof *src);
+    if (!src) {
+        confine_error_set (ctx->error, "mount", ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (sources_open (ctx, src) < 0) {
+        sources_close (src);
+        free (src);
+        return NULL;
+    }
+    return src;
+}
+
+int
+mounts_setup (confine_ctx_t *ctx, mounts_sources_t *src)
+{
+    int rc = build_tree (ctx, src);
+    sources_close (src);
+    free (src);
     if (rc == 0)
         confine_report_set (ctx->report, CONFINE_LAYER_MOUNT, CONFINE_ACTIVE,
                             "tmpfs root (read-only), /usr and named /etc files read-only, /workspace%s rw, "

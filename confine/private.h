@@ -48,7 +48,11 @@ int userns_prepare_dirs (confine_ctx_t *ctx);
 /* The hint for a failed clone(CLONE_NEWUSER|...). */
 void userns_clone_failed (confine_ctx_t *ctx, int err);
 
-int mounts_setup (confine_ctx_t *ctx);
+/* mounts.c: the host sources are opened before the switch to the sandbox
+   user (mounts_open), the tree is built after it (mounts_setup frees src). */
+typedef struct mounts_sources mounts_sources_t;
+mounts_sources_t *mounts_open (confine_ctx_t *ctx);
+int mounts_setup (confine_ctx_t *ctx, mounts_sources_t *src);
 int net_setup (confine_ctx_t *ctx);
 int uts_setup (confine_ctx_t *ctx);
 int ipc_setup (confine_ctx_t *ctx);

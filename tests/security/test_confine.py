@@ -230,3 +230,17 @@ def test_inherited_ignored_sigchld_does_not_hang_the_waiter(launcher):
                                launcher.policy_file({}), "--", "/bin/sh", "-c", "exit 5"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20, env={"ASAN_OPTIONS": "detect_leaks=0"})
     assert proc.returncode == 5, proc.stderr
+
+
+def test_root_started_workspace_below_a_root_only_directory(scratch):
+    # The gateway keeps state under root-only directories: the launcher opens
+    # the sources before it becomes the sandbox user.
+    root = Launcher("root", scratch, str(scratch))
+    private = scratch / "root-only"
+    (private / "ws").mkdir(parents=True)
+    private.chmod(0o700)
+    res = root.run(["/bin/sh", "-c", "echo hi > /workspace/x && cat /workspace/x"],
+                   policy={"workspace": str(private / "ws"), "allow_degraded": ["quota"]})
+    assert (res.returncode, res.stdout) == (0, "hi\n"), res.stderr
+    st = (private / "ws" / "x").stat()
+    assert (st.st_uid, st.st_gid) == (100000, 100000)
