@@ -244,3 +244,10 @@ def test_root_started_workspace_below_a_root_only_directory(scratch):
     assert (res.returncode, res.stdout) == (0, "hi\n"), res.stderr
     st = (private / "ws" / "x").stat()
     assert (st.st_uid, st.st_gid) == (100000, 100000)
+
+
+def test_a_missing_workspace_is_refused_at_the_mount_stage(launcher):
+    res = launcher.run(["/bin/echo", "RAN"], policy={"workspace": "/nonexistent/ws", "allow_degraded": ["quota"]})
+    assert res.returncode == 125 and "RAN" not in res.stdout
+    assert res.status["status"] == "error" and res.status["stage"] == "mount" and res.status["errno"] == 2
+    assert "/nonexistent/ws" in res.stderr and res.stderr.count("\n") == 1, res.stderr
