@@ -7,6 +7,7 @@
     key, socket or message object is ever a Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <marshal.h>
 
 #include "config.h"
 #include "pykernel_internal.h"
@@ -250,15 +251,39 @@ s_initialize (void)
     return 0;
 }
 
+/* kernel.py's code object: the bytecode compiled at build time when this
+   interpreter reads that bytecode format (same magic number), else the
+   source compiled now. */
+static PyObject *
+s_kernel_code (void)
+{
+    const unsigned char *pyc = pykernel_kernel_pyc;
+    size_t len = sizeof pykernel_kernel_pyc - 1; /* the generator's final 0 */
+    long magic = PyImport_GetMagicNumber ();
+    if (len > 4 && magic != -1
+        && (long) (pyc[0] | pyc[1] << 8 | (unsigned long) pyc[2] << 16 | (unsigned long) pyc[3] << 24) == magic) {
+        PyObject *code = PyMarshal_ReadObjectFromString ((const char *) pyc + 4, (Py_ssize_t) (len - 4));
+        if (code && PyCode_Check (code))
+            return code;
+        Py_XDECREF (code);
+        PyErr_Clear ();
+    }
+    else
+        PyErr_Clear ();
+    pykernel_log ("kernel.py's bytecode is not for this Python; compiling the source");
+    PyObject *code = Py_CompileStringExFlags ((const char *) pykernel_kernel_py, "<kennel>", Py_file_input,
+                                              NULL, -1);
+    if (!code)
+        s_log_exception ("compiling kernel.py");
+    return code;
+}
+
 static int
 s_load_kernel (void)
 {
-    PyObject *code = Py_CompileStringExFlags ((const char *) pykernel_kernel_py, "<kennel>", Py_file_input,
-                                              NULL, -1);
-    if (!code) {
-        s_log_exception ("compiling kernel.py");
+    PyObject *code = s_kernel_code ();
+    if (!code)
         return -1;
-    }
     s_py.module = PyModule_New ("kennel_kernel");
     PyObject *globals = s_py.module ? PyModule_GetDict (s_py.module) : NULL;
     if (!globals || PyDict_SetItemString (globals, "__builtins__", PyEval_GetBuiltins ()) != 0) {
