@@ -163,8 +163,8 @@ json_t *confine_error_json (const confine_error_t *self);
    the confined process's status. The caller must be single-threaded. */
 int confine_enter (const confine_policy_t *policy, confine_report_t **report, confine_error_t *error);
 
-/* Call in the confined process right before exec: re-applies the limits
-   that a sanitizer build cannot hold in-process (RLIMIT_DATA; see
+/* Call in the confined process right before exec: sets the limits that a
+   sanitizer build can only approximate in-process (RLIMIT_DATA; see
    rlimits.c). Harmless otherwise. 0 or -1 (errno). */
 int confine_exec_limits (const confine_policy_t *policy);
 
