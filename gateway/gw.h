@@ -93,6 +93,8 @@ json_t *gw_launch_status (const gw_launch_t *self);
 const char *gw_launch_cause (const gw_launch_t *self);
 /* A one-line reason for GW_LAUNCH_FAILED (stage + message). */
 const char *gw_launch_error (const gw_launch_t *self);
+/* SIGKILL to the kernel; the launcher's session too if it lingers. */
+void gw_launch_kill (gw_launch_t *self);
 /* Sends sig to the kernel (falls back to the launcher). */
 int gw_launch_signal (gw_launch_t *self, int sig);
 /* Kernel cpu seconds (utime+stime of the kernel and reaped children), rss, peak rss. */

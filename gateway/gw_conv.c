@@ -457,8 +457,7 @@ gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = strdup (ename);
     self->kill_cause = strdup (cause);
-    gw_launch_signal (self->launch, SIGKILL);
-    kill (-gw_launch_pid (self->launch), SIGKILL);
+    gw_launch_kill (self->launch);
 }
 
 void

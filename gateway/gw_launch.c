@@ -41,10 +41,13 @@ struct gw_launch {
     void *arg;
     bool abandoned;
     int in_callback; /* abandon from inside a callback defers the free */
+    int kill_timer;  /* escalation to the launcher's group, 0 when none */
 };
 
 /* Launchers killed but not reaped yet (close, restart, shutdown). */
 static zlistx_t *abandoned_list;
+
+static void launch_free (gw_launch_t *self);
 
 static int
 pidfd_open_ (pid_t pid)
@@ -187,8 +190,6 @@ on_status_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
         abandon_finish (self);
     return 0;
 }
-
-static void launch_free (gw_launch_t *self);
 
 static int
 on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
@@ -334,6 +335,8 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
 static void
 launch_free (gw_launch_t *self)
 {
+    if (self->kill_timer)
+        zloop_timer_end (self->loop, self->kill_timer);
     status_close (self);
     if (self->pid_item.fd >= 0) {
         zloop_poller_end (self->loop, &self->pid_item);
@@ -343,6 +346,36 @@ launch_free (gw_launch_t *self)
     free (self->status_buf);
     free (self->error);
     free (self);
+}
+
+static int
+on_kill_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_launch_t *self = arg;
+    self->kill_timer = 0;
+    if (!self->exited) {
+        kill (-self->pid, SIGKILL);
+        kill (self->pid, SIGKILL);
+    }
+    return 0;
+}
+
+/* SIGKILL to the kernel only: the launcher outside sees it die, removes its
+   cgroup and exits by itself. Its whole session is killed only if it is
+   still there after KILL_GRACE_MS (or when there is no kernel pid yet). */
+#define KILL_GRACE_MS 2000
+void
+gw_launch_kill (gw_launch_t *self)
+{
+    if (self->exited)
+        return;
+    if (self->kernel_pid > 0 && kill (self->kernel_pid, SIGKILL) == 0) {
+        if (!self->kill_timer)
+            self->kill_timer = zloop_timer (self->loop, KILL_GRACE_MS, 1, on_kill_timer, self);
+        return;
+    }
+    kill (-self->pid, SIGKILL);
+    kill (self->pid, SIGKILL);
 }
 
 int
@@ -371,13 +404,7 @@ gw_launch_abandon (gw_launch_t **self_p)
             launch_free (self);
         return;
     }
-    /* the session holds the launcher and, unless it made its own, the
-       kernel; the kernel also dies with its parent (PDEATHSIG), and we
-       kill it by pid in case it did leave the session */
-    if (self->kernel_pid > 0)
-        kill (self->kernel_pid, SIGKILL);
-    kill (-self->pid, SIGKILL);
-    kill (self->pid, SIGKILL);
+    gw_launch_kill (self);
     self->abandoned = true;
     if (!self->in_callback)
         abandon_finish (self);
@@ -402,12 +429,21 @@ gw_launch_reap_all (double timeout_s)
 {
     if (!abandoned_list)
         return;
-    double deadline = gw_now () + timeout_s;
+    double start = gw_now ();
     gw_launch_t *self;
     while ((self = zlistx_first (abandoned_list))) {
         int status;
-        while (waitpid (self->pid, &status, WNOHANG) == 0 && gw_now () < deadline)
+        bool escalated = false;
+        while (waitpid (self->pid, &status, WNOHANG) == 0 && gw_now () < start + timeout_s) {
+            /* the loop is gone: escalate here what its timer would have */
+            if (!escalated && gw_now () > start + KILL_GRACE_MS / 1000.0) {
+                kill (-self->pid, SIGKILL);
+                kill (self->pid, SIGKILL);
+                escalated = true;
+            }
             usleep (2000);
+        }
+        self->exited = true;
         zlistx_delete (abandoned_list, zlistx_cursor (abandoned_list));
         launch_free (self);
     }

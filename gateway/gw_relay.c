@@ -39,6 +39,11 @@ typedef struct {
     int timer_id;       /* execution timeout, 0 when none */
     int grace_timer_id; /* after SIGINT, 0 when none */
     bool timed_out;
+    /* The reply is held until the request's idle arrived on iopub: only then
+       are all its outputs counted (the loop may read the shell reply before
+       outputs still queued on iopub). */
+    zmsg_t *reply;
+    bool idle_seen;
 } gw_exec_t;
 
 struct gw_relay {
@@ -81,6 +86,7 @@ exec_destroy (gw_exec_t **self_p)
     free (self->msg_id);
     json_decref (self->header);
     zmsg_destroy (&self->ids);
+    zmsg_destroy (&self->reply);
     free (self);
     *self_p = NULL;
 }
@@ -407,6 +413,42 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
     }
 }
 
+/* The request's reply and idle are both in: send the reply with its cost. */
+static void
+reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
+{
+    zmsg_t *msg = e->reply;
+    e->reply = NULL;
+    reply_rewrite (self, msg, e);
+    resign (msg, self->key);
+    zmsg_send (&msg, self->client[WIRE_SHELL]);
+    exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
+}
+
+/* An idle status on iopub for a tracked execution. */
+static void
+iopub_idle_seen (gw_relay_t *self, zmsg_t *msg)
+{
+    int d = delimiter_index (msg);
+    zframe_t *cf = frame_at (msg, d + 5);
+    json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
+    const char *state = json_string_value (json_object_get (content, "execution_state"));
+    if (state && streq (state, "idle")) {
+        wire_error_t err;
+        json_t *parent = wire_frames_peek (msg, 1, &err);
+        const char *pid = json_string_value (json_object_get (parent, "msg_id"));
+        void *handle = pid ? exec_find (self, pid) : NULL;
+        if (handle) {
+            gw_exec_t *e = zlistx_handle_item (handle);
+            e->idle_seen = true;
+            if (e->reply)
+                reply_complete (self, handle, e);
+        }
+        json_decref (parent);
+    }
+    json_decref (content);
+}
+
 static int
 on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
 {
@@ -428,26 +470,52 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
     }
     json_t *header = wire_frames_peek (msg, 0, &err);
     const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    void *handle = NULL;
     if (msg_type && streq (msg_type, "execute_reply")) {
         json_t *parent = wire_frames_peek (msg, 1, &err);
         const char *pid = json_string_value (json_object_get (parent, "msg_id"));
-        void *handle = pid ? exec_find (self, pid) : NULL;
-        if (handle) {
-            gw_exec_t *e = zlistx_handle_item (handle);
-            reply_rewrite (self, msg, e);
-            exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
-        }
+        handle = pid ? exec_find (self, pid) : NULL;
         json_decref (parent);
     }
     json_decref (header);
+    if (handle) {
+        gw_exec_t *e = zlistx_handle_item (handle);
+        zmsg_destroy (&e->reply);
+        e->reply = msg;
+        if (e->idle_seen)
+            reply_complete (self, handle, e);
+        return 0;
+    }
     resign (msg, self->key);
     zmsg_send (&msg, self->client[WIRE_SHELL]);
     return 0;
 }
 
-/* Output accounting and truncation for iopub messages of the running request. */
+/* Cuts a stream message's text to at most room bytes (on a UTF-8
+   boundary): the part of the output that still fits goes out. */
+static void
+stream_cut (zmsg_t *msg, int64_t room)
+{
+    int d = delimiter_index (msg);
+    zframe_t *content_frame = frame_at (msg, d + 5);
+    json_t *content = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
+    const char *text = json_string_value (json_object_get (content, "text"));
+    if (text) {
+        size_t n = strlen (text) < (size_t) room ? strlen (text) : (size_t) room;
+        while (n > 0 && ((unsigned char) text[n] & 0xC0) == 0x80)
+            n--;
+        json_object_set_new (content, "text", json_stringn (text, n));
+        char *dumped = json_dumps (content, JSON_COMPACT);
+        zframe_reset (content_frame, dumped, strlen (dumped));
+        free (dumped);
+    }
+    json_decref (content);
+}
+
+/* Output accounting and truncation for iopub messages of the running
+   request: false = drop. *marker: send the truncation marker after it. */
 static bool
-iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
+iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, bool *marker)
 {
     static const char *outputs[] = {"stream", "display_data", "update_display_data", "execute_result", "error", NULL};
     int i;
@@ -462,18 +530,17 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
     bool admit = true;
     if (e && pid && streq (pid, e->msg_id)) {
         int d = delimiter_index (msg);
-        size_t bytes = zframe_size (frame_at (msg, d + 5));
-        e->output_bytes += (int64_t) bytes;
+        int64_t bytes = (int64_t) zframe_size (frame_at (msg, d + 5));
         int64_t limit = gw_conv_policy (self->conv)->output_bytes;
+        int64_t room = limit - e->output_bytes;
+        e->output_bytes += bytes;
         if (limit > 0 && e->output_bytes > limit) {
-            admit = false;
+            admit = !e->truncated && room > 0 && streq (msg_type, "stream");
+            if (admit)
+                stream_cut (msg, room);
             if (!e->truncated) {
                 e->truncated = true;
-                char marker[200];
-                snprintf (marker, sizeof marker,
-                          "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
-                          (long long) limit);
-                publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", marker));
+                *marker = true;
                 gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", gw_conv_id (self->conv), "msg_id",
                         e->msg_id, "limit", (json_int_t) limit);
             }
@@ -481,6 +548,16 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
     }
     json_decref (parent);
     return admit;
+}
+
+static void
+publish_marker (gw_relay_t *self)
+{
+    gw_exec_t *e = exec_head (self);
+    char text[200];
+    snprintf (text, sizeof text, "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
+              (long long) gw_conv_policy (self->conv)->output_bytes);
+    publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
 }
 
 static int
@@ -506,14 +583,19 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     }
     json_t *header = wire_frames_peek (msg, 0, &err);
     const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
-    bool admit = iopub_admit (self, msg, msg_type ? msg_type : "");
+    bool marker = false;
+    bool admit = iopub_admit (self, msg, msg_type ? msg_type : "", &marker);
+    /* the reply goes out before this idle, so a client sees the cost first */
+    if (msg_type && streq (msg_type, "status"))
+        iopub_idle_seen (self, msg);
     json_decref (header);
-    if (!admit) {
-        zmsg_destroy (&msg);
-        return 0;
+    if (admit) {
+        resign (msg, self->key);
+        zmsg_send (&msg, self->client[WIRE_IOPUB]);
     }
-    resign (msg, self->key);
-    zmsg_send (&msg, self->client[WIRE_IOPUB]);
+    zmsg_destroy (&msg);
+    if (marker)
+        publish_marker (self);
     return 0;
 }
 
@@ -936,7 +1018,17 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
             snprintf (evalue, sizeof evalue, "%s", cause);
         else
             snprintf (evalue, sizeof evalue, "not run: the kernel ended before it (%s)", cause);
-        exec_fail (self, e, ename, evalue, lost ? "lost" : "kept", !first || !e->started);
+        if (e->reply) {
+            /* it had finished; only its idle was missing */
+            zmsg_t *msg = e->reply;
+            e->reply = NULL;
+            reply_rewrite (self, msg, e);
+            resign (msg, self->key);
+            zmsg_send (&msg, self->client[WIRE_SHELL]);
+            publish_status (self, e->header, "idle");
+        }
+        else
+            exec_fail (self, e, ename, evalue, lost ? "lost" : "kept", !first || !e->started);
         gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
                 e->msg_id, "status", "error", "reason", evalue);
         self->executions++;

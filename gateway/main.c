@@ -198,6 +198,8 @@ cmd_kernel (int argc, char **argv)
     /* private state for this one kernel, removed on exit */
     char tmpl[] = "/tmp/kennel-kernel-XXXXXX";
     char *state_dir = o.state_dir ? strdup (o.state_dir) : (mkdtemp (tmpl) ? strdup (tmpl) : NULL);
+    if (state_dir && !o.state_dir)
+        chmod (state_dir, 0711); /* the sandbox's host uid traverses it (README) */
     gw_server_t *server = state_dir ? gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg) : NULL;
     gw_config_destroy (&config);
     int rc = 1;

@@ -2,13 +2,15 @@
 control client (jupyter_client's Session over a pyzmq DEALER), and
 jupyter_client BlockingKernelClients on the conversations it opens.
 
-The launcher is KENNEL_TEST_LAUNCHER when set, else tests/gateway/dev_launch.py
-(unconfined: these tests are about the gateway, confine has its own suite)."""
+The launcher is this build's kennel-launch (confined, the built-in Python
+kernel) unless KENNEL_TEST_LAUNCHER says otherwise (see launcher())."""
 import json
 import os
 import pathlib
 import signal
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -30,7 +32,13 @@ DEV_LAUNCH = HERE / "dev_launch.py"
 
 
 def launcher():
-    return os.environ.get("KENNEL_TEST_LAUNCHER", str(DEV_LAUNCH))
+    """The real, confining kennel-launch of this build by default (what the
+    gateway runs in production); KENNEL_TEST_LAUNCHER=dev selects the
+    unconfined dev_launch.py (ipykernel), any other value is a path."""
+    chosen = os.environ.get("KENNEL_TEST_LAUNCHER")
+    if chosen == "dev":
+        return str(DEV_LAUNCH)
+    return chosen or str(built("kernel-launcher/kennel-launch"))
 
 
 class Control:
@@ -70,7 +78,10 @@ class Control:
 class Gateway:
     def __init__(self, tmp_path, config=None, transport="tcp"):
         self.dir = tmp_path
-        self.state = tmp_path / "state"
+        # the confined kernel's host uid must traverse to its workspace:
+        # pytest's tmp dirs are 0700, so the state dir lives in /tmp
+        self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-gw-test-"))
+        os.chmod(self.state, 0o711)
         self.conn_file = tmp_path / "gateway.json"
         self.log_file = tmp_path / "gateway.log"
         cfg = {"launcher": launcher(), "idle_check_interval": 0.2, "interrupt_grace": 1,
@@ -120,7 +131,11 @@ class Gateway:
         self.control.close()
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        return self.proc.wait(timeout)
+        rc = self.proc.wait(timeout)
+        leftovers = list(self.state.rglob("*"))
+        shutil.rmtree(self.state, ignore_errors=True)
+        assert not leftovers, leftovers
+        return rc
 
 
 @pytest.fixture

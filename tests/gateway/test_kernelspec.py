@@ -69,7 +69,7 @@ class KennelKernelTests(jkt.KernelTests):
     code_execute_result = [{"code": "1+2+3", "result": "6"}, {"code": "[n*n for n in range(1, 4)]", "result": "[1, 4, 9]"}]
     code_display_data = [{"code": "from IPython.display import HTML, display; display(HTML('<b>test</b>'))",
                           "mime": "text/html"}]
-    supported_history_operations = ("tail", "search")
+    supported_history_operations = ("tail", "range", "search")
     code_history_pattern = "1?2*"
     code_inspect_sample = "zip"
     code_clear_output = "from IPython.display import clear_output; clear_output()"
