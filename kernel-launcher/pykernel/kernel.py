@@ -61,6 +61,7 @@ class _State:
         self.helpers = {}            # hidden helper name -> object
         self.loop = None             # asyncio loop for top-level await
         self.settings = {}
+        self.forked = False          # in a child made by os.fork()
 
 
 _state = _State()
@@ -97,9 +98,39 @@ def _quiet():
 
 def _publish(msg_type, content, metadata=None):
     """One iopub message, after any pending stream output so order is kept."""
+    if _state.forked:
+        _publish_from_child(msg_type, content)
+        return
     _streams.flush()
     _publish_raw(msg_type, json.dumps(content),
                  None if metadata is None else json.dumps(metadata))
+
+
+def _publish_from_child(msg_type, content):
+    """In a forked child (multiprocessing, os.fork) the kernel's sockets and
+    threads are the parent's and must not be touched: what can be shown as
+    text goes to the inherited fd 1, which the parent captures."""
+    data = content.get("data") if isinstance(content, dict) else None
+    if msg_type in ("display_data", "execute_result") and isinstance(data, dict):
+        _write_fd(1, str(data.get("text/plain", "")) + "\n")
+    elif msg_type == "error":
+        _write_fd(2, "\n".join(content.get("traceback", [])) + "\n")
+
+
+def _write_fd(fd, text):
+    data = text.encode("utf-8", "replace")
+    while data:
+        try:
+            written = os.write(fd, data)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        data = data[written:]
+
+
+def _after_fork_in_child():
+    _state.forked = True
 
 
 class _Streams:
@@ -114,6 +145,7 @@ class _Streams:
         self._size = 0
         self._wake = None
         self._thread = None
+        self._child_pending = {}
 
     def _ensure_sync(self):
         if self._lock is None:
@@ -123,6 +155,9 @@ class _Streams:
 
     def write(self, name, text):
         if not text or _quiet():
+            return
+        if _state.forked:
+            self._child_write(name, text)
             return
         self._ensure_sync()
         with self._lock:
@@ -155,7 +190,22 @@ class _Streams:
             except Exception:
                 pass
 
+    def _child_write(self, name, text):
+        """In a forked child: whole lines straight to the inherited fd (so
+        lines of several children do not mix), the rest on flush."""
+        pending = self._child_pending.get(name, "") + text
+        cut = pending.rfind("\n") + 1
+        if cut:
+            _write_fd(1 if name == "stdout" else 2, pending[:cut])
+        self._child_pending[name] = pending[cut:]
+
     def flush(self, only_if_pending=False):
+        if _state.forked:
+            for name, pending in list(self._child_pending.items()):
+                if pending:
+                    _write_fd(1 if name == "stdout" else 2, pending)
+            self._child_pending = {}
+            return
         if self._lock is None:
             if not only_if_pending:
                 _flush_fds()
@@ -265,6 +315,9 @@ StdinNotImplementedError.__module__ = "builtins"
 
 def _ask(prompt, password):
     request = _state.request
+    if _state.forked:
+        raise StdinNotImplementedError("input() is not available in a forked child process: "
+                                       "ask in the kernel's own process")
     if request is None or not request.allow_stdin:
         raise StdinNotImplementedError(
             "input() is not available: the request running this code does not allow stdin "
@@ -1406,6 +1459,7 @@ def configure(settings_json):
     getpass.getpass = _getpass
     signal = _lazy("signal")
     signal.signal(signal.SIGINT, _sigint)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     return None
 
 

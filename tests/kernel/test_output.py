@@ -90,3 +90,29 @@ def test_reply_comes_after_all_output(kernel):
     kernel.shell_reply(msg_id)
     outputs = kernel.iopub_until_idle(msg_id)
     assert stream_text(outputs) == "".join("%d\n" % i for i in range(1000))
+
+
+def test_forked_children_print_through_the_parent(kernel):
+    """Children made by fork (multiprocessing's default) must not touch the
+    parent's sockets: their output goes to the captured fd 1, whole lines."""
+    reply, outputs = kernel.execute(
+        "import multiprocessing\n"
+        "def work(i):\n"
+        "    print('child', i)\n"
+        "    return i * i\n"
+        "with multiprocessing.get_context('fork').Pool(2) as pool:\n"
+        "    squares = pool.map(work, range(4))\n"
+        "print(squares)", timeout=60)
+    assert reply["status"] == "ok", reply
+    lines = stream_text(outputs).splitlines()
+    assert sorted(lines[:4]) == ["child 0", "child 1", "child 2", "child 3"]
+    assert lines[4:] == ["[0, 1, 4, 9]"]
+    reply, outputs = kernel.execute(
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    print('from the child'); display('shown as text'); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print('from the parent')")
+    assert stream_text(outputs) == "from the child\n'shown as text'\nfrom the parent\n"
+    assert kernel.value("'still', 'fine'") == "('still', 'fine')"
