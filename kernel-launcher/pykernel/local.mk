@@ -48,7 +48,7 @@ kernel-launcher/pykernel/kernel_py.h: $(top_srcdir)/kernel-launcher/pykernel/ker
 # BUILT_SOURCES belongs to the top Makefile.am: name the users instead
 $(kernel_launcher_pykernel_libpykernel_la_OBJECTS): kernel-launcher/pykernel/kernel_py.h
 
-# the C self-tests (utf8, iopub, output) under the sanitizers
+# the C self-tests (utf8, iopub, output, beat) under the sanitizers
 check_PROGRAMS += tests/unit/pykernel_test
 TESTS += tests/unit/pykernel_test
 tests_unit_pykernel_test_SOURCES = tests/unit/pykernel_test.c

@@ -180,5 +180,6 @@ pykernel_selftest (bool verbose)
     int failures = pykernel_utf8_test (verbose);
     failures += pykernel_iopub_test (verbose);
     failures += pykernel_output_test (verbose);
+    failures += pykernel_beat_test (verbose);
     return failures;
 }

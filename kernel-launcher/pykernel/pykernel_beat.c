@@ -7,7 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 struct pykernel_beat {
@@ -72,4 +74,36 @@ pykernel_beat_destroy (pykernel_beat_t **self_p)
     zsock_destroy (&self->sock);
     free (self);
     *self_p = NULL;
+}
+
+int
+pykernel_beat_test (bool verbose)
+{
+    int failures = 0;
+    zsock_t *router = zsock_new_router ("inproc://pykernel-beat-test");
+    zsock_t *req = zsock_new_req ("inproc://pykernel-beat-test");
+    pykernel_beat_t *beat = router ? pykernel_beat_new (router) : NULL;
+    if (!beat) {
+        pykernel_log ("beat self-test failed: no thread");
+        failures++;
+        zsock_destroy (&router);
+    }
+    zsock_set_rcvtimeo (req, 2000);
+    for (int i = 0; beat && i < 3; i++) {
+        /* the heartbeat's payload is opaque bytes, echoed unchanged */
+        zstr_sendf (req, "ping %d\x01", i);
+        char *pong = zstr_recv (req);
+        char expected[16];
+        snprintf (expected, sizeof expected, "ping %d\x01", i);
+        if (!pong || strcmp (pong, expected) != 0) {
+            pykernel_log ("beat self-test failed: ping %d came back as %s", i, pong ? pong : "nothing");
+            failures++;
+        }
+        zstr_free (&pong);
+    }
+    pykernel_beat_destroy (&beat);
+    zsock_destroy (&req);
+    if (verbose)
+        pykernel_log ("beat self-test: %s", failures ? "FAILED" : "ok");
+    return failures;
 }

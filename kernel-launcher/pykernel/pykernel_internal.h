@@ -86,6 +86,7 @@ typedef struct pykernel_beat pykernel_beat_t;
 /* Starts a thread echoing every message on sock (a bound ROUTER; owned). */
 pykernel_beat_t *pykernel_beat_new (zsock_t *sock);
 void pykernel_beat_destroy (pykernel_beat_t **self_p);
+int pykernel_beat_test (bool verbose);
 
 /* ---- kernel state shared by the main and control threads ---------------- */
 

@@ -1,4 +1,4 @@
-/*  pykernel_test.c - runs libpykernel's C self-tests (utf8, iopub, output).
+/*  pykernel_test.c - runs libpykernel's C self-tests (utf8, iopub, output, beat).
     The kernel as a whole is tested through real processes in tests/kernel/. */
 #include "pykernel_internal.h"
 
