@@ -125,16 +125,23 @@ def test_sandbox_dies_with_the_launcher_and_takes_daemons_along(launcher):
                 pass
         return found
 
-    deadline = time.monotonic() + 5
-    while len(sleepers()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(sleepers()) == 2
-    proc.kill()  # SIGKILL to the waiter: PDEATHSIG takes the namespace down
-    proc.wait()
-    deadline = time.monotonic() + 5
-    while sleepers() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sleepers() == []
+    try:
+        deadline = time.monotonic() + 5
+        while len(sleepers()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(sleepers()) == 2
+        proc.kill()  # SIGKILL to the waiter: PDEATHSIG takes the namespace down
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while sleepers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sleepers() == []
+    finally:
+        # on failure, leave nothing behind (these pids are this test's own)
+        proc.kill()
+        proc.wait()
+        for pid in sleepers():
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_posture_seen_from_the_host(launcher):
