@@ -102,8 +102,31 @@ def _publish(msg_type, content, metadata=None):
         _publish_from_child(msg_type, content)
         return
     _streams.flush()
-    _publish_raw(msg_type, json.dumps(content),
-                 None if metadata is None else json.dumps(metadata))
+    _publish_raw(msg_type, _dumps(content), None if metadata is None else _dumps(metadata))
+
+
+def _dumps(obj):
+    """JSON text the C side can always take: strict JSON (NaN and infinities
+    become null) in valid UTF-8 (lone surrogates become "?")."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {key: _finite(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(value) for value in obj]
+    return obj
 
 
 def _publish_from_child(msg_type, content):
@@ -220,7 +243,7 @@ class _Streams:
                 text = "".join(texts)
                 for start in range(0, len(text), _STREAM_MAX_MESSAGE):
                     piece = text[start:start + _STREAM_MAX_MESSAGE]
-                    _publish_raw("stream", json.dumps({"name": name, "text": piece}), None)
+                    _publish_raw("stream", _dumps({"name": name, "text": piece}), None)
 
     def discard(self):
         if self._lock is not None:
@@ -324,7 +347,7 @@ def _ask(prompt, password):
             "(allow_stdin is false), so no one can answer; pass the value in the code instead")
     _streams.flush()
     reply_type, content = _stdin_request(
-        "input_request", json.dumps({"prompt": str(prompt), "password": bool(password)}), -1.0)
+        "input_request", _dumps({"prompt": str(prompt), "password": bool(password)}), -1.0)
     if reply_type != "input_reply":
         raise RuntimeError("expected input_reply on stdin, got %s" % reply_type)
     value = json.loads(content).get("value", "")
@@ -1499,7 +1522,7 @@ def dispatch(msg_type, content_json, header_json):
         else:
             return None
         _streams.flush()
-        return reply_type, json.dumps(reply), "{}", abort
+        return reply_type, _dumps(reply), "{}", abort
     except BaseException as exc:  # never let an exception escape into C
         _streams.flush()
         if reply_type is None:
@@ -1517,4 +1540,4 @@ def _internal_error(reply_type, exc):
                              % (type(exc).__name__, exc)]}
     if reply_type == "execute_reply":
         content.update(execution_count=_state.count - 1, payload=[], user_expressions={})
-    return reply_type, json.dumps(content), "{}", False
+    return reply_type, _dumps(content), "{}", False

@@ -116,3 +116,9 @@ def test_forked_children_print_through_the_parent(kernel):
         "print('from the parent')")
     assert stream_text(outputs) == "from the child\n'shown as text'\nfrom the parent\n"
     assert kernel.value("'still', 'fine'") == "('still', 'fine')"
+
+
+def test_text_that_is_not_valid_utf8_still_arrives(kernel):
+    reply, outputs = kernel.execute("print('caf\\udce9 ok'); print('ünïcødé ✓')")
+    assert reply["status"] == "ok"
+    assert stream_text(outputs) == "caf? ok\nünïcødé ✓\n"

@@ -153,3 +153,12 @@ def test_a_figure_as_the_last_expression_is_an_image(kernel):
     results = of_type(outputs, "execute_result")
     assert base64.b64decode(results[0]["data"]["image/png"]).startswith(PNG_MAGIC)
     assert of_type(outputs, "display_data") == []  # not shown twice
+
+
+def test_json_that_python_allows_but_json_does_not(kernel):
+    reply, outputs = kernel.execute("display({'application/json': {'v': float('nan'), 'w': [float('inf'), 1.5]}},"
+                                    " raw=True)", user_expressions={"nan": "float('nan')"})
+    assert reply["status"] == "ok"
+    (shown,) = of_type(outputs, "display_data")
+    assert shown["data"]["application/json"] == {"v": None, "w": [None, 1.5]}
+    assert reply["user_expressions"]["nan"]["data"]["text/plain"] == "nan"
