@@ -18,6 +18,11 @@ tests_unit_wire_test_LDADD = $(WIRE_LIBS)
 tests_wire_wire_peer_SOURCES = tests/wire/wire_peer.c
 tests_wire_wire_peer_LDADD = $(WIRE_LIBS)
 EXTRA_DIST += wire/README.md tests/wire/test_interop.py
+# The fuzz target replayed on the committed seeds, in every make check.
+check_PROGRAMS += tests/fuzz/wire_fuzz_corpus
+TESTS += tests/fuzz/wire_fuzz_corpus
+tests_fuzz_wire_fuzz_corpus_SOURCES = tests/fuzz/wire_fuzz_corpus.c tests/fuzz/wire_fuzz.c
+tests_fuzz_wire_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
 
 
@@ -33,7 +38,7 @@ WIRE_FUZZ_SRC = $(srcdir)/tests/fuzz/wire_fuzz.c \
 	$(srcdir)/wire/wire_error.c $(srcdir)/wire/wire_key.c $(srcdir)/wire/wire_replay.c \
 	$(srcdir)/wire/wire_json.c $(srcdir)/wire/wire_header.c $(srcdir)/wire/wire_frames.c \
 	$(srcdir)/wire/wire_msg.c $(srcdir)/wire/wire_connection.c
-EXTRA_DIST += tests/fuzz/wire_fuzz.c tests/fuzz/corpus
+EXTRA_DIST += tests/fuzz/corpus
 CLEANFILES += tests/fuzz/wire_fuzz
 
 tests/fuzz/wire_fuzz: $(WIRE_FUZZ_SRC) $(srcdir)/wire/wire.h $(srcdir)/wire/wire_private.h
