@@ -245,11 +245,6 @@ class _Streams:
                     piece = text[start:start + _STREAM_MAX_MESSAGE]
                     _publish_raw("stream", _dumps({"name": name, "text": piece}), None)
 
-    def discard(self):
-        if self._lock is not None:
-            with self._lock:
-                self._chunks, self._size = [], 0
-
 
 _streams = _Streams()
 
@@ -374,7 +369,10 @@ class _StdinReader:
     closed = False
 
     def readline(self, size=-1):
-        return _ask("", False) + "\n"
+        try:
+            return _ask("", False) + "\n"
+        except EOFError:
+            return ""  # the client answered Ctrl-D
 
     def read(self, size=-1):
         return self.readline()
@@ -386,7 +384,10 @@ class _StdinReader:
         return self
 
     def __next__(self):
-        return self.readline()
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
 
     def isatty(self):
         return False
@@ -464,11 +465,31 @@ def _plain_text(obj):
             return pretty.pretty(obj, max_width=79)
         except ImportError:
             pass
-    text = repr(obj)
-    if (len(text) > 79 and type(obj) in (dict, list, tuple, set, frozenset)
-            and len(obj) <= 1000):
-        return _lazy("pprint").pformat(obj, width=79, sort_dicts=False)
-    return text
+    if type(obj) in (dict, list, tuple, set, frozenset):
+        if len(obj) > _MAX_ITEMS:
+            return _short_repr().repr(obj)  # like IPython: not a million items
+        text = repr(obj)
+        if len(text) > 79:
+            return _lazy("pprint").pformat(obj, width=79, sort_dicts=False)
+        return text
+    return repr(obj)
+
+
+_MAX_ITEMS = 1000
+_short_repr_instance = None
+
+
+def _short_repr():
+    global _short_repr_instance
+    if _short_repr_instance is None:
+        reprlib = _lazy("reprlib")
+        short = reprlib.Repr()
+        short.maxlist = short.maxtuple = short.maxset = short.maxfrozenset = short.maxdict = \
+            _MAX_ITEMS
+        short.maxlevel = 6
+        short.maxstring = short.maxother = short.maxlong = 10 ** 6
+        _short_repr_instance = short
+    return _short_repr_instance
 
 
 def _format(obj, include=None, exclude=None):
@@ -602,9 +623,10 @@ def _publish_display_data(data, metadata=None, source=None, *, transient=None, *
 
 def _show_result(value, request, count):
     """The cell's last expression as execute_result; returns its text."""
+    if request.silent:
+        return None
     data, md = _format(value)
-    if not request.silent:
-        _publish("execute_result", {"execution_count": count, "data": data, "metadata": md})
+    _publish("execute_result", {"execution_count": count, "data": data, "metadata": md})
     return data.get("text/plain")
 
 
@@ -1489,14 +1511,16 @@ def configure(settings_json):
 def dispatch(msg_type, content_json, header_json):
     """One shell request. Returns (reply type, reply content JSON, reply
     metadata JSON, abort queue) or None when the request has no reply."""
+    reply_type = msg_type[:-len("_request")] + "_reply" if msg_type.endswith("_request") else None
     try:
         content = json.loads(content_json or "{}") or {}
         header = json.loads(header_json or "{}") or {}
+        if not isinstance(content, dict) or not isinstance(header, dict):
+            raise ValueError("content and header must be JSON objects")
     except ValueError as exc:
-        return _internal_error("%s_reply" % msg_type.rsplit("_", 1)[0], exc)
+        return _internal_error(reply_type, exc) if reply_type else None
     request = _Request(msg_type, content, header)
     _state.request = request
-    reply_type = msg_type[:-len("_request")] + "_reply" if msg_type.endswith("_request") else None
     try:
         abort = False
         if msg_type == "execute_request":
@@ -1524,7 +1548,10 @@ def dispatch(msg_type, content_json, header_json):
         _streams.flush()
         return reply_type, _dumps(reply), "{}", abort
     except BaseException as exc:  # never let an exception escape into C
-        _streams.flush()
+        try:
+            _streams.flush()
+        except BaseException:
+            pass
         if reply_type is None:
             return None
         return _internal_error(reply_type, exc)

@@ -162,3 +162,10 @@ def test_json_that_python_allows_but_json_does_not(kernel):
     (shown,) = of_type(outputs, "display_data")
     assert shown["data"]["application/json"] == {"v": None, "w": [None, 1.5]}
     assert reply["user_expressions"]["nan"]["data"]["text/plain"] == "nan"
+
+
+def test_huge_containers_are_shortened_in_text_plain(kernel):
+    text = kernel.value("list(range(100000))")
+    assert text.startswith("[0, 1, 2,") and text.endswith("...]")
+    assert len(text) < 20000
+    assert kernel.value("len(_)") == "100000"  # the value itself is whole

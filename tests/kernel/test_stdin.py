@@ -63,3 +63,9 @@ def test_output_before_input_arrives_first(kernel):
     kernel.kc.input("ok")
     assert kernel.shell_reply(msg_id)["content"]["status"] == "ok"
     kernel.iopub_until_idle(msg_id)
+
+
+def test_ctrl_d_is_eof(kernel):
+    reply, _ = answer_stdin(kernel, "try:\n    input()\nexcept EOFError:\n    got_eof = True", ["\x04"])
+    assert reply["status"] == "ok"
+    assert kernel.value("got_eof") == "True"
