@@ -1,0 +1,212 @@
+"""kennel: a small host library for the kennel gateway, over jupyter_client.
+
+    import kennel
+    gw = kennel.Gateway.from_connection_file("/var/lib/kennel/gateway.json")
+    conv = gw.open("chat-42", tools=[weather_schema], handlers={"weather": weather})
+    result = conv.run("x = weather(city='Oslo')\\nprint(x['temp'])")
+    print(result.stdout, result.kennel)
+
+Everything here can also be done with plain jupyter_client and the messages of
+DESIGN.md: this module only saves a host the bookkeeping.
+"""
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import zmq
+from jupyter_client import BlockingKernelClient
+from jupyter_client.session import Session
+
+__all__ = ["Gateway", "Conversation", "Result", "GatewayError"]
+
+
+class GatewayError(RuntimeError):
+    """An error reply from the gateway's control socket."""
+
+    def __init__(self, ename: str, evalue: str):
+        super().__init__(f"{ename}: {evalue}")
+        self.ename = ename
+        self.evalue = evalue
+
+
+@dataclass
+class Result:
+    """What one execution produced, in order, plus its reply."""
+
+    reply: Dict[str, Any]
+    outputs: List[Dict[str, Any]] = field(default_factory=list)
+    tool_calls: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    @property
+    def kennel(self) -> Dict[str, Any]:
+        """metadata.kennel of the execute_reply: what the execution cost."""
+        return self.reply.get("metadata", {}).get("kennel", {})
+
+    def _stream(self, name: str) -> str:
+        return "".join(o["content"]["text"] for o in self.outputs
+                       if o["msg_type"] == "stream" and o["content"]["name"] == name)
+
+    @property
+    def stdout(self) -> str:
+        return self._stream("stdout")
+
+    @property
+    def stderr(self) -> str:
+        return self._stream("stderr")
+
+    @property
+    def value(self) -> Optional[str]:
+        """text/plain of the execute_result, if any."""
+        for o in self.outputs:
+            if o["msg_type"] == "execute_result":
+                return o["content"]["data"].get("text/plain")
+        return None
+
+    @property
+    def error(self) -> Optional[Dict[str, Any]]:
+        for o in self.outputs:
+            if o["msg_type"] == "error":
+                return o["content"]
+        return None
+
+
+class Gateway:
+    """A connection to a kennel daemon's control socket."""
+
+    def __init__(self, info: Dict[str, Any], timeout: float = 30.0):
+        self.info = info
+        self.timeout = timeout
+        self.session = Session(key=info["key"].encode(),
+                               signature_scheme=info.get("signature_scheme", "hmac-sha256"))
+        self.context = zmq.Context.instance()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.linger = 0
+        self.socket.connect(self._endpoint())
+
+    @classmethod
+    def from_connection_file(cls, path: str, **kw) -> "Gateway":
+        with open(path) as f:
+            return cls(json.load(f), **kw)
+
+    def _endpoint(self) -> str:
+        if self.info.get("transport", "tcp") == "ipc":
+            return f"ipc://{self.info['ip']}-{self.info['control_port']}"
+        return f"tcp://{self.info['ip']}:{self.info['control_port']}"
+
+    def request(self, msg_type: str, content: Dict[str, Any]) -> Dict[str, Any]:
+        """Sends one control request and returns the reply's content, raising
+        GatewayError on status "error"."""
+        sent = self.session.send(self.socket, msg_type, content)
+        deadline_ms = int(self.timeout * 1000)
+        while True:
+            if not self.socket.poll(deadline_ms):
+                raise TimeoutError(f"no reply to {msg_type} within {self.timeout} s")
+            _, reply = self.session.recv(self.socket, mode=0)
+            if reply["parent_header"].get("msg_id") == sent["header"]["msg_id"]:
+                break
+        content = reply["content"]
+        if content.get("status") == "error":
+            raise GatewayError(content.get("ename", "Error"), content.get("evalue", ""))
+        return content
+
+    def gateway_info(self) -> Dict[str, Any]:
+        return self.request("gateway_info_request", {})
+
+    def list(self) -> List[Dict[str, Any]]:
+        return self.request("conversation_list_request", {})["conversations"]
+
+    def open(self, conversation_id: str, tools: Iterable[Dict[str, Any]] = (),
+             handlers: Optional[Dict[str, Callable[..., Any]]] = None,
+             policy: Optional[Dict[str, Any]] = None, kernel: str = "python") -> "Conversation":
+        """Opens (or reattaches to) a conversation. handlers maps each tool's
+        name to the host function that serves it."""
+        content = {"conversation_id": conversation_id, "kernel": kernel,
+                   "tools": list(tools), "policy": policy or {}}
+        reply = self.request("conversation_open_request", content)
+        return Conversation(self, reply, handlers or {})
+
+    def close(self, conversation_id: str) -> None:
+        self.request("conversation_close_request", {"conversation_id": conversation_id})
+
+    def restart(self, conversation_id: str) -> None:
+        self.request("conversation_restart_request", {"conversation_id": conversation_id})
+
+    def shutdown(self) -> None:
+        self.socket.close(0)
+
+
+class Conversation:
+    """One conversation: a persistent kernel behind standard Jupyter sockets."""
+
+    def __init__(self, gateway: Gateway, open_reply: Dict[str, Any],
+                 handlers: Dict[str, Callable[..., Any]]):
+        self.gateway = gateway
+        self.id = open_reply["conversation_id"]
+        self.created = open_reply.get("created", True)
+        self.workspace = open_reply.get("workspace")
+        self.connection = open_reply["connection"]
+        self.handlers = handlers
+        self.client = BlockingKernelClient()
+        self.client.load_connection_info(self.connection)
+        self.client.start_channels()
+
+    def run(self, code: str, timeout: Optional[float] = 60, allow_stdin: bool = True,
+            stop_on_error: bool = True) -> Result:
+        """Executes code, serving tool calls with the handlers, and returns
+        every output with the reply."""
+        outputs: List[Dict[str, Any]] = []
+        calls: List[Dict[str, Any]] = []
+
+        def on_output(msg):
+            if msg["msg_type"] not in ("status", "execute_input"):
+                outputs.append({"msg_type": msg["msg_type"], "content": msg["content"]})
+
+        def on_stdin(msg):
+            if msg["msg_type"] == "tool_request":
+                calls.append(msg["content"])
+                self._answer_tool(msg)
+            elif msg["msg_type"] == "input_request":
+                self.client.input("")
+
+        reply = self.client.execute_interactive(code, timeout=timeout, allow_stdin=allow_stdin,
+                                                stop_on_error=stop_on_error,
+                                                output_hook=on_output, stdin_hook=on_stdin)
+        return Result(reply=reply, outputs=outputs, tool_calls=calls)
+
+    def _answer_tool(self, msg: Dict[str, Any]) -> None:
+        request = msg["content"]
+        handler = self.handlers.get(request.get("name"))
+        reply: Dict[str, Any] = {"call_id": request.get("call_id")}
+        if handler is None:
+            reply.update(status="error", ename="UnknownTool",
+                         evalue=f"the host has no handler for tool {request.get('name')!r}")
+        else:
+            try:
+                result = handler(**request.get("arguments", {}))
+                json.dumps(result)  # a result the kernel cannot receive is the host's bug
+                reply.update(status="ok", result=result)
+            except Exception as exc:  # the host's tool failed: the kernel gets ToolError
+                reply.update(status="error", ename=type(exc).__name__, evalue=str(exc))
+                if os.environ.get("KENNEL_DEBUG"):
+                    traceback.print_exc()
+        out = self.client.session.msg("tool_reply", reply, parent=msg["header"])
+        self.client.stdin_channel.send(out)
+
+    def interrupt(self) -> None:
+        self.client.session.send(self.client.control_channel.socket, "interrupt_request", {})
+
+    def detach(self) -> None:
+        """Stops this host's channels; the conversation stays open."""
+        self.client.stop_channels()
+
+    def close(self) -> None:
+        self.detach()
+        self.gateway.close(self.id)
