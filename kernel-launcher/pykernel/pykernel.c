@@ -85,6 +85,7 @@ s_start (kernel_t *self, const char *connection_file, const pykernel_options_t *
     }
     wire_id_new (self->shared.session);
     self->shared.main_thread = pthread_self ();
+    self->shared.pid = getpid ();
     if (pipe2 (self->shared.wake_fd, O_CLOEXEC) != 0) {
         pykernel_log ("creating the wake pipe: %s", strerror (errno));
         return -1;

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "wire.h"
 #include "pykernel.h"
@@ -96,6 +97,9 @@ typedef struct {
     pykernel_iopub_t *iopub;
     pykernel_output_t *output;
     pthread_t main_thread;
+    /* the kernel's own pid: code in a child forked by user code (os.fork,
+       multiprocessing) must never use the parent's sockets */
+    pid_t pid;
     /* The main thread is running a request in Python: an interrupt is
        delivered as SIGINT only then, so an idle interrupt is harmless. */
     atomic_bool busy;

@@ -15,7 +15,9 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* how often a wait for a stdin reply looks at pending signals (ms) */
 #define STDIN_POLL_MS 100
@@ -32,6 +34,17 @@ static struct {
 } s_py;
 
 /* ---- _kennel ------------------------------------------------------------ */
+
+/* True (with RuntimeError set) in a child forked by user code: the sockets
+   and threads are the parent's, and ZeroMQ does not survive fork. */
+static bool
+s_forked_child (const char *function)
+{
+    if (getpid () == s_py.shared->pid)
+        return false;
+    PyErr_Format (PyExc_RuntimeError, "_kennel.%s: not available in a forked child process", function);
+    return true;
+}
 
 static json_t *
 s_parse_json_arg (const char *what, const char *text)
@@ -52,6 +65,8 @@ s_kennel_publish (PyObject *self, PyObject *args)
 {
     const char *msg_type, *content_json, *metadata_json = NULL;
     if (!PyArg_ParseTuple (args, "ss|z:publish", &msg_type, &content_json, &metadata_json))
+        return NULL;
+    if (s_forked_child ("publish"))
         return NULL;
     json_t *content = s_parse_json_arg ("content", content_json);
     if (!content)
@@ -77,6 +92,12 @@ s_kennel_publish (PyObject *self, PyObject *args)
 static PyObject *
 s_kennel_flush_output (PyObject *self, PyObject *unused)
 {
+    if (getpid () != s_py.shared->pid) {
+        /* the parent's output thread reads what the child wrote */
+        fflush (stdout);
+        fflush (stderr);
+        Py_RETURN_NONE;
+    }
     Py_BEGIN_ALLOW_THREADS
     pykernel_output_flush (s_py.shared->output);
     Py_END_ALLOW_THREADS
@@ -114,6 +135,8 @@ s_kennel_stdin_request (PyObject *self, PyObject *args)
     const char *msg_type, *content_json;
     double timeout = -1;
     if (!PyArg_ParseTuple (args, "ss|d:stdin_request", &msg_type, &content_json, &timeout))
+        return NULL;
+    if (s_forked_child ("stdin_request"))
         return NULL;
     if (!s_py.request) {
         PyErr_SetString (PyExc_RuntimeError, "_kennel.stdin_request: no request is running");

@@ -4,8 +4,10 @@
 #include "pykernel_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     pykernel_shared_t *shared;
@@ -73,6 +75,14 @@ s_run_in_python (shell_t *self, wire_msg_t *request)
     pykernel_python_forget_interrupt ();
     atomic_store (&self->shared->busy, true);
     pykernel_python_dispatch (request, &type, &content, &metadata, &abort_queue);
+    if (getpid () != self->shared->pid) {
+        /* a child forked by the cell (os.fork without os._exit) came back
+           here: it must not answer on the parent's sockets, nor run exit
+           handlers that would tear down the parent's ZeroMQ context */
+        fflush (stdout);
+        fflush (stderr);
+        _exit (0);
+    }
     atomic_store (&self->shared->busy, false);
     pykernel_output_flush (self->shared->output);
     /* before the reply: whatever a client queued before it could see the

@@ -296,3 +296,28 @@ def test_clean_shutdown_leaks_nothing_of_its_own(tmp_path):
         assert status == 0, log
     finally:
         p.close()
+
+
+def test_a_forked_child_that_returns_from_the_cell_exits_quietly(proc):
+    """os.fork() without os._exit: the child runs the rest of the cell, then
+    must leave without answering on the parent's sockets."""
+    reply, outputs = proc.execute(
+        "import os, time\n"
+        "pid = os.fork()\n"
+        "if pid:\n"
+        "    _, status = os.waitpid(pid, 0)\n"
+        "    print('child exit status', os.waitstatus_to_exitcode(status))\n"
+        "else:\n"
+        "    os.write(1, b'child ran\\n')\n")
+    assert reply["status"] == "ok", reply
+    text = streams(outputs, "stdout")
+    assert "child ran\n" in text
+    assert text.endswith("child exit status 0\n")
+    # exactly one reply reached the client, and the kernel goes on
+    try:
+        extra = proc.kc.get_shell_msg(timeout=0.5)
+    except Exception:
+        extra = None
+    assert extra is None, extra
+    reply, outputs = proc.execute("print('parent still serves')")
+    assert streams(outputs, "stdout") == "parent still serves\n"
