@@ -90,3 +90,64 @@ def stop_kernel(kernel):
 def stream_text(outputs, name="stdout"):
     return "".join(m["content"]["text"] for m in outputs
                    if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+class ConfinedKernel(Kernel):
+    """The built-in Python kernel started the way the gateway starts it:
+    `kennel-launch --spec-fd N` (confined, default policy, tmpfs workspace)
+    with kernel settings, reached through its ipc sockets in run_dir."""
+
+    def __init__(self, launcher, settings, base_dir):
+        import json
+        import os
+        import subprocess
+        import uuid
+
+        from jupyter_client import BlockingKernelClient
+
+        run_dir = os.path.join(base_dir, "run")
+        os.makedirs(run_dir)
+        os.chmod(run_dir, 0o777)  # the sandbox user creates its sockets here
+        conn = {"transport": "ipc", "ip": "/run/kennel/k", "shell_port": 1, "iopub_port": 2,
+                "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": str(uuid.uuid4()),
+                "signature_scheme": "hmac-sha256", "kernel_name": "kennel"}
+        with open(os.path.join(run_dir, "kernel.json"), "w") as f:
+            json.dump(conn, f)
+        spec_r, spec_w = os.pipe()
+        status_r, status_w = os.pipe()
+        spec = {"policy": {}, "run_dir": run_dir, "status_fd": status_w,
+                "kernel": {"builtin": "python", "settings": settings}}
+        self.log_path = os.path.join(base_dir, "stderr.log")
+        with open(self.log_path, "wb") as log:
+            self.popen = subprocess.Popen([str(launcher), "--spec-fd", str(spec_r)],
+                                          pass_fds=(spec_r, status_w), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=log)
+        os.close(spec_r)
+        os.close(status_w)
+        with os.fdopen(spec_w, "w") as f:
+            json.dump(spec, f)
+        with os.fdopen(status_r) as f:
+            self.status = json.loads(f.readline() or "null")
+        kc = BlockingKernelClient()
+        kc.load_connection_info(dict(conn, ip=os.path.join(run_dir, "k")))
+        super().__init__(None, kc)
+
+    def start(self):
+        assert self.status and self.status["status"] == "confined", (self.status, self.stderr())
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=TIMEOUT)
+        return self
+
+    def stderr(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        if self.kc.channels_running:
+            self.kc.shutdown()
+            self.kc.stop_channels()
+        try:
+            return self.popen.wait(timeout=TIMEOUT)
+        except Exception:
+            self.popen.kill()
+            raise
