@@ -153,6 +153,8 @@ s_kennel_stdin_request (PyObject *self, PyObject *args)
        has the same identity as its shell socket */
     wire_msg_t *request = wire_msg_new (s_py.shared->session, msg_type, s_py.request);
     wire_msg_set_content (request, content);
+    char sent_id[128];
+    snprintf (sent_id, sizeof sent_id, "%s", wire_msg_id (request));
     int rc = wire_msg_send (request, s_py.stdin_sock, s_py.shared->key);
     wire_msg_destroy (&request);
     if (rc != 0) {
@@ -185,6 +187,15 @@ s_kennel_stdin_request (PyObject *self, PyObject *args)
                                              &wire_limits_default, &err);
         if (!reply) {
             pykernel_log ("stdin: message dropped: %s", wire_strerror (err));
+            continue;
+        }
+        /* jupyter_client sends input_reply without a parent; a reply that
+           names a parent must name this request (a late answer to an
+           earlier, abandoned one is not this one's answer) */
+        const char *parent_id = json_string_value (json_object_get (reply->parent_header, "msg_id"));
+        if (parent_id && *parent_id && strcmp (parent_id, sent_id) != 0) {
+            pykernel_log ("stdin: %s for another request dropped", wire_msg_type (reply));
+            wire_msg_destroy (&reply);
             continue;
         }
         char *text = json_dumps (reply->content, JSON_COMPACT);

@@ -321,3 +321,27 @@ def test_a_forked_child_that_returns_from_the_cell_exits_quietly(proc):
     assert extra is None, extra
     reply, outputs = proc.execute("print('parent still serves')")
     assert streams(outputs, "stdout") == "parent still serves\n"
+
+
+def test_stdin_reply_to_an_earlier_request_is_not_taken_for_this_one(proc):
+    """A late answer naming an abandoned input_request as its parent is
+    dropped; the answer to the current one is used."""
+    msg_id = proc.kc.execute("first = input('first?')", allow_stdin=True)
+    first_request = proc.kc.get_stdin_msg(timeout=TIMEOUT)
+    control_request(proc, "interrupt_request")
+    assert proc.reply(msg_id, proc.kc.get_shell_msg)["content"]["ename"] == "KeyboardInterrupt"
+    proc.outputs(msg_id)
+    msg_id = proc.kc.execute("second = input('second?')", allow_stdin=True)
+    second_request = proc.kc.get_stdin_msg(timeout=TIMEOUT)
+    assert second_request["content"]["prompt"] == "second?"
+    late = proc.kc.session.msg("input_reply", {"value": "late"}, parent=first_request)
+    proc.kc.stdin_channel.send(late)
+    time.sleep(0.3)
+    answer = proc.kc.session.msg("input_reply", {"value": "right"}, parent=second_request)
+    proc.kc.stdin_channel.send(answer)
+    reply = proc.reply(msg_id, proc.kc.get_shell_msg)
+    assert reply["content"]["status"] == "ok"
+    proc.outputs(msg_id)
+    reply, outputs = proc.execute("print(second)")
+    assert streams(outputs, "stdout") == "right\n"
+    assert "for another request dropped" in proc.stderr()
