@@ -1,8 +1,13 @@
 """Helpers for the kernel's tests: start a kennel kernel (the kernelspec that
 conftest.py installs) with jupyter_client and collect what requests produce."""
+import json
+import os
 import queue
+import subprocess
 import time
+import uuid
 
+from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import start_new_kernel
 
 KERNEL_NAME = "kennel-dev"
@@ -67,17 +72,6 @@ class Kernel:
 
 
 def start_kernel():
-    from jupyter_client.manager import start_new_kernel
-    km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=TIMEOUT)
-    return Kernel(km, kc)
-
-
-def stop_kernel(kernel):
-    kernel.kc.stop_channels()
-    kernel.km.shutdown_kernel(now=False)
-
-
-def start_kernel():
     km, kc = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=TIMEOUT)
     return Kernel(km, kc)
 
@@ -98,13 +92,6 @@ class ConfinedKernel(Kernel):
     with kernel settings, reached through its ipc sockets in run_dir."""
 
     def __init__(self, launcher, settings, base_dir):
-        import json
-        import os
-        import subprocess
-        import uuid
-
-        from jupyter_client import BlockingKernelClient
-
         run_dir = os.path.join(base_dir, "run")
         os.makedirs(run_dir)
         os.chmod(run_dir, 0o777)  # the sandbox user creates its sockets here
