@@ -7,4 +7,24 @@ gateway_kennel_SOURCES = \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
-EXTRA_DIST += gateway/README.md
+
+EXTRA_DIST += gateway/README.md \
+	tests/gateway/conftest.py tests/gateway/dev_launch.py \
+	tests/gateway/test_control.py tests/gateway/test_conversation.py \
+	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
+	tests/gateway/test_scale.py tests/gateway/test_selftest.py
+
+# `make install` installs the kernelspec "kennel" next to the binaries. It
+# is written here rather than by `kennel install-kernelspec` so that argv
+# names the installed path even when staging with DESTDIR.
+kennel_kernelspecdir = $(datadir)/jupyter/kernels/kennel
+install-data-local: install-kennel-kernelspec
+uninstall-local: uninstall-kennel-kernelspec
+install-kennel-kernelspec:
+	$(MKDIR_P) '$(DESTDIR)$(kennel_kernelspecdir)'
+	printf '{\n  "argv": ["%s", "kernel", "-f", "{connection_file}"],\n  "display_name": "Python 3 (kennel)",\n  "language": "python",\n  "interrupt_mode": "message",\n  "metadata": {"kennel": "confined"}\n}\n' \
+	  '$(bindir)/kennel' > '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json'
+uninstall-kennel-kernelspec:
+	rm -f '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json'
+	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
+.PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec

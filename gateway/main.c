@@ -15,6 +15,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,6 +181,11 @@ cmd_kernel (int argc, char **argv)
         return 2;
     }
     setup_process (o.log_file);
+    /* a front end that dies (kill -9 of jupyter console) takes its kernel
+       along, as ipykernel's parent poller does: SIGTERM is a clean exit */
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid () == 1)
+        return 1;
     char *errmsg = NULL;
     wire_error_t err;
     wire_connection_t *conn = wire_connection_load (o.connection_file, &err, &errmsg);

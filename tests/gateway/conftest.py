@@ -92,7 +92,8 @@ class Gateway:
         cmd = [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state), "--connection-file",
                str(self.conn_file), "--config", str(self.config_file), "--log-file", str(self.log_file),
                "--transport", transport]
-        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"))
+        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"),
+                   KENNEL_TEST_SECRET="the gateway's environment never reaches a kernel")
         self.proc = subprocess.Popen(cmd, env=env)
         deadline = time.time() + 20
         while not self.conn_file.exists():

@@ -162,3 +162,30 @@ def test_sigterm_leaves_no_process(gateway):
     assert gateway.stop() == 0  # also asserts the state dir is left empty
     for pid in pids:
         assert gone(pid, timeout=0.1)
+
+
+def test_ipc_transport_conversation(make_gateway):
+    gw = make_gateway(transport="ipc")
+    reply, kc = gw.open_client("over-ipc")
+    assert reply["connection"]["transport"] == "ipc"
+    r, out = execute(kc, "print(6 * 7)")
+    assert stdout_of(out) == "42\n"
+    assert gw.stop() == 0
+
+
+def test_policy_env_reaches_kernel_and_nothing_else(gateway):
+    _, kc = gateway.open_client("env", policy={"env": {"GREETING": "hello"}})
+    r, out = execute(kc, "import os; print(os.environ.get('GREETING'), os.environ.get('KENNEL_TEST_SECRET'))")
+    assert stdout_of(out) == "hello None\n"
+
+
+def test_close_can_keep_workspace(gateway):
+    reply, kc = gateway.open_client("keep")
+    execute(kc, "open('result.txt', 'w').write('kept')")
+    ws = pathlib.Path(reply["workspace"])
+    r = gateway.control.request("conversation_close_request", {"conversation_id": "keep", "keep_workspace": True})
+    assert r["content"]["status"] == "ok"
+    assert (ws / "result.txt").read_text() == "kept"
+    assert any(e.get("keep_workspace") for e in gateway.events("close"))
+    import shutil
+    shutil.rmtree(ws.parent)

@@ -90,3 +90,40 @@ class KennelKernelTests(jkt.KernelTests):
         else:
             os.environ["JUPYTER_PATH"] = cls._old_path
         cls._tmp.cleanup()
+
+
+def test_nbclient_runs_a_notebook(tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("JUPYTER_PATH", install_test_spec(tmp_path))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("total = sum(range(10))"),
+                nbformat.v4.new_code_cell("print('total', total)"),
+                nbformat.v4.new_code_cell("total * 2")]
+    NotebookClient(nb, kernel_name="kennel", timeout=60, startup_timeout=60).execute()
+    assert nb.cells[1].outputs[0]["text"] == "total 45\n"
+    assert nb.cells[2].outputs[0]["data"]["text/plain"] == "90"
+
+
+def test_jupyter_console_in_a_terminal(tmp_path):
+    """jupyter console on a pty, the way a person uses it."""
+    import pexpect
+
+    env = dict(os.environ, JUPYTER_PATH=install_test_spec(tmp_path), TERM="dumb",
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), IPYTHONDIR=str(tmp_path / "ipython"))
+    child = pexpect.spawn("/usr/bin/jupyter-console", ["--kernel", "kennel", "--simple-prompt"], env=env,
+                          encoding="utf-8", timeout=60)
+    try:
+        child.expect(r"In \[1\]: ")
+        child.sendline("animal = 'dog'")
+        child.expect(r"In \[2\]: ")
+        child.sendline("print(animal.upper() + 'GY')")
+        child.expect("DOGGY")
+        child.expect(r"In \[3\]: ")
+        child.sendeof()  # Ctrl-D; `exit` belongs to the agent profile's guardrails
+        if child.expect([r"\(\[y\]/n\)\?", pexpect.EOF]) == 0:
+            child.sendline("y")
+            child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
