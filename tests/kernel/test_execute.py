@@ -88,7 +88,7 @@ def test_top_level_await(kernel):
 
 def test_stop_on_error_aborts_queued_executes(kernel):
     kernel.kc.execute("aborted_ran = []", allow_stdin=False)
-    failing = kernel.kc.execute("import time; time.sleep(0.5); raise RuntimeError('stop here')",
+    failing = kernel.kc.execute("import time; time.sleep(1); raise RuntimeError('stop here')",
                                 allow_stdin=False)
     queued = [kernel.kc.execute("aborted_ran.append(%d)" % i, allow_stdin=False) for i in range(3)]
     replies = {}
