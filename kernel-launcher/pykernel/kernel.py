@@ -586,6 +586,8 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
     for obj in objs:
         if raw:
             data, md = dict(obj), {}
+        elif _displays_itself(obj):
+            continue
         else:
             data, md = _format(obj, include, exclude)
         if metadata:
@@ -594,6 +596,18 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
     if display_id:
         return DisplayHandle(display_id)
     return None
+
+
+def _displays_itself(obj):
+    """IPython's protocol for objects that publish their own output
+    (`_ipython_display_`): call it, and show nothing else for them."""
+    if isinstance(obj, type):
+        return False
+    method = _safe_attr(obj, "_ipython_display_")
+    if not callable(method):
+        return False
+    method()
+    return True
 
 
 def _publish_display(data, metadata, transient=None, update=False):
@@ -623,7 +637,7 @@ def _publish_display_data(data, metadata=None, source=None, *, transient=None, *
 
 def _show_result(value, request, count):
     """The cell's last expression as execute_result; returns its text."""
-    if request.silent:
+    if request.silent or _displays_itself(value):
         return None
     data, md = _format(value)
     _publish("execute_result", {"execution_count": count, "data": data, "metadata": md})

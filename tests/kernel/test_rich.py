@@ -169,3 +169,16 @@ def test_huge_containers_are_shortened_in_text_plain(kernel):
     assert text.startswith("[0, 1, 2,") and text.endswith("...]")
     assert len(text) < 20000
     assert kernel.value("len(_)") == "100000"  # the value itself is whole
+
+
+def test_objects_that_display_themselves(kernel):
+    code = ("class Widgetish:\n"
+            "    def _ipython_display_(self):\n"
+            "        display({'text/html': '<input>', 'text/plain': 'widget'}, raw=True)\n"
+            "    def _repr_html_(self): return 'never used'\n"
+            "display(Widgetish())\n"
+            "Widgetish()")
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok"
+    assert [m["msg_type"] for m in outputs] == ["display_data", "display_data"]
+    assert all(m["content"]["data"]["text/html"] == "<input>" for m in outputs)
