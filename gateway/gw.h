@@ -163,6 +163,8 @@ void gw_server_close_later (gw_server_t *self, const char *id, const char *why);
 /* Asks the loop to end after the current handler. */
 void gw_server_stop (gw_server_t *self);
 double gw_now (void);
+/* Replaces a malloc'd string field (wire_connection_new fills defaults). */
+void gw_set_string (char **field, const char *value);
 void gw_iso_time (double t, char out[40]);
 
 /* ---- gw_selftest: `kennel selftest` ------------------------------------ */

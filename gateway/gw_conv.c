@@ -301,12 +301,11 @@ gw_conv_kernel_start (gw_conv_t *self)
     }
     wire_key_t *key = wire_key_new_random ();
     wire_connection_t *kc = wire_connection_new ();
-    kc->transport = strdup ("ipc");
-    kc->ip = strdup (KERNEL_IP_INSIDE);
+    gw_set_string (&kc->transport, "ipc");
+    gw_set_string (&kc->ip, KERNEL_IP_INSIDE);
     kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
-    kc->key = strdup (wire_key_text (key));
-    kc->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
-    kc->kernel_name = strdup (self->kernel_name);
+    gw_set_string (&kc->key, wire_key_text (key));
+    gw_set_string (&kc->kernel_name, self->kernel_name);
     char *kpath = path_join (self->run_dir, "kernel.json");
     unlink (kpath);
     int rc = wire_connection_save (kc, kpath);

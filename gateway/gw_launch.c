@@ -260,7 +260,24 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     signal (SIGPIPE, SIG_DFL);
     char fdarg[8];
     snprintf (fdarg, sizeof fdarg, "%d", SPEC_FD);
-    execlp (launcher, launcher, "--spec-fd", fdarg, (char *) NULL);
+    /* a clean environment: nothing of the gateway's (tokens, keys) reaches
+       even the launcher; only a sanitizer build's own settings pass */
+    char *envp[8];
+    int n = 0;
+    envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+    const char *keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", NULL};
+    static char kept[3][1024];
+    for (int i = 0; keep[i]; i++) {
+        const char *v = getenv (keep[i]);
+        if (v && snprintf (kept[i], sizeof kept[i], "%s=%s", keep[i], v) < (int) sizeof kept[i])
+            envp[n++] = kept[i];
+    }
+    envp[n] = NULL;
+    const char *argv[] = {launcher, "--spec-fd", fdarg, NULL};
+    if (strchr (launcher, '/'))
+        execve (launcher, (char *const *) argv, envp);
+    else
+        execvpe (launcher, (char *const *) argv, envp);
     dprintf (2, "kennel: exec %s: %s\n", launcher, strerror (errno));
     _exit (127);
 }

@@ -23,6 +23,13 @@ gw_now (void)
 }
 
 void
+gw_set_string (char **field, const char *value)
+{
+    free (*field);
+    *field = value ? strdup (value) : NULL;
+}
+
+void
 gw_iso_time (double t, char out[40])
 {
     time_t secs = (time_t) t;
@@ -109,10 +116,10 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
     zsock_set_linger (self->control, 200);
     zsock_set_router_handover (self->control, 1);
     wire_connection_t *c = wire_connection_new ();
-    c->transport = strdup (self->transport);
-    c->key = strdup (wire_key_text (self->key));
-    c->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
-    c->kernel_name = strdup ("");
+    gw_set_string (&c->transport, self->transport);
+    gw_set_string (&c->key, wire_key_text (self->key));
+    free (c->ip);
+    c->ip = NULL;
     if (streq (self->transport, "ipc")) {
         if (asprintf (&c->ip, "%s/gateway", self->state_dir) < 0)
             c->ip = NULL;

@@ -92,7 +92,10 @@ class Gateway:
         cmd = [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state), "--connection-file",
                str(self.conn_file), "--config", str(self.config_file), "--log-file", str(self.log_file),
                "--transport", transport]
-        env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"),
+        # in a sanitizer build, every daemon of these tests must exit leak-free
+        # (stop() asserts exit status 0)
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
+                   LSAN_OPTIONS=f"suppressions={HERE.parent / 'lsan.supp'}",
                    KENNEL_TEST_SECRET="the gateway's environment never reaches a kernel")
         self.proc = subprocess.Popen(cmd, env=env)
         deadline = time.time() + 20
