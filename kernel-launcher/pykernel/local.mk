@@ -55,3 +55,10 @@ tests_unit_pykernel_test_SOURCES = tests/unit/pykernel_test.c
 tests_unit_pykernel_test_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel
 tests_unit_pykernel_test_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
 tests_unit_pykernel_test_LDADD = kernel-launcher/pykernel/libpykernel.la
+
+# the fork-server path (pykernel_prepare + pykernel_fork), driven by
+# tests/kernel/test_c_channels.py
+check_PROGRAMS += tests/unit/pykernel_fork
+tests_unit_pykernel_fork_SOURCES = tests/unit/pykernel_fork.c
+tests_unit_pykernel_fork_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel
+tests_unit_pykernel_fork_LDADD = kernel-launcher/pykernel/libpykernel.la

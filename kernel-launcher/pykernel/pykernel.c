@@ -13,6 +13,9 @@
 
 static const char *s_channel_names[WIRE_CHANNEL_COUNT_] = { "shell", "iopub", "stdin", "control", "hb" };
 
+/* CPython is up and kernel.py loaded (pykernel_prepare) */
+static bool s_prepared;
+
 typedef struct {
     wire_connection_t *connection;
     pykernel_shared_t shared;
@@ -111,8 +114,9 @@ s_start (kernel_t *self, const char *connection_file, const pykernel_options_t *
     }
 
     self->python_started = true;
-    if (pykernel_python_start (&self->shared, self->sock[WIRE_STDIN]) != 0)
+    if (pykernel_prepare () != 0)
         return -1;
+    pykernel_python_attach (&self->shared, self->sock[WIRE_STDIN]);
     if (pykernel_python_configure (options ? options->settings : NULL) != 0)
         return -1;
     self->shared.kernel_info = pykernel_python_kernel_info ();
@@ -137,8 +141,10 @@ s_stop (kernel_t *self)
 {
     /* control first: no interrupt may reach a finalizing interpreter */
     pykernel_control_destroy (&self->control);
-    if (self->python_started)
+    if (self->python_started) {
         pykernel_python_stop ();
+        s_prepared = false;
+    }
     pykernel_output_destroy (&self->shared.output);
     pykernel_beat_destroy (&self->beat);
     pykernel_iopub_destroy (&self->shared.iopub);
@@ -153,13 +159,32 @@ s_stop (kernel_t *self)
 }
 
 int
+pykernel_prepare (void)
+{
+    if (s_prepared)
+        return 0;
+    pykernel_log_init ();
+    /* czmq's own SIGINT handler would make it treat an interrupt as "stop
+       everything"; SIGINT belongs to Python's KeyboardInterrupt here, and
+       Python installs its handler only over the default one */
+    zsys_handler_set (NULL);
+    signal (SIGINT, SIG_DFL);
+    if (pykernel_python_start () != 0)
+        return -1;
+    s_prepared = true;
+    return 0;
+}
+
+pid_t
+pykernel_fork (void)
+{
+    return pykernel_python_fork ();
+}
+
+int
 pykernel_run (const char *connection_file, const pykernel_options_t *options)
 {
     pykernel_log_init ();
-    /* czmq's own SIGINT handler would make it treat an interrupt as "stop
-       everything"; SIGINT belongs to Python's KeyboardInterrupt here */
-    zsys_handler_set (NULL);
-    signal (SIGINT, SIG_DFL);
     kernel_t self;
     memset (&self, 0, sizeof self);
     self.shared.wake_fd[0] = self.shared.wake_fd[1] = -1;

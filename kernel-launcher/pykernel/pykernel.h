@@ -4,6 +4,7 @@
 #define PYKERNEL_H_INCLUDED
 
 #include <jansson.h>
+#include <sys/types.h>
 
 typedef struct {
     /* Settings handed to kernel.py's configure(): builtins profile ("agent",
@@ -13,7 +14,19 @@ typedef struct {
 
 /* Serves the kernel described by connection_file until shutdown_request.
    Returns the process exit status to use (0 after a clean shutdown). Prints
-   one clear line on stderr on failure. */
+   one clear line on stderr on failure. Calls pykernel_prepare() first when
+   that was not done. Once per process. */
 int pykernel_run (const char *connection_file, const pykernel_options_t *options);
+
+/* Starts CPython and loads kernel.py, with no socket, no thread and no
+   settings yet: what a fork server or a warm pool does ahead of need (and
+   before confinement, if it wants). Single-threaded afterwards. 0, or -1
+   with one line on stderr. */
+int pykernel_prepare (void);
+
+/* fork() for a prepared process, keeping the embedded interpreter sound in
+   both (as os.fork() does). The child then calls pykernel_run(). -1 with
+   errno when not prepared or fork fails. */
+pid_t pykernel_fork (void);
 
 #endif

@@ -125,9 +125,14 @@ void pykernel_control_destroy (pykernel_control_t **self_p);
 /* ---- python ------------------------------------------------------------- */
 
 /* Starts CPython (isolated, system site) and runs kernel.py as a private
-   module. shared and stdin are borrowed for the life of the interpreter.
-   Returns with the GIL released. 0 or -1 (logged). */
-int pykernel_python_start (pykernel_shared_t *shared, zsock_t *stdin_sock);
+   module; does nothing when done before. Returns with the GIL released.
+   0 or -1 (logged). */
+int pykernel_python_start (void);
+/* Gives the _kennel functions the kernel's state and stdin socket
+   (borrowed until pykernel_python_stop). */
+void pykernel_python_attach (pykernel_shared_t *shared, zsock_t *stdin_sock);
+/* fork() with the interpreter's locks handled as os.fork() does. */
+pid_t pykernel_python_fork (void);
 /* Calls kernel.py's configure(settings_json). */
 int pykernel_python_configure (const json_t *settings);
 /* Calls kernel.py's dispatch for a request. Sets *reply_type, *reply_content,

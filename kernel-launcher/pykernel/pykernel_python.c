@@ -40,6 +40,10 @@ static struct {
 static bool
 s_forked_child (const char *function)
 {
+    if (!s_py.shared) {
+        PyErr_Format (PyExc_RuntimeError, "_kennel.%s: the kernel is not serving yet", function);
+        return true;
+    }
     if (getpid () == s_py.shared->pid)
         return false;
     PyErr_Format (PyExc_RuntimeError, "_kennel.%s: not available in a forked child process", function);
@@ -92,8 +96,9 @@ s_kennel_publish (PyObject *self, PyObject *args)
 static PyObject *
 s_kennel_flush_output (PyObject *self, PyObject *unused)
 {
-    if (getpid () != s_py.shared->pid) {
-        /* the parent's output thread reads what the child wrote */
+    if (!s_py.shared || getpid () != s_py.shared->pid) {
+        /* not serving yet, or a forked child: the kernel's output thread
+           reads what is written to the fds */
         fflush (stdout);
         fflush (stderr);
         Py_RETURN_NONE;
@@ -344,16 +349,46 @@ s_load_kernel (void)
 }
 
 int
-pykernel_python_start (pykernel_shared_t *shared, zsock_t *stdin_sock)
+pykernel_python_start (void)
 {
-    s_py.shared = shared;
-    s_py.stdin_sock = stdin_sock;
-    s_py.stdin_replay = wire_replay_new (4096);
+    if (s_py.main_state)
+        return 0; /* prepared before (a fork server) */
     if (s_initialize () != 0)
         return -1;
     int rc = s_load_kernel ();
     s_py.main_state = PyEval_SaveThread ();
     return rc;
+}
+
+void
+pykernel_python_attach (pykernel_shared_t *shared, zsock_t *stdin_sock)
+{
+    s_py.shared = shared;
+    s_py.stdin_sock = stdin_sock;
+    if (!s_py.stdin_replay)
+        s_py.stdin_replay = wire_replay_new (4096);
+}
+
+pid_t
+pykernel_python_fork (void)
+{
+    if (!s_py.main_state) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* what os.fork() does around fork(): no lock of the interpreter's is
+       left held by a thread that does not exist in the child */
+    PyEval_RestoreThread (s_py.main_state);
+    PyOS_BeforeFork ();
+    pid_t pid = fork ();
+    int saved = errno;
+    if (pid == 0)
+        PyOS_AfterFork_Child ();
+    else
+        PyOS_AfterFork_Parent ();
+    s_py.main_state = PyEval_SaveThread ();
+    errno = saved;
+    return pid;
 }
 
 /* ---- calls into kernel.py ----------------------------------------------- */
@@ -522,4 +557,6 @@ pykernel_python_stop (void)
         pykernel_log ("Python finalization reported an error (buffered output lost?)");
     wire_replay_destroy (&s_py.stdin_replay);
     s_py.request = NULL;
+    s_py.shared = NULL;
+    s_py.stdin_sock = NULL;
 }

@@ -345,3 +345,43 @@ def test_stdin_reply_to_an_earlier_request_is_not_taken_for_this_one(proc):
     reply, outputs = proc.execute("print(second)")
     assert streams(outputs, "stdout") == "right\n"
     assert "for another request dropped" in proc.stderr()
+
+
+def test_fork_server_path_prepare_then_fork_then_serve(tmp_path):
+    """pykernel_prepare() starts CPython once; pykernel_fork() makes a child
+    that serves the connection file with the interpreter inherited."""
+    connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
+                                               key=str(uuid.uuid4()).encode())
+    log = open(tmp_path / "stderr.log", "w+b")
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"))
+    server = subprocess.Popen([str(built("tests/unit/pykernel_fork")), "-f", connection_file],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    kc = BlockingKernelClient(connection_file=connection_file)
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        reply = kc.execute_interactive("import os, time\nkernel_pid = os.getpid()", timeout=TIMEOUT)
+        assert reply["content"]["status"] == "ok"
+        seen = []
+        pid = kc.execute_interactive("kernel_pid", timeout=TIMEOUT, output_hook=seen.append)
+        assert pid["content"]["status"] == "ok"
+        results = [m["content"]["data"]["text/plain"] for m in seen if m["msg_type"] == "execute_result"]
+        assert results and int(results[0]) != server.pid
+        # the child's SIGINT handling came through the fork
+        msg_id = kc.execute("time.sleep(100)", allow_stdin=False)
+        time.sleep(0.5)
+        kc.control_channel.send(kc.session.msg("interrupt_request", {}))
+        while True:
+            msg = kc.get_shell_msg(timeout=10)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                break
+        assert msg["content"]["ename"] == "KeyboardInterrupt"
+        kc.control_channel.send(kc.session.msg("shutdown_request", {"restart": False}))
+        assert server.wait(timeout=20) == 0
+    finally:
+        kc.stop_channels()
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        log.close()
