@@ -10,8 +10,10 @@
     was moved, so it sees its own cgroup as the root. */
 #include "private.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,41 @@ remove_dirs (confine_ctx_t *ctx)
     }
 }
 
+/* mkdir of our cgroup. Its name carries our pid, so an existing one was
+   left by an earlier launcher with the same pid that was SIGKILLed before
+   it could clean up: its tasks are gone with that sandbox, remove it. */
+static int
+make_cgroup (char *dir)
+{
+    if (mkdir (dir, 0755) == 0)
+        return 0;
+    if (errno != EEXIST || rmdir (dir) < 0)
+        return -1;
+    return mkdir (dir, 0755);
+}
+
+/* Removes cgroups "kennel-<pid>" beside ours whose launcher is gone (the
+   waiter was SIGKILLed, so it could not). rmdir fails on one in use. */
+static void
+remove_stale (const char *parent)
+{
+    DIR *d = opendir (parent);
+    struct dirent *entry;
+    while (d && (entry = readdir (d))) {
+        int pid;
+        char tail;
+        if (sscanf (entry->d_name, "kennel-%d%c", &pid, &tail) != 1 || pid <= 0)
+            continue;
+        if (kill (pid, 0) < 0 && errno == ESRCH) {
+            char path[PATH_MAX];
+            snprintf (path, sizeof path, "%s/%s", parent, entry->d_name);
+            rmdir (path);
+        }
+    }
+    if (d)
+        closedir (d);
+}
+
 static int
 limits_failed (confine_ctx_t *ctx, const char *what, const char *path, int err, const char *hint)
 {
@@ -100,12 +137,15 @@ prepare_v1 (confine_ctx_t *ctx)
         if (own_cgroup (v1_controllers[i], own, sizeof own) < 0)
             return limits_failed (ctx, "find controller", v1_controllers[i], ENOENT,
                                   "mount the cgroup v1 memory, pids and cpu controllers");
+        char parent[PATH_MAX / 2 + 32];
+        snprintf (parent, sizeof parent, "/sys/fs/cgroup/%s%s", v1_controllers[i], own);
+        remove_stale (parent);
         char *dir = ctx->cgroup_dirs[i];
-        snprintf (dir, PATH_MAX, "/sys/fs/cgroup/%s%s/kennel-%d", v1_controllers[i], own, (int) getpid ());
-        if (mkdir (dir, 0755) < 0) {
+        snprintf (dir, PATH_MAX, "%s/kennel-%d", parent, (int) getpid ());
+        if (make_cgroup (dir) < 0) {
             int err = errno;
             dir[0] = 0;
-            return limits_failed (ctx, "cgroup v1: mkdir", dir, err,
+            return limits_failed (ctx, "cgroup v1: mkdir in", parent, err,
                                   "cgroup v1 limits need root (start as root, or use a host with cgroup v2 delegation)");
         }
     }
@@ -149,9 +189,10 @@ prepare_v2 (confine_ctx_t *ctx)
                               "run the gateway in a delegated cgroup (systemd Delegate=yes) whose "
                               "controllers are enabled for children");
     }
+    remove_stale (parent);
     char *dir = ctx->cgroup_dirs[0];
     snprintf (dir, PATH_MAX, "%s/kennel-%d", parent, (int) getpid ());
-    if (mkdir (dir, 0755) < 0) {
+    if (make_cgroup (dir) < 0) {
         int err = errno;
         dir[0] = 0;
         return limits_failed (ctx, "cgroup v2: mkdir in", parent, err, "delegate a writable cgroup subtree");
