@@ -261,3 +261,21 @@ def test_a_missing_workspace_is_refused_at_the_mount_stage(launcher):
     assert res.returncode == 125 and "RAN" not in res.stdout
     assert res.status["status"] == "error" and res.status["stage"] == "mount" and res.status["errno"] == 2
     assert "/nonexistent/ws" in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_stale_cgroup_of_a_killed_launcher_is_removed(scratch):
+    # A launcher killed with SIGKILL cannot remove its cgroup; the next one
+    # removes cgroups of launchers that no longer exist.
+    root = Launcher("root", scratch, str(scratch))
+    own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup")
+               if "pids" in line.split(":")[1].split(","))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"/sys/fs/cgroup/pids{'' if own == '/' else own}/kennel-{dead.pid}"
+    os.mkdir(stale)
+    try:
+        assert root.run(["/bin/true"]).returncode == 0
+        assert not os.path.exists(stale)
+    finally:
+        if os.path.exists(stale):
+            os.rmdir(stale)
