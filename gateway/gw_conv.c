@@ -164,6 +164,10 @@ gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg)
     w->fn = fn;
     w->arg = arg;
     zlistx_add_end (self->waiters, w);
+    /* a dead kernel is replaced on demand: a host that reattaches after
+       its kernel died gets a fresh one, like its next request would */
+    if (self->kstate == K_DEAD)
+        gw_conv_kernel_start (self);
 }
 
 static void

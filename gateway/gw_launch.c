@@ -247,8 +247,9 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     }
     closefrom (STATUS_FD + 1);
     setsid ();
-    /* a gateway killed with SIGKILL must not leave launchers behind */
-    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    /* a gateway killed with SIGKILL must not leave launchers behind;
+       SIGTERM lets the launcher stop its kernel and remove its cgroup */
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
     if (getppid () == 1)
         _exit (125);
     /* the gateway's signal dispositions must not leak into the kernel */

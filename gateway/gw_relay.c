@@ -754,9 +754,11 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
         /* ipykernel also broadcasts it on iopub, as a message of its own:
            clients keep one replay cache across channels */
         publish (self, "shutdown_reply", req->header, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
+        /* kernelspec mode exits either way, as ipykernel does: the front
+           end's kernel manager starts the next process */
         publish_status (self, req->header, "idle");
         wire_msg_destroy (&req);
-        if (restart) {
+        if (restart && !self->server->kernel_mode) {
             char *errmsg = NULL;
             gw_conv_restart (self->conv, "shutdown_request with restart", &errmsg);
             free (errmsg);

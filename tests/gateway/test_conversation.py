@@ -189,3 +189,19 @@ def test_close_can_keep_workspace(gateway):
     assert any(e.get("keep_workspace") for e in gateway.events("close"))
     import shutil
     shutil.rmtree(ws.parent)
+
+
+def test_gateway_killed_with_sigkill_leaves_no_kernel(gateway):
+    _, kc = gateway.open_client("orphan")
+    execute(kc, "x = 1")
+    pid = gateway.control.request("conversation_list_request")["content"]["conversations"][0]["pid"]
+    launcher_pid = gateway.events("kernel_start")[0]["launcher_pid"]
+    for c in gateway.clients:
+        c.stop_channels()
+    gateway.clients = []
+    gateway.proc.send_signal(signal.SIGKILL)
+    gateway.proc.wait(10)
+    assert gone(pid) and gone(launcher_pid)
+    # a SIGKILLed daemon cannot clean its state dir: that is the operator's
+    import shutil
+    shutil.rmtree(gateway.state, ignore_errors=True)

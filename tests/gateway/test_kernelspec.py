@@ -45,6 +45,13 @@ def test_kernel_mode_with_kernel_manager(tmp_path, monkeypatch):
         reply = kc.get_shell_msg(timeout=10)
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["ename"] == "KeyboardInterrupt"
+        # the manager's restart: shutdown_request, the process exits, a new one starts
+        first = km.provisioner.process.pid
+        km.restart_kernel(now=False)
+        assert gone(first, timeout=10)
+        kc.wait_for_ready(timeout=60)
+        r, out = execute(kc, "print('a' in globals())")
+        assert stdout_of(out) == "False\n"
     finally:
         kc.stop_channels()
         pid = km.provisioner.process.pid

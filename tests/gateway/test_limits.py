@@ -193,3 +193,19 @@ def test_launcher_failure_refuses_open(make_gateway, tmp_path):
     time.sleep(0.2)
     assert gw.control.request("conversation_list_request")["content"]["conversations"] == []
     assert not list((gw.state / "conv").glob("*"))
+
+
+def test_reopen_after_kernel_death_gets_a_fresh_kernel(gateway):
+    reply, kc = gateway.open_client("reopen-dead")
+    pid = kernel_pid(gateway, "reopen-dead")
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 10
+    while not gateway.events("kernel_exit"):
+        assert time.time() < deadline
+        time.sleep(0.05)
+    again = gateway.control.open("reopen-dead")
+    assert again["status"] == "ok" and again["created"] is False
+    assert again["connection"] == reply["connection"]
+    r, out = execute(kc, "print('alive')", timeout=60)
+    assert stdout_of(out) == "alive\n"
+    assert kernel_pid(gateway, "reopen-dead") != pid
