@@ -18,3 +18,4 @@ pytest: all $(check_PROGRAMS)
 	done; exit $$status
 
 .PHONY: pytest
+include tests/bench/local.mk

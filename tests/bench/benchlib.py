@@ -1,0 +1,361 @@
+"""Building blocks of the side-by-side benchmark (bench.py): a kennel daemon
+and its control socket, stock ipykernels started by jupyter_client, the one
+client code both are driven with, and /proc readings (PSS, free memory).
+
+Both kernels are driven by the same code: jupyter_client's BlockingKernelClient
+(AsyncKernelClient for throughput) on one shared zmq.asyncio context."""
+import asyncio
+import json
+import os
+import pathlib
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import zmq
+import zmq.asyncio
+from jupyter_client import AsyncKernelClient, BlockingKernelClient, KernelManager
+from jupyter_client.session import Session
+
+# One event loop and one context for every client of the run: a context per
+# client (jupyter_client's default) would start an I/O thread per client and
+# the default 1,023-socket cap would end the scale ramp, not the kernels.
+LOOP = asyncio.new_event_loop()
+asyncio.set_event_loop(LOOP)
+CTX = zmq.asyncio.Context()
+CTX.set(zmq.MAX_SOCKETS, 65536)
+
+
+def raise_fd_limit():
+    """The driver holds two sockets per client: lift the soft fd limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# ---- statistics ------------------------------------------------------------
+
+def percentile(samples, p):
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    ordered = sorted(samples)
+    rank = max(1, min(len(ordered), int(-(-p * len(ordered) // 100))))
+    return ordered[rank - 1]
+
+
+def summary(samples, scale=1000.0):
+    """median, p99, min, max and n of samples in seconds, scaled (ms by default)."""
+    if not samples:
+        return None
+    return {"median": percentile(samples, 50) * scale, "p99": percentile(samples, 99) * scale,
+            "min": min(samples) * scale, "max": max(samples) * scale, "n": len(samples)}
+
+
+# ---- /proc -------------------------------------------------------------------
+
+def pss_kb(pid):
+    """Proportional set size of one process in kB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
+def children_map():
+    """ppid -> [pid] for every process now."""
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def descendants(pid, kids=None):
+    """pid and every process below it."""
+    kids = kids if kids is not None else children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def cpu_seconds(pid):
+    """utime + stime of one process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mem_available_mb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+# ---- clients (the same code for both kernels) ----------------------------------
+
+def client(connection, stdin=False):
+    """A BlockingKernelClient on connection info (shell + iopub, stdin on
+    request). No heartbeat thread: it measures nothing and would cost one
+    thread per conversation in the scale ramp."""
+    kc = BlockingKernelClient(context=CTX)
+    kc.load_connection_info(connection)
+    kc.start_channels(shell=True, iopub=True, stdin=stdin, hb=False, control=False)
+    return kc
+
+
+def _left(deadline):
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        raise TimeoutError("no answer in time")
+    return left
+
+
+def _check_ok(reply):
+    content = reply["content"]
+    if content.get("status") != "ok":
+        raise RuntimeError(f"execute_reply {content.get('status')}: {content.get('ename')}: {content.get('evalue')}")
+    return reply
+
+
+def execute_reply(kc, code, timeout):
+    """Sends code and returns its execute_reply (other shell messages skipped)."""
+    deadline = time.perf_counter() + timeout
+    msg_id = kc.execute(code)
+    while True:
+        reply = kc.get_shell_msg(timeout=_left(deadline))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return _check_ok(reply)
+
+
+def roundtrip(kc, code, timeout):
+    """One execute round trip in seconds: request sent -> execute_reply AND
+    iopub status idle of that request received (there is no order between
+    the two sockets, so both are waited for)."""
+    start = time.perf_counter()
+    deadline = start + timeout
+    msg_id = kc.execute(code)
+    replied = idle = False
+    while not replied:
+        reply = kc.get_shell_msg(timeout=_left(deadline))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            _check_ok(reply)
+            replied = True
+    while not idle:
+        msg = kc.get_iopub_msg(timeout=_left(deadline))
+        idle = (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle")
+    return time.perf_counter() - start
+
+
+def stop_client(kc):
+    kc.stop_channels()
+
+
+async def _busy_loop(kc, code, stop_at, done):
+    """Closed loop on one conversation: next request as soon as the last one
+    has its reply and its idle. done collects completion times."""
+    while time.perf_counter() < stop_at:
+        msg_id = kc.execute(code)
+        replied = idle = False
+        while not (replied and idle):
+            if not replied:
+                msg = await kc.get_shell_msg(timeout=10)
+                replied = msg["parent_header"].get("msg_id") == msg_id
+                if replied:
+                    _check_ok(msg)
+            else:
+                msg = await kc.get_iopub_msg(timeout=10)
+                idle = (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                        and msg["content"]["execution_state"] == "idle")
+        done.append(time.perf_counter())
+
+
+def throughput(connections, code, warmup, duration):
+    """Executes per second across all connections, each kept busy by its own
+    closed loop (AsyncKernelClient); completions during warmup not counted."""
+    clients = []
+    for info in connections:
+        kc = AsyncKernelClient(context=CTX)
+        kc.load_connection_info(info)
+        kc.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
+        clients.append(kc)
+    done = []
+    start = time.perf_counter()
+    stop_at = start + warmup + duration
+
+    async def run_all():
+        await asyncio.gather(*(_busy_loop(kc, code, stop_at, done) for kc in clients))
+    try:
+        LOOP.run_until_complete(run_all())
+    finally:
+        for kc in clients:
+            kc.stop_channels()
+    counted = [t for t in done if t >= start + warmup]
+    window = max(counted) - (start + warmup) if counted else duration
+    return {"executes_per_s": len(counted) / max(window, 1e-9), "executes": len(counted),
+            "seconds": window, "conversations": len(clients)}
+
+
+# ---- the kennel daemon -------------------------------------------------------
+
+class Control:
+    """A signed client of the gateway's control socket that can keep several
+    requests in flight (opens are answered when the kernel is confined)."""
+
+    def __init__(self, connection_file):
+        info = json.loads(pathlib.Path(connection_file).read_text())
+        self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
+        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.linger = 0
+        if info["transport"] == "ipc":
+            self.sock.connect(f"ipc://{info['ip']}-{info['control_port']}")
+        else:
+            self.sock.connect(f"tcp://{info['ip']}:{info['control_port']}")
+
+    def requests(self, items, in_flight=1, timeout=60):
+        """items: [(msg_type, content)]. Returns their reply contents in order
+        (an error reply is returned as it is: status "error")."""
+        results = [None] * len(items)
+        pending = {}
+        nxt = 0
+        while nxt < len(items) or pending:
+            while nxt < len(items) and len(pending) < in_flight:
+                sent = self.session.send(self.sock, items[nxt][0], items[nxt][1])
+                pending[sent["header"]["msg_id"]] = (nxt, time.perf_counter() + timeout)
+                nxt += 1
+            first_deadline = min(d for _, d in pending.values())
+            if not self.sock.poll(max(1, int((first_deadline - time.perf_counter()) * 1000))):
+                if first_deadline < time.perf_counter():
+                    raise TimeoutError(f"no control reply within {timeout} s")
+                continue
+            _, reply = self.session.recv(self.sock, mode=0)
+            slot = pending.pop(reply["parent_header"].get("msg_id"), None)
+            if slot is not None:
+                results[slot[0]] = reply["content"]
+        return results
+
+    def request(self, msg_type, content=None, timeout=60):
+        return self.requests([(msg_type, content or {})], timeout=timeout)[0]
+
+    def close(self):
+        self.sock.close(0)
+
+
+class KennelGateway:
+    """`kennel serve` of a build dir, with its own state dir under /tmp (the
+    sandbox uid must traverse to the workspaces: 0711)."""
+
+    def __init__(self, builddir, workdir, extra_config=None, env=None):
+        self.builddir = pathlib.Path(builddir)
+        self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-bench-"))
+        os.chmod(self.state, 0o711)
+        self.conn_file = pathlib.Path(workdir) / "gateway.json"
+        self.log_file = pathlib.Path(workdir) / "gateway.log"
+        config = {"max_conversations": 4096, "idle_check_interval": 60, "queue_limit": 64}
+        config.update(extra_config or {})
+        config_file = pathlib.Path(workdir) / "gateway-config.json"
+        config_file.write_text(json.dumps(config))
+        cmd = [str(self.builddir / "gateway" / "kennel"), "serve", "--state-dir", str(self.state),
+               "--connection-file", str(self.conn_file), "--config", str(config_file),
+               "--log-file", str(self.log_file)]
+        if self.conn_file.exists():
+            self.conn_file.unlink()
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while not self.conn_file.exists():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"kennel serve did not start; see {self.log_file}")
+            time.sleep(0.01)
+        self.control = Control(self.conn_file)
+
+    def info(self):
+        return self.control.request("gateway_info_request")
+
+    def open(self, ids, in_flight=4, timeout=60, **content):
+        """Opens conversations; returns their open replies (status ok or error)."""
+        return self.control.requests(
+            [("conversation_open_request", dict(conversation_id=i, **content)) for i in ids],
+            in_flight=in_flight, timeout=timeout)
+
+    def close(self, ids, in_flight=8):
+        return self.control.requests([("conversation_close_request", {"conversation_id": i}) for i in ids],
+                                     in_flight=in_flight)
+
+    def conversation_processes(self):
+        """{launcher pid: [its processes]}: each conversation's kernel-launch
+        (the waiter), the sandbox's init and the kernel."""
+        kids = children_map()
+        return {pid: descendants(pid, kids) for pid in kids.get(self.proc.pid, ())}
+
+    def pss(self):
+        """(gateway PSS kB, [PSS kB summed over each conversation's processes])."""
+        per_conv = [sum(pss_kb(p) for p in procs) for procs in self.conversation_processes().values()]
+        return pss_kb(self.proc.pid), per_conv
+
+    def stop(self):
+        self.control.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.state, ignore_errors=True)
+        return self.proc.returncode
+
+
+# ---- stock ipykernel ---------------------------------------------------------
+
+class Ipykernel:
+    """Debian's ipykernel, started by jupyter_client's KernelManager from the
+    installed python3 kernelspec (argv checked: /usr/bin/python3)."""
+
+    def __init__(self, log):
+        self.km = KernelManager(kernel_name="python3")
+        self.log = log
+
+    def start(self):
+        self.km.start_kernel(stdout=self.log, stderr=self.log)
+        return self
+
+    @property
+    def argv(self):
+        return self.km.kernel_spec.argv
+
+    @property
+    def connection(self):
+        return self.km.get_connection_info()
+
+    @property
+    def connection_file(self):
+        return self.km.connection_file
+
+    @property
+    def pid(self):
+        return self.km.provisioner.process.pid
+
+    def pss(self):
+        return sum(pss_kb(p) for p in descendants(self.pid))
+
+    def stop(self):
+        self.km.shutdown_kernel(now=True)

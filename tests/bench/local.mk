@@ -1,0 +1,24 @@
+# rules for tests/bench/ (see tests/bench/README.md): the side-by-side
+# benchmark against stock ipykernel. Never part of `make check`'s timing:
+# `make bench` is run by hand on a build without sanitizers, `make
+# bench-smoke` (tiny counts, no timed assertion) in ./quickstart check.
+
+# The C client for the gateway's own added latency (raw ZeroMQ + libwire).
+check_PROGRAMS += tests/bench/bench_rtt
+tests_bench_bench_rtt_SOURCES = tests/bench/bench_rtt.h tests/bench/bench_rtt.c \
+	tests/bench/rtt_client.c tests/bench/rtt_kernel.c
+tests_bench_bench_rtt_LDADD = $(WIRE_LIBS)
+EXTRA_DIST += tests/bench/README.md tests/bench/bench.py tests/bench/benchlib.py
+
+BENCH_ARGS ?=
+BENCH_DEPS = gateway/kennel$(EXEEXT) kernel-launcher/kennel-launch$(EXEEXT) tests/bench/bench_rtt$(EXEEXT)
+
+# bench.py refuses to report numbers from a --enable-sanitizers build
+# (it reads config.status) unless BENCH_ARGS=--allow-sanitized.
+bench: $(BENCH_DEPS)
+	$(PYTHON_BIN) $(abs_top_srcdir)/tests/bench/bench.py --builddir $(abs_top_builddir) $(BENCH_ARGS)
+
+bench-smoke: $(BENCH_DEPS)
+	$(PYTHON_BIN) $(abs_top_srcdir)/tests/bench/bench.py --builddir $(abs_top_builddir) --smoke $(BENCH_ARGS)
+
+.PHONY: bench bench-smoke

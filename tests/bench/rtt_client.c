@@ -1,0 +1,177 @@
+/*  rtt_client.c - one shell + iopub client speaking raw ZeroMQ with libwire.
+
+    Every message received is fully verified and decoded (HMAC, JSON), as a
+    real client must: that cost is the same whether the peer is the gateway
+    or the kernel itself, so it cancels out of the gateway's added latency.
+*/
+#include "bench_rtt.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+struct rtt_client {
+    zsock_t *shell;
+    zsock_t *iopub;
+    zpoller_t *poller;
+    wire_key_t *key;
+    char session[33];
+};
+
+static int64_t
+s_now_ns (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+rtt_client_t *
+rtt_client_new (const wire_connection_t *conn)
+{
+    rtt_client_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    wire_error_t err;
+    self->key = wire_connection_key (conn, &err);
+    char *shell = wire_connection_endpoint (conn, WIRE_SHELL);
+    char *iopub = wire_connection_endpoint (conn, WIRE_IOPUB);
+    /* SUB subscribes before it connects so no early message is lost. */
+    self->shell = zsock_new_dealer (shell);
+    self->iopub = zsock_new_sub (iopub, "");
+    if (!self->key || !self->shell || !self->iopub)
+        fprintf (stderr, "bench_rtt: cannot connect to %s / %s: %s\n", shell, iopub,
+                 self->key ? zmq_strerror (zmq_errno ()) : wire_strerror (err));
+    free (shell);
+    free (iopub);
+    if (!self->key || !self->shell || !self->iopub) {
+        rtt_client_destroy (&self);
+        return NULL;
+    }
+    self->poller = zpoller_new (self->shell, self->iopub, NULL);
+    wire_id_new (self->session);
+    return self;
+}
+
+void
+rtt_client_destroy (rtt_client_t **self_p)
+{
+    rtt_client_t *self = *self_p;
+    if (!self)
+        return;
+    zpoller_destroy (&self->poller);
+    zsock_destroy (&self->shell);
+    zsock_destroy (&self->iopub);
+    wire_key_destroy (&self->key);
+    free (self);
+    *self_p = NULL;
+}
+
+/* Sends a request with content (taken); copies its msg_id into id. */
+static int
+s_send (rtt_client_t *self, const char *msg_type, json_t *content, char id[33])
+{
+    wire_msg_t *msg = wire_msg_new (self->session, msg_type, NULL);
+    wire_msg_set_content (msg, content);
+    snprintf (id, 33, "%s", wire_msg_id (msg));
+    int rc = wire_msg_send (msg, zsock_resolve (self->shell), self->key);
+    wire_msg_destroy (&msg);
+    return rc;
+}
+
+static bool
+s_is_child_of (const wire_msg_t *msg, const char *id)
+{
+    const char *parent = json_string_value (json_object_get (msg->parent_header, "msg_id"));
+    return parent && streq (parent, id);
+}
+
+/* What one request is waiting for. */
+typedef struct {
+    const char *id;
+    const char *reply_type;
+    bool replied, idle, failed, any_iopub;
+} wait_t;
+
+/* Receives one message from sock and records what it means for w. */
+static void
+s_receive (rtt_client_t *self, zsock_t *sock, wait_t *w)
+{
+    zmsg_t *raw = zmsg_recv (sock);
+    wire_error_t err;
+    wire_msg_t *msg = wire_msg_decode (&raw, self->key, NULL, NULL, &err);
+    if (!msg) {
+        fprintf (stderr, "bench_rtt: dropped a message: %s\n", wire_error_name (err));
+        return;
+    }
+    if (sock == self->iopub) {
+        w->any_iopub = true;
+        const char *state = json_string_value (json_object_get (msg->content, "execution_state"));
+        if (streq (wire_msg_type (msg), "status") && state && streq (state, "idle") && s_is_child_of (msg, w->id))
+            w->idle = true;
+    }
+    else if (streq (wire_msg_type (msg), w->reply_type) && s_is_child_of (msg, w->id)) {
+        w->replied = true;
+        const char *status = json_string_value (json_object_get (msg->content, "status"));
+        w->failed = !status || !streq (status, "ok");
+    }
+    wire_msg_destroy (&msg);
+}
+
+/* Waits until w is complete (reply and idle; any_iopub too when asked) or
+   the deadline (monotonic ns) passes. */
+static bool
+s_wait (rtt_client_t *self, wait_t *w, int64_t deadline, bool need_iopub)
+{
+    while (!(w->replied && w->idle && (!need_iopub || w->any_iopub))) {
+        int64_t left_ms = (deadline - s_now_ns ()) / 1000000;
+        if (left_ms <= 0)
+            return false;
+        zsock_t *which = zpoller_wait (self->poller, (int) left_ms);
+        if (which)
+            s_receive (self, which, w);
+        else if (zpoller_terminated (self->poller))
+            return false;
+    }
+    return true;
+}
+
+int
+rtt_client_wait_ready (rtt_client_t *self, int timeout_ms)
+{
+    int64_t deadline = s_now_ns () + (int64_t) timeout_ms * 1000000;
+    /* A kernel that is still starting or a SUB not yet subscribed misses
+       messages: ask again every 200 ms, as jupyter_client's nudge does. */
+    while (s_now_ns () < deadline) {
+        char id[33];
+        if (s_send (self, "kernel_info_request", json_object (), id) != 0)
+            return -1;
+        wait_t w = {.id = id, .reply_type = "kernel_info_reply"};
+        int64_t step = s_now_ns () + 200 * 1000000LL;
+        if (s_wait (self, &w, step < deadline ? step : deadline, true))
+            return 0;
+    }
+    fprintf (stderr, "bench_rtt: the kernel did not answer kernel_info within %d ms\n", timeout_ms);
+    return -1;
+}
+
+int64_t
+rtt_client_execute (rtt_client_t *self, const char *code, int timeout_ms)
+{
+    char id[33];
+    int64_t start = s_now_ns ();
+    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
+                                 "user_expressions", "allow_stdin", 0, "stop_on_error", 1);
+    if (s_send (self, "execute_request", content, id) != 0)
+        return -1;
+    wait_t w = {.id = id, .reply_type = "execute_reply"};
+    if (!s_wait (self, &w, start + (int64_t) timeout_ms * 1000000, false)) {
+        fprintf (stderr, "bench_rtt: no execute_reply and idle within %d ms\n", timeout_ms);
+        return -1;
+    }
+    if (w.failed) {
+        fprintf (stderr, "bench_rtt: execute_reply status is not ok for %s\n", code);
+        return -1;
+    }
+    return s_now_ns () - start;
+}
