@@ -1,2 +1,2 @@
 # rules for examples/ (see examples/README.md)
-EXTRA_DIST += examples/demo.py
+EXTRA_DIST += examples/demo.py examples/README.md
