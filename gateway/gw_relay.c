@@ -144,6 +144,19 @@ log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *fr
             "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
 }
 
+/* Sends without ever blocking the loop: a kernel that stops reading fills
+   its DEALER's queue (sndtimeo 0), and what does not fit is dropped and
+   logged rather than stalling every other conversation. */
+static void
+send_or_drop (gw_relay_t *self, zmsg_t **msg_p, zsock_t *sock, const char *channel)
+{
+    if (zmsg_send (msg_p, sock) == 0 && !*msg_p)
+        return;
+    zmsg_destroy (msg_p);
+    gw_log ("dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel, "reason",
+            "the receiver's queue is full");
+}
+
 /* A message from the gateway itself on behalf of the conversation, with
    req as parent (and its identities, unless ids is given). */
 static wire_msg_t *
@@ -421,7 +434,7 @@ reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
     e->reply = NULL;
     reply_rewrite (self, msg, e);
     resign (msg, self->key);
-    zmsg_send (&msg, self->client[WIRE_SHELL]);
+    send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
     exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
 }
 
@@ -487,7 +500,7 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         return 0;
     }
     resign (msg, self->key);
-    zmsg_send (&msg, self->client[WIRE_SHELL]);
+    send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
     return 0;
 }
 
@@ -591,7 +604,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     json_decref (header);
     if (admit) {
         resign (msg, self->key);
-        zmsg_send (&msg, self->client[WIRE_IOPUB]);
+        send_or_drop (self, &msg, self->client[WIRE_IOPUB], "iopub");
     }
     zmsg_destroy (&msg);
     if (marker)
@@ -619,7 +632,7 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
             e->tool_calls++;
         json_decref (header);
     }
-    zmsg_send (&msg, self->client[channel]);
+    send_or_drop (self, &msg, self->client[channel], channel_names[channel]);
     return 0;
 }
 
@@ -642,7 +655,7 @@ to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 {
     if (self->kernel[channel] && self->kernel_ready) {
         resign (*msg_p, self->kernel_key);
-        zmsg_send (msg_p, self->kernel[channel]);
+        send_or_drop (self, msg_p, self->kernel[channel], channel_names[channel]);
         return;
     }
     /* no kernel yet (starting) or any more (died): hold it, start one */
@@ -801,7 +814,7 @@ on_client_stdin (zloop_t *loop, zsock_t *sock, void *arg)
     json_decref (header);
     if (self->kernel[WIRE_STDIN] && self->kernel_ready) {
         resign (msg, self->kernel_key);
-        zmsg_send (&msg, self->kernel[WIRE_STDIN]);
+        send_or_drop (self, &msg, self->kernel[WIRE_STDIN], "stdin");
     }
     else
         zmsg_destroy (&msg); /* an answer for a kernel that is gone */
@@ -831,6 +844,12 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
         return -1;
     }
     zsock_set_linger (s, 200);
+    zsock_set_sndtimeo (s, 0);
+    /* zmq refuses frames far above the limit before they are buffered;
+       those between 1x and 2x reach the wire check and are logged */
+    size_t max = self->server->limits.max_message_bytes;
+    if (max > 0 && max < INT32_MAX / 2)
+        zsock_set_maxmsgsize (s, (int) (2 * max));
     if (types[ch] == ZMQ_ROUTER)
         zsock_set_router_handover (s, 1);
     int rc;
@@ -967,6 +986,7 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
     for (int ch = 0; ch < 4; ch++) {
         zsock_t *s = zsock_new (ch == WIRE_IOPUB ? ZMQ_SUB : ZMQ_DEALER);
         zsock_set_linger (s, 0);
+        zsock_set_sndtimeo (s, 0);
         if (ch == WIRE_IOPUB)
             zsock_set_subscribe (s, "");
         else
@@ -1001,7 +1021,7 @@ backlog_flush (gw_relay_t *self)
             memcpy (&ch, zframe_data (chf), sizeof ch);
         zframe_destroy (&chf);
         resign (msg, self->kernel_key);
-        zmsg_send (&msg, self->kernel[ch]);
+        send_or_drop (self, &msg, self->kernel[ch], channel_names[ch]);
     }
 }
 
@@ -1026,7 +1046,7 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
             e->reply = NULL;
             reply_rewrite (self, msg, e);
             resign (msg, self->key);
-            zmsg_send (&msg, self->client[WIRE_SHELL]);
+            send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
             publish_status (self, e->header, "idle");
         }
         else

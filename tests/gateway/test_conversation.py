@@ -142,8 +142,8 @@ def test_malformed_messages_dropped_and_logged(gateway):
     sock.send_multipart(wire[:1] + [b"0" * 64] + wire[2:])         # bad signature
     sock.send_multipart(wire)                                       # good once...
     sock.send_multipart(wire)                                       # ...then a replay
-    big = session.msg("execute_request", {"code": "x" * (2 << 20)})
-    sock.send_multipart(session.serialize(big))                     # oversize (limit 1 MiB in this test)
+    big = session.msg("execute_request", {"code": "x" * (3 << 19)})
+    sock.send_multipart(session.serialize(big))                     # oversize: 1.5 MiB, limit 1 MiB here
     time.sleep(0.5)
     reasons = {e["reason"] for e in gateway.events("bad_message") if e.get("conversation") == "m"}
     assert {"no_delimiter", "too_few_frames", "invalid_json", "bad_signature", "duplicate_signature",
