@@ -207,6 +207,9 @@ bool gw_conv_kernel_alive (const gw_conv_t *self);
 /* The kernel is gone (dead and not yet restarted). */
 bool gw_conv_kernel_dead (const gw_conv_t *self);
 void gw_conv_touch (gw_conv_t *self);
+/* Whether the conversation declared a tool of this name. */
+bool gw_conv_has_tool (const gw_conv_t *self, const char *name);
+void gw_conv_set_tools (gw_conv_t *self, json_t *tools);
 /* Kills the kernel now (timeout past grace); its death is handled as usual
    but reported as the given cause. */
 void gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause);

@@ -131,7 +131,12 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         return;
     gw_conv_t *conv = zhashx_lookup (self->conversations, id);
     if (conv) {
-        /* a host that restarts reattaches to what it had */
+        /* a host that restarts reattaches to what it had; tools given again
+           replace the declared ones (the gateway's check uses them at once,
+           the kernel's functions on its next start) */
+        json_t *tools = json_object_get (req->content, "tools");
+        if (json_is_array (tools))
+            gw_conv_set_tools (conv, tools);
         defer (self, conv, req_p, false, on_open_ready);
         return;
     }

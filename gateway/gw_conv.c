@@ -102,6 +102,25 @@ gw_conv_touch (gw_conv_t *self)
     self->last_activity = gw_now ();
 }
 
+bool
+gw_conv_has_tool (const gw_conv_t *self, const char *name)
+{
+    size_t i;
+    json_t *tool;
+    json_array_foreach (self->tools, i, tool)
+        if (json_is_string (json_object_get (tool, "name"))
+            && streq (json_string_value (json_object_get (tool, "name")), name))
+            return true;
+    return false;
+}
+
+void
+gw_conv_set_tools (gw_conv_t *self, json_t *tools)
+{
+    json_decref (self->tools);
+    self->tools = json_incref (tools);
+}
+
 json_t *
 gw_conv_connection_json (const gw_conv_t *self)
 {

@@ -612,6 +612,45 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     return 0;
 }
 
+/* The kernel's tool_request {call_id, name, arguments} goes to the client
+   only for a declared tool, during an execution, within the size limit;
+   otherwise the kernel gets a tool_reply error at once, never a hang. */
+#define TOOL_REQUEST_MAX_BYTES (1 << 20)
+static bool
+tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
+{
+    int d = delimiter_index (msg);
+    zframe_t *cf = frame_at (msg, d + 5);
+    json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
+    const char *name = json_string_value (json_object_get (content, "name"));
+    json_t *call_id = json_object_get (content, "call_id");
+    gw_exec_t *e = exec_head (self);
+    char why[300] = "";
+    if (!e)
+        snprintf (why, sizeof why, "no execution is running to serve a tool call");
+    else if (zframe_size (cf) > TOOL_REQUEST_MAX_BYTES)
+        snprintf (why, sizeof why, "the tool call's arguments exceed %d bytes", TOOL_REQUEST_MAX_BYTES);
+    else if (!name || !gw_conv_has_tool (self->conv, name))
+        snprintf (why, sizeof why, "unknown tool '%.200s': this conversation declared no such tool",
+                  name ? name : "");
+    if (!*why) {
+        e->tool_calls++;
+        json_decref (content);
+        return true;
+    }
+    gw_log ("tool_refused", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "tool", name ? name : "",
+            "reason", why);
+    wire_msg_t *reply = own_msg (self, "tool_reply", header, NULL);
+    wire_msg_set_content (reply, json_pack ("{s:O?, s:s, s:s, s:s}", "call_id", call_id, "status", "error", "ename",
+                                            "ToolError", "evalue", why));
+    zmsg_t *out = wire_msg_encode (reply, self->kernel_key);
+    wire_msg_destroy (&reply);
+    if (out)
+        send_or_drop (self, &out, self->kernel[WIRE_STDIN], "stdin");
+    json_decref (content);
+    return false;
+}
+
 static int
 on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
 {
@@ -627,10 +666,12 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     if (channel == WIRE_STDIN) {
         json_t *header = wire_frames_peek (msg, 0, &err);
         const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
-        gw_exec_t *e = exec_head (self);
-        if (e && msg_type && streq (msg_type, "tool_request"))
-            e->tool_calls++;
+        bool refused = msg_type && streq (msg_type, "tool_request") && !tool_request_admit (self, msg, header);
         json_decref (header);
+        if (refused) {
+            zmsg_destroy (&msg);
+            return 0;
+        }
     }
     send_or_drop (self, &msg, self->client[channel], channel_names[channel]);
     return 0;
