@@ -385,3 +385,18 @@ def test_fork_server_path_prepare_then_fork_then_serve(tmp_path):
             server.kill()
             server.wait()
         log.close()
+
+
+def test_shutdown_ends_a_cell_that_swallows_interrupts(proc):
+    """A cell that catches KeyboardInterrupt cannot hold the kernel up: after
+    a grace period the process exits anyway."""
+    proc.kc.execute("import time\nwhile True:\n    try:\n        time.sleep(100)\n"
+                    "    except KeyboardInterrupt:\n        pass", allow_stdin=False)
+    time.sleep(0.3)
+    started = time.monotonic()
+    msg_id = control_request(proc, "shutdown_request", {"restart": True})
+    reply = proc.reply(msg_id, proc.kc.get_control_msg, timeout=5)
+    assert reply["content"] == {"status": "ok", "restart": True}
+    assert proc.wait(15) == 0
+    assert 4 < time.monotonic() - started < 10
+    assert "did not end" in proc.stderr()
