@@ -161,13 +161,6 @@ s_next (shell_t *self, bool *aborting)
     return NULL;
 }
 
-static void
-s_destroy_request (void *item)
-{
-    wire_msg_t *request = item;
-    wire_msg_destroy (&request);
-}
-
 int
 pykernel_shell_run (pykernel_shared_t *shared, zsock_t *sock)
 {
@@ -186,8 +179,9 @@ pykernel_shell_run (pykernel_shared_t *shared, zsock_t *sock)
         s_handle (&self, request, aborting);
         wire_msg_destroy (&request);
     }
+    /* requests still queued at shutdown are never answered */
     while ((request = zlist_pop (self.queue)))
-        s_destroy_request (request);
+        wire_msg_destroy (&request);
     zlist_destroy (&self.queue);
     wire_replay_destroy (&self.replay);
     return 0;

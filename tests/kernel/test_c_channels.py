@@ -27,9 +27,10 @@ SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", pathlib.Path(__file__).res
 class Proc:
     """A kernel process with a client connected to it."""
 
-    def __init__(self, tmp_path, env=None):
+    def __init__(self, tmp_path, env=None, transport="tcp"):
+        where = {"transport": "ipc", "ip": str(tmp_path / "k")} if transport == "ipc" else {}
         self.connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
-                                                        key=str(uuid.uuid4()).encode())
+                                                        key=str(uuid.uuid4()).encode(), **where)
         with open(self.connection_file) as f:
             self.info = json.load(f)
         self.log = open(tmp_path / "kernel-stderr.log", "w+b")
@@ -50,7 +51,9 @@ class Proc:
         return self.log.read().decode(errors="replace")
 
     def url(self, channel):
-        return "%s://%s:%d" % (self.info["transport"], self.info["ip"], self.info[channel + "_port"])
+        if self.info["transport"] == "ipc":
+            return "ipc://%s-%d" % (self.info["ip"], self.info[channel + "_port"])
+        return "tcp://%s:%d" % (self.info["ip"], self.info[channel + "_port"])
 
     def socket(self, kind, channel):
         sock = self.context.socket(kind)
@@ -400,3 +403,20 @@ def test_shutdown_ends_a_cell_that_swallows_interrupts(proc):
     assert proc.wait(15) == 0
     assert 4 < time.monotonic() - started < 10
     assert "did not end" in proc.stderr()
+
+
+def test_ipc_transport(tmp_path):
+    """The gateway talks to confined kernels over ipc:// sockets named
+    {ip}-{port}, as jupyter_client names them."""
+    p = Proc(tmp_path, transport="ipc")
+    try:
+        for channel in ("shell", "iopub", "stdin", "control", "hb"):
+            assert (tmp_path / ("k-%d" % p.info[channel + "_port"])).is_socket()
+        reply, outputs = p.execute("import os\nos.write(1, b'over ipc\\n')")
+        assert reply["status"] == "ok"
+        assert streams(outputs, "stdout") == "over ipc\n"
+        hb = p.socket(zmq.REQ, "hb")
+        hb.send(b"ping")
+        assert hb.poll(2000) and hb.recv() == b"ping"
+    finally:
+        p.close()
