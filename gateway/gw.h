@@ -144,6 +144,8 @@ struct gw_server {
     zhashx_t *conversations; /* id -> gw_conv_t* (not owning) */
     char session[33];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
+    gw_launch_t *probe;  /* the start-up confinement probe while it runs */
+    char *probe_dir;
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;
     bool stopping;

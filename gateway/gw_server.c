@@ -175,9 +175,70 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
     return 0;
 }
 
+/* ---- the confinement probe ---------------------------------------------
+   At start the daemon confines a trivial command (/bin/true) exactly as it
+   will confine kernels (same confine policy, a host workspace), so that
+   gateway_info reports every layer before the first conversation, and an
+   operator sees at once in the log when this host cannot confine. */
+
+static void
+on_probe_status (gw_launch_t *launch, void *arg)
+{
+    gw_server_t *self = arg;
+    json_t *layers = json_object_get (gw_launch_status (launch), "layers");
+    if (gw_launch_state (launch) == GW_LAUNCH_CONFINED && layers) {
+        if (!self->last_layers)
+            self->last_layers = json_deep_copy (layers);
+        gw_log ("confinement", "{s:O}", "layers", layers);
+    }
+    else {
+        json_decref (self->last_layers);
+        self->last_layers = json_pack ("{s:{s:s, s:s}}", "launcher", "state", "unsupported", "reason",
+                                       gw_launch_error (launch));
+        gw_log ("confinement_failed", "{s:s}", "reason", gw_launch_error (launch));
+    }
+    gw_launch_abandon (&self->probe);
+}
+
+static void
+probe_start (gw_server_t *self)
+{
+    char *ws = NULL;
+    if (asprintf (&ws, "%s/probe", self->state_dir) < 0 || (mkdir (ws, 0700) < 0 && errno != EEXIST)) {
+        free (ws);
+        return;
+    }
+    json_t *policy = json_deep_copy (self->config->confine);
+    json_object_set_new (policy, "network", json_string (self->config->defaults.network));
+    json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", "policy", policy, "workspace", ws, "kernel", "argv",
+                              "/bin/true", "env");
+    char *errmsg = NULL;
+    self->probe = gw_launch_start (self->loop, self->config->launcher, spec, "/dev/null", on_probe_status, NULL, self,
+                                   &errmsg);
+    json_decref (spec);
+    self->probe_dir = ws;
+    if (!self->probe) {
+        gw_log ("confinement_failed", "{s:s}", "reason", errmsg ? errmsg : "launch failed");
+        free (errmsg);
+    }
+}
+
+static void
+probe_cleanup (gw_server_t *self)
+{
+    gw_launch_abandon (&self->probe);
+    if (self->probe_dir) {
+        rmdir (self->probe_dir);
+        free (self->probe_dir);
+        self->probe_dir = NULL;
+    }
+}
+
 int
 gw_server_run (gw_server_t *self)
 {
+    if (!self->kernel_mode)
+        probe_start (self);
     if (!self->kernel_mode)
         zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
     zloop_start (self->loop);
@@ -246,6 +307,7 @@ gw_server_destroy (gw_server_t **self_p)
     for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
         gw_server_close_conv (self, id, false, "shutdown");
     zlistx_destroy (&ids);
+    probe_cleanup (self);
     gw_launch_reap_all (5.0);
     zhashx_destroy (&self->conversations);
     if (self->control) {
@@ -261,8 +323,8 @@ gw_server_destroy (gw_server_t **self_p)
     }
     if (self->state_dir) {
         /* the dirs we made for conversations; the operator's state dir stays */
-        const char *subdirs[] = {"run", "sock", "conv"};
-        for (int i = 0; i < 3; i++) {
+        const char *subdirs[] = {"run", "sock", "conv", "probe"};
+        for (int i = 0; i < 4; i++) {
             char path[4200];
             snprintf (path, sizeof path, "%s/%s", self->state_dir, subdirs[i]);
             rmdir (path);

@@ -3,6 +3,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 
 from conftest import built
 
@@ -26,6 +27,20 @@ def test_gateway_info(gateway):
     assert c["conversations"] == 0
     assert c["limits"]["defaults"]["execution_timeout"] > 0
     assert reply["parent_header"]["msg_type"] == "gateway_info_request"
+
+
+def test_gateway_info_reports_layers_before_any_conversation(gateway):
+    """The daemon's start-up probe confines /bin/true as it will confine kernels."""
+    deadline = time.time() + 20
+    while True:
+        layers = gateway.control.request("gateway_info_request")["content"]["confinement"]
+        if "seccomp" in layers or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    for name in ["userns", "pid", "net", "mount", "seccomp", "caps", "no_new_privs"]:
+        assert layers[name]["state"] == "active", (name, layers[name])
+    assert all(layer["state"] in ("active", "degraded", "unsupported") and layer["reason"] for layer in layers.values())
+    assert gateway.events("confinement")
 
 
 def test_list_empty(gateway):
