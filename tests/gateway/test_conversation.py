@@ -205,3 +205,26 @@ def test_gateway_killed_with_sigkill_leaves_no_kernel(gateway):
     # a SIGKILLed daemon cannot clean its state dir: that is the operator's
     import shutil
     shutil.rmtree(gateway.state, ignore_errors=True)
+
+
+def test_input_goes_to_the_client_and_back(gateway):
+    _, kc = gateway.open_client("stdin")
+    outputs = []
+
+    def answer(msg):
+        assert msg["msg_type"] == "input_request" and msg["content"]["prompt"] == "name? "
+        kc.input("kennel")
+
+    r = kc.execute_interactive("who = input('name? '); print('hello', who)", timeout=30, allow_stdin=True,
+                               stdin_hook=answer, output_hook=outputs.append)
+    assert r["content"]["status"] == "ok"
+    assert stdout_of(outputs) == "hello kennel\n"
+
+
+def test_kernel_info_on_control_is_relayed(gateway):
+    _, kc = gateway.open_client("ctl")
+    msg = kc.session.msg("kernel_info_request", {})
+    kc.control_channel.send(msg)
+    reply = kc.get_control_msg(timeout=10)
+    assert reply["msg_type"] == "kernel_info_reply" and reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    assert reply["content"]["protocol_version"].startswith("5.")
