@@ -66,6 +66,13 @@ void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
 json_t *gw_policy_to_json (const gw_policy_t *policy);
 json_t *gw_config_limits_json (const gw_config_t *config);
 
+/* ---- gw_fs: workspaces, walked without following symlinks --------------- */
+
+/* Removes a tree through directory fds; a symlink is removed, never followed. */
+void gw_fs_remove_tree (const char *path);
+/* Disk usage (allocated blocks) of a tree, symlinks not followed. */
+int64_t gw_fs_tree_bytes (const char *path);
+
 /* ---- gw_launch: one kennel-launch process ------------------------------ */
 
 typedef struct gw_launch gw_launch_t;

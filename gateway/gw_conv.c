@@ -16,7 +16,6 @@
 #include "gw.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -134,32 +133,6 @@ path_join (const char *a, const char *b)
     if (asprintf (&out, "%s/%s", a, b) < 0)
         return NULL;
     return out;
-}
-
-static int
-remove_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void) st, (void) flag, (void) ftw;
-    remove (path);
-    return 0;
-}
-
-/* Removes a tree without following symlinks (FTW_PHYS): a kernel may have
-   left links pointing anywhere in its workspace. */
-static void
-remove_tree (const char *path)
-{
-    if (path)
-        nftw (path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static int64_t tree_bytes;
-static int
-add_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void) path, (void) flag, (void) ftw;
-    tree_bytes += (int64_t) st->st_blocks * 512;
-    return 0;
 }
 
 static void
@@ -437,9 +410,9 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     zlistx_destroy (&self->waiters);
     gw_relay_destroy (&self->relay);
     if (self->run_dir)
-        remove_tree (self->run_dir);
+        gw_fs_remove_tree (self->run_dir);
     if (!keep_workspace && self->dir)
-        remove_tree (self->dir);
+        gw_fs_remove_tree (self->dir);
     else if (self->log_path)
         unlink (self->log_path);
     free (self->id);
@@ -503,8 +476,7 @@ gw_conv_list_entry (const gw_conv_t *self)
     int64_t rss = 0, hwm = 0;
     pid_t pid = self->launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (self->launch) : 0;
     gw_proc_usage (pid, &cpu, &rss, &hwm);
-    tree_bytes = 0;
-    nftw (self->workspace, add_entry, 16, FTW_PHYS);
+    int64_t tree_bytes = gw_fs_tree_bytes (self->workspace);
     const char *state = self->kstate == K_STARTING ? "starting"
                         : self->kstate == K_DEAD   ? "dead"
                         : gw_relay_pending (self->relay) ? "busy"

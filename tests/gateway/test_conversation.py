@@ -3,6 +3,7 @@ import json
 import os
 import pathlib
 import signal
+import tempfile
 import subprocess
 import time
 
@@ -228,3 +229,20 @@ def test_kernel_info_on_control_is_relayed(gateway):
     reply = kc.get_control_msg(timeout=10)
     assert reply["msg_type"] == "kernel_info_reply" and reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
     assert reply["content"]["protocol_version"].startswith("5.")
+
+
+def test_close_removes_symlinks_not_their_targets(gateway, tmp_path):
+    canary_dir = pathlib.Path(tempfile.mkdtemp(prefix="kennel-canary-"))
+    (canary_dir / "precious").write_text("keep me")
+    reply, kc = gateway.open_client("links")
+    code = (f"import os; os.symlink({str(canary_dir)!r}, 'evil'); os.makedirs('d/e'); "
+            f"os.symlink({str(canary_dir)!r}, 'd/e/evil'); os.symlink('/', 'root')")
+    r, _ = execute(kc, code)
+    assert r["content"]["status"] == "ok"
+    size = gateway.control.request("conversation_list_request")["content"]["conversations"][0]["workspace_bytes"]
+    assert size < 1 << 20  # the walk did not follow 'root' -> /
+    gateway.control.request("conversation_close_request", {"conversation_id": "links"})
+    assert (canary_dir / "precious").read_text() == "keep me"
+    assert not pathlib.Path(reply["workspace"]).exists()
+    import shutil
+    shutil.rmtree(canary_dir)
