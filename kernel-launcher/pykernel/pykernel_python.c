@@ -287,6 +287,16 @@ s_initialize (void)
     if (PyStatus_Exception (status))
         return s_config_fail (&config, status, "Py_InitializeFromConfig");
     PyConfig_Clear (&config);
+    /* as in a notebook (and `python -c`): modules next to the user's files,
+       in the current directory, import; isolation left it out */
+    PyObject *path = PySys_GetObject ("path"); /* borrowed */
+    PyObject *cwd = PyUnicode_FromString ("");
+    if (!path || !cwd || PyList_Insert (path, 0, cwd) != 0) {
+        Py_XDECREF (cwd);
+        s_log_exception ("putting the current directory on sys.path");
+        return -1;
+    }
+    Py_DECREF (cwd);
     return 0;
 }
 

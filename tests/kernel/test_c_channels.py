@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 import uuid
 
@@ -420,3 +421,16 @@ def test_ipc_transport(tmp_path):
         assert hb.poll(2000) and hb.recv() == b"ping"
     finally:
         p.close()
+
+
+def test_modules_in_the_current_directory_import(proc, tmp_path):
+    """As in a notebook: a helper module written next to the user's files
+    imports, and the interpreter is the system one with Debian's packages."""
+    (tmp_path / "kennel_helper_mod.py").write_text("ANSWER = 42\n")
+    reply, outputs = proc.execute(
+        "import os, sys\nos.chdir(%r)\nimport kennel_helper_mod\n"
+        "import numpy\n"
+        "print(kennel_helper_mod.ANSWER, sys.executable, sys.flags.no_user_site)" % str(tmp_path))
+    assert reply["status"] == "ok", reply
+    # the interpreter the tests run with is the configured one (make pytest)
+    assert streams(outputs, "stdout") == "42 %s 1\n" % sys.executable
