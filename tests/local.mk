@@ -4,7 +4,7 @@ EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md
 
 # One pytest process per folder: each folder's conftest.py is its own module
 # "conftest", and folders must not see each other's.
-PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway
+PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools
 PYTEST_ARGS ?=
 pytest: all $(check_PROGRAMS)
 	@cd $(abs_top_srcdir) && status=0; \

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional
@@ -39,6 +40,9 @@ class Result:
 
     reply: Dict[str, Any]
     outputs: List[Dict[str, Any]] = field(default_factory=list)
+    #: one entry per tool_request served, in order: the request's call_id,
+    #: name and arguments, plus what the host answered (status, and result or
+    #: ename/evalue) and the handler's duration in seconds
     tool_calls: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -171,8 +175,7 @@ class Conversation:
 
         def on_stdin(msg):
             if msg["msg_type"] == "tool_request":
-                calls.append(msg["content"])
-                self._answer_tool(msg)
+                calls.append(self._answer_tool(msg))
             elif msg["msg_type"] == "input_request":
                 self.client.input("")
 
@@ -181,24 +184,36 @@ class Conversation:
                                                 output_hook=on_output, stdin_hook=on_stdin)
         return Result(reply=reply, outputs=outputs, tool_calls=calls)
 
-    def _answer_tool(self, msg: Dict[str, Any]) -> None:
+    def _answer_tool(self, msg: Dict[str, Any]) -> Dict[str, Any]:
+        """Runs the handler of one tool_request and sends its tool_reply
+        (parent: the request, so the kernel knows it is this call's answer).
+        Returns the call as recorded in Result.tool_calls."""
         request = msg["content"]
-        handler = self.handlers.get(request.get("name"))
+        name = request.get("name")
+        arguments = request.get("arguments") or {}
+        handler = self.handlers.get(name)
         reply: Dict[str, Any] = {"call_id": request.get("call_id")}
+        started = time.monotonic()
         if handler is None:
             reply.update(status="error", ename="UnknownTool",
-                         evalue=f"the host has no handler for tool {request.get('name')!r}")
+                         evalue=f"the host has no handler for tool {name!r}")
         else:
             try:
-                result = handler(**request.get("arguments", {}))
-                json.dumps(result)  # a result the kernel cannot receive is the host's bug
+                result = handler(**arguments)
+                # a result the kernel cannot receive is the host's bug: say so
+                json.dumps(result, allow_nan=False)
                 reply.update(status="ok", result=result)
             except Exception as exc:  # the host's tool failed: the kernel gets ToolError
                 reply.update(status="error", ename=type(exc).__name__, evalue=str(exc))
                 if os.environ.get("KENNEL_DEBUG"):
                     traceback.print_exc()
+        seconds = time.monotonic() - started
         out = self.client.session.msg("tool_reply", reply, parent=msg["header"])
         self.client.stdin_channel.send(out)
+        call = {"call_id": request.get("call_id"), "name": name, "arguments": arguments,
+                "seconds": seconds}
+        call.update((k, v) for k, v in reply.items() if k != "call_id")
+        return call
 
     def interrupt(self) -> None:
         self.client.session.send(self.client.control_channel.socket, "interrupt_request", {})
