@@ -546,16 +546,21 @@ def _json_annotation(prop_schema):
     return annotation
 
 
+_JSON_TYPE_NAMES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
+                    "array": "list", "object": "dict", "null": "None"}
+
+
 def _json_type_text(prop_schema):
+    """A property's JSON type in Python's words, for the docstring."""
     if not isinstance(prop_schema, dict):
         return "any"
     kinds = prop_schema.get("type")
     if isinstance(kinds, list):
-        return " or ".join(str(kind) for kind in kinds)
-    if kinds == "array" and isinstance(prop_schema.get("items"), dict) \
-            and isinstance(prop_schema["items"].get("type"), str):
-        return "array of %s" % prop_schema["items"]["type"]
-    return str(kinds) if kinds else "any"
+        return " or ".join(_JSON_TYPE_NAMES.get(kind, str(kind)) for kind in kinds)
+    items = prop_schema.get("items")
+    if kinds == "array" and isinstance(items, dict) and isinstance(items.get("type"), str):
+        return "list of %s" % _JSON_TYPE_NAMES.get(items["type"], items["type"])
+    return _JSON_TYPE_NAMES.get(kinds, str(kinds)) if kinds else "any"
 
 
 def _tool_doc(spec):

@@ -52,7 +52,8 @@ def test_signatures_from_schemas(open_conv):
     assert result.error["ename"] == "TypeError" and "'max-results'" in result.error["evalue"]
     assert len(seen) == 1
     result = run_ok(conv, "help(gamma)")
-    assert "**{'max-results': ...} : integer" in result.stdout
+    assert "**{'max-results': ...} : int" in result.stdout
+    assert "n : int or None, optional" in result.stdout
 
 
 def test_reconfigure_replaces_the_functions(open_conv):
