@@ -38,7 +38,9 @@ struct gw_conv {
     gw_policy_t policy;
     char *dir;
     char *workspace;
-    char *run_dir;
+    char *runs;    /* state/run */
+    char *run_dir; /* state/run/<random>: a fresh one for every kernel */
+    wire_connection_t *kconn; /* the current kernel's connection (its key) */
     char *log_path;
     gw_relay_t *relay;
     gw_launch_t *launch;
@@ -195,15 +197,11 @@ on_launch_status (gw_launch_t *launch, void *arg)
         json_decref (self->server->last_layers);
         self->server->last_layers = json_deep_copy (layers);
     }
-    char *kpath = path_join (self->run_dir, "kernel.json");
-    wire_error_t err;
-    wire_connection_t *saved = wire_connection_load (kpath, &err, NULL);
-    free (kpath);
+    /* from memory, never read back from the run dir: the kernel owns it */
     char *errmsg = NULL;
-    int rc = saved ? gw_relay_kernel_attach (self->relay, self->run_dir, saved, &errmsg) : -1;
-    wire_connection_destroy (&saved);
+    int rc = gw_relay_kernel_attach (self->relay, self->run_dir, self->kconn, &errmsg);
     if (rc < 0) {
-        kernel_failed (self, errmsg ? errmsg : "the kernel connection file is unreadable");
+        kernel_failed (self, errmsg ? errmsg : "cannot connect to the kernel");
         free (errmsg);
         return;
     }
@@ -285,15 +283,40 @@ launch_spec (gw_conv_t *self)
                       self->run_dir, "kernel", kernel, "env", self->policy.env);
 }
 
-/* A fresh kernel key and kernel.json, stale sockets removed, launcher started. */
+static int make_dir (const char *path, mode_t mode, char **errmsg);
+
+/* A new run dir for every kernel: the previous one belonged to a kernel
+   (which may still be dying) and is removed, never reused, so nothing it
+   left there (a symlink named kernel.json) can redirect the gateway. */
+static int
+run_dir_renew (gw_conv_t *self, char **errmsg)
+{
+    if (self->run_dir)
+        gw_fs_remove_tree (self->run_dir);
+    free (self->run_dir);
+    char rnd[33];
+    wire_id_new (rnd);
+    rnd[16] = 0;
+    self->run_dir = path_join (self->runs, rnd);
+    if (strlen (self->run_dir) + 8 > 107) {
+        if (asprintf (errmsg, "the state dir %s is too long for ipc socket paths (107 bytes)",
+                      self->server->state_dir) < 0)
+            *errmsg = NULL;
+        return -1;
+    }
+    return make_dir (self->run_dir, 0700, errmsg);
+}
+
+/* A fresh run dir, kernel key and kernel.json; the launcher started. */
 void
 gw_conv_kernel_start (gw_conv_t *self)
 {
     self->kstate = K_STARTING;
-    for (int port = 1; port <= 5; port++) {
-        char path[4200];
-        snprintf (path, sizeof path, "%s/k-%d", self->run_dir, port);
-        unlink (path);
+    char *errmsg = NULL;
+    if (run_dir_renew (self, &errmsg) < 0) {
+        kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
+        free (errmsg);
+        return;
     }
     wire_key_t *key = wire_key_new_random ();
     wire_connection_t *kc = wire_connection_new ();
@@ -303,17 +326,16 @@ gw_conv_kernel_start (gw_conv_t *self)
     gw_set_string (&kc->key, wire_key_text (key));
     gw_set_string (&kc->kernel_name, self->kernel_name);
     char *kpath = path_join (self->run_dir, "kernel.json");
-    unlink (kpath);
     int rc = wire_connection_save (kc, kpath);
     free (kpath);
-    wire_connection_destroy (&kc);
+    wire_connection_destroy (&self->kconn);
+    self->kconn = kc;
     wire_key_destroy (&key);
     if (rc < 0) {
         kernel_failed (self, "cannot write the kernel's connection file");
         return;
     }
     json_t *spec = launch_spec (self);
-    char *errmsg = NULL;
     self->launch = gw_launch_start (self->server->loop, self->server->config->launcher, spec, self->log_path,
                                     on_launch_status, on_launch_exit, self, &errmsg);
     json_decref (spec);
@@ -361,23 +383,14 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     wire_id_new (rnd);
     rnd[16] = 0;
     char *convs = path_join (server->state_dir, "conv");
-    char *runs = path_join (server->state_dir, "run");
+    self->runs = path_join (server->state_dir, "run");
     self->dir = path_join (convs, id);
     self->workspace = path_join (self->dir, "workspace");
     self->log_path = path_join (self->dir, "kernel.log");
-    self->run_dir = path_join (runs, rnd);
-    int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (runs, 0711, errmsg) < 0
-             || make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
-             || make_dir (self->run_dir, 0700, errmsg) < 0;
+    int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0
+             || make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0;
     free (convs);
-    free (runs);
     if (rc) {
-        gw_conv_destroy (&self, true);
-        return NULL;
-    }
-    if (strlen (self->run_dir) + 8 > 107) {
-        if (asprintf (errmsg, "the state dir %s is too long for ipc socket paths (107 bytes)", server->state_dir) < 0)
-            *errmsg = NULL;
         gw_conv_destroy (&self, true);
         return NULL;
     }
@@ -422,6 +435,8 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     free (self->dir);
     free (self->workspace);
     free (self->run_dir);
+    free (self->runs);
+    wire_connection_destroy (&self->kconn);
     free (self->log_path);
     free (self->kill_ename);
     free (self->kill_cause);
