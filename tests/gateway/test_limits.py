@@ -209,3 +209,26 @@ def test_reopen_after_kernel_death_gets_a_fresh_kernel(gateway):
     r, out = execute(kc, "print('alive')", timeout=60)
     assert stdout_of(out) == "alive\n"
     assert kernel_pid(gateway, "reopen-dead") != pid
+
+
+def test_out_of_memory_is_reported_and_the_next_request_works(gateway):
+    _, kc = gateway.open_client("oom", policy={"memory_bytes": 300 << 20})
+    r, out = execute(kc, "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])", timeout=60)
+    c = r["content"]
+    assert c["status"] == "error" and c["ename"] == "KernelDied"
+    assert "out of memory" in c["evalue"] or "MemoryError" in c["evalue"]
+    assert any(m["msg_type"] == "error" for m in out)
+    r, out = execute(kc, "print('back')", timeout=60)
+    assert stdout_of(out) == "back\n" and r["metadata"]["kennel"]["state"] == "lost"
+
+
+def test_operator_maxima_from_the_config_file(make_gateway):
+    gw = make_gateway(config={"maxima": {"execution_timeout": 5, "network": "none"},
+                              "defaults": {"execution_timeout": 2}})
+    c = gw.control.open("m1", policy={"execution_timeout": 10})
+    assert c["status"] == "error" and "execution_timeout" in c["evalue"] and "5" in c["evalue"]
+    c = gw.control.open("m2", policy={"network": "loopback"})
+    assert c["status"] == "error" and "network" in c["evalue"]
+    info = gw.control.request("gateway_info_request")["content"]
+    assert info["limits"]["defaults"]["execution_timeout"] == 2 and info["limits"]["maxima"]["execution_timeout"] == 5
+    assert gw.control.open("m3", policy={"execution_timeout": 5})["status"] == "ok"
