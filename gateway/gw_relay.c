@@ -541,7 +541,9 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, bool *marker)
     const char *pid = json_string_value (json_object_get (parent, "msg_id"));
     gw_exec_t *e = exec_head (self);
     bool admit = true;
-    if (e && pid && streq (pid, e->msg_id)) {
+    if (e && pid && streq (pid, e->msg_id) && e->timed_out && streq (msg_type, "error"))
+        admit = false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
+    else if (e && pid && streq (pid, e->msg_id)) {
         int d = delimiter_index (msg);
         int64_t bytes = (int64_t) zframe_size (frame_at (msg, d + 5));
         int64_t limit = gw_conv_policy (self->conv)->output_bytes;

@@ -65,6 +65,8 @@ def test_timeout_interrupts_and_keeps_variables(gateway, code):
     assert c["status"] == "error" and c["ename"] == "ExecutionTimeout"
     assert "kept" in c["evalue"]
     assert r["metadata"]["kennel"]["state"] == "kept"
+    errors = [m["content"]["ename"] for m in out if m["msg_type"] == "error"]
+    assert errors == ["ExecutionTimeout"]  # one error output, the kernel's KeyboardInterrupt replaced
     r, out = execute(kc, "print(kept)")
     assert stdout_of(out) == "5\n"
     assert gateway.events("timeout")
