@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,6 +117,14 @@ setup_process (const char *log_file)
 {
     /* a kernel that dies mid-write must not kill the gateway */
     signal (SIGPIPE, SIG_IGN);
+    /* about ten sockets per conversation, each with its fds: lift the
+       soft fd limit to the hard one and ZeroMQ's socket cap to its maximum */
+    struct rlimit nofile;
+    if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit (RLIMIT_NOFILE, &nofile);
+    }
+    zsys_set_max_sockets (0);
     zsys_init ();
     zsys_set_logstream (NULL);
     if (gw_log_open (log_file) < 0) {
