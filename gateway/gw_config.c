@@ -250,8 +250,9 @@ default_launcher (void)
             for (size_t i = 0; i < 2; i++) {
                 char path[4200];
                 snprintf (path, sizeof path, candidates[i], self);
-                if (access (path, X_OK) == 0)
-                    return strdup (path);
+                char *real = access (path, X_OK) == 0 ? realpath (path, NULL) : NULL;
+                if (real)
+                    return real;
             }
         }
     }

@@ -65,6 +65,32 @@ make_dirs (const char *path)
     return rc;
 }
 
+/* Started by root, the launcher hands workspaces to an unprivileged host
+   uid that must traverse every directory above them: say so at start
+   rather than let each conversation fail at the mount stage. */
+static void
+check_traversable (const char *dir)
+{
+    if (geteuid () != 0)
+        return;
+    char *copy = strdup (dir);
+    for (char *p = copy + 1;; p++) {
+        bool end = *p == 0;
+        if (*p == '/' || end) {
+            *p = 0;
+            struct stat st;
+            if (stat (copy, &st) == 0 && S_ISDIR (st.st_mode) && !(st.st_mode & S_IXOTH))
+                gw_log ("warning", "{s:s, s:s}", "path", copy, "message",
+                        "not traversable by others: the sandbox's host uid cannot reach workspaces below it "
+                        "(chmod o+x, or choose another --state-dir)");
+            if (end)
+                break;
+            *p = '/';
+        }
+    }
+    free (copy);
+}
+
 gw_server_t *
 gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport, char **errmsg)
 {
@@ -81,6 +107,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->config = *config_p;
     *config_p = NULL;
     self->state_dir = realpath (state_dir, NULL);
+    check_traversable (self->state_dir);
     self->ip = strdup (ip);
     self->transport = strdup (transport);
     self->loop = zloop_new ();
