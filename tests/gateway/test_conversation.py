@@ -102,6 +102,16 @@ def test_two_conversations_isolated(gateway):
     execute(a, "open('only-a', 'w').write('a')")
     r, out = execute(b, "import os; print(os.path.exists('only-a'))")
     assert stdout_of(out) == "False\n"
+    # processes: a's sleeper is invisible from b (own pid namespaces)
+    r, out = execute(a, "import subprocess; sleeper = subprocess.Popen(['sleep', '300']); print('started')")
+    assert stdout_of(out) == "started\n"
+    code = ("import os\n"
+            "cmds = [open(f'/proc/{p}/cmdline', 'rb').read() for p in os.listdir('/proc') if p.isdigit()]\n"
+            "print(any(c.startswith(b'sleep') for c in cmds), len(cmds) < 20)")
+    r, out = execute(b, code)
+    assert stdout_of(out) == "False True\n"
+    r, out = execute(a, code.replace("len(cmds) < 20", "True"))
+    assert stdout_of(out) == "True True\n"  # the same check does see it where it runs
 
 
 def test_wrong_key_gets_nothing(gateway):
