@@ -76,6 +76,10 @@ pykernel_output_t *pykernel_output_new (pykernel_iopub_t *iopub);
 /* Publishes everything written to fd 1 and 2 so far (and flushes C stdio).
    Thread-safe; called before any other output to keep order. */
 void pykernel_output_flush (pykernel_output_t *self);
+/* Queues Python-level text for stream `which` (0 stdout, 1 stderr) after
+   whatever the fds received so far; published by the thread within a few
+   ms, by a flush, or at once when the queue is large. Thread-safe. */
+void pykernel_output_write (pykernel_output_t *self, int which, const char *text, size_t len);
 /* Flushes, stops the thread and puts the original fd 1 and 2 back. */
 void pykernel_output_destroy (pykernel_output_t **self_p);
 int pykernel_output_test (bool verbose);

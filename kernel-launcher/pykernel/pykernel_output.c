@@ -1,11 +1,15 @@
 /*  pykernel_output.c - fd 1 and fd 2 captured and published as streams.
 
-    Python's sys.stdout/sys.stderr are kernel.py's and publish directly, but C
-    extensions, os.write(1, ...) and child processes write to the file
+    C extensions, os.write(1, ...) and child processes write to the file
     descriptors. Both are replaced by pipes; a thread publishes what arrives,
     and pykernel_output_flush() drains them synchronously so that fd output
-    written before any other message is published before it. One mutex covers
-    the draining so that the thread and a flush never reorder bytes. */
+    written before any other message is published before it.
+
+    Python-level text can join the same ordered queue through
+    pykernel_output_write(): the pipes are drained into the queue first, so
+    `print("a"); os.system("echo b")` and `os.write(1, b"a"); print("b")`
+    both arrive as written, and stdout/stderr runs keep their interleaving.
+    One mutex covers the queue and the draining. */
 #include "pykernel_internal.h"
 
 #include <errno.h>
@@ -16,13 +20,21 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A stream message carries at most this much text; more becomes several. */
+/* A stream message carries at most this much text; more becomes several,
+   and a queue this large is published at once. */
 #define OUTPUT_CHUNK (1024 * 1024)
 /* The thread waits this long after the first byte so that many small writes
    become one message instead of one each. */
 #define OUTPUT_BATCH_MS 5
 
 static const char *s_names[2] = { "stdout", "stderr" };
+
+/* consecutive text of one stream, valid UTF-8 */
+typedef struct {
+    int which;
+    char *data;
+    size_t len, cap;
+} run_t;
 
 struct pykernel_output {
     pykernel_iopub_t *iopub;
@@ -32,27 +44,77 @@ struct pykernel_output {
     char held[2][4]; /* an incomplete UTF-8 character waiting for its tail */
     size_t held_len[2];
     char *buffer;    /* OUTPUT_CHUNK + 4 bytes */
+    run_t *runs;     /* the queue, oldest first */
+    size_t run_count, run_cap, queued;
     int stop_pipe[2];
+    int kick_pipe[2]; /* Python text queued: the thread publishes it soon */
     pthread_t thread;
     bool thread_started;
 };
 
+/* Appends valid UTF-8 text to the queue. Lock held. */
 static void
-s_publish (pykernel_output_t *self, int which, const char *data, size_t len)
+s_queue (pykernel_output_t *self, int which, const char *text, size_t len)
 {
-    size_t text_len;
-    char *text = pykernel_utf8_sanitize (data, len, &text_len);
-    if (!text)
+    if (len == 0)
         return;
-    json_t *content = json_pack ("{ss s:s%}", "name", s_names[which], "text", text, text_len);
-    free (text);
-    if (content)
-        pykernel_iopub_send (self->iopub, "stream", content, NULL, NULL);
+    run_t *run = self->run_count ? &self->runs[self->run_count - 1] : NULL;
+    if (!run || run->which != which) {
+        if (self->run_count == self->run_cap) {
+            size_t cap = self->run_cap ? self->run_cap * 2 : 8;
+            run_t *runs = realloc (self->runs, cap * sizeof *runs);
+            if (!runs)
+                return;
+            self->runs = runs;
+            self->run_cap = cap;
+        }
+        run = &self->runs[self->run_count++];
+        *run = (run_t) { .which = which };
+    }
+    if (run->len + len > run->cap) {
+        size_t cap = run->cap ? run->cap : 256;
+        while (cap < run->len + len)
+            cap *= 2;
+        char *data = realloc (run->data, cap);
+        if (!data)
+            return;
+        run->data = data;
+        run->cap = cap;
+    }
+    memcpy (run->data + run->len, text, len);
+    run->len += len;
+    self->queued += len;
 }
 
-/* Reads everything available on pipe `which` and publishes it. Lock held. */
+/* Publishes the queue, one stream message per run (cut at OUTPUT_CHUNK, on
+   a character boundary). Lock held. */
 static void
-s_drain (pykernel_output_t *self, int which, bool final)
+s_publish_queue (pykernel_output_t *self)
+{
+    for (size_t i = 0; i < self->run_count; i++) {
+        run_t *run = &self->runs[i];
+        for (size_t start = 0; start < run->len;) {
+            size_t piece = run->len - start;
+            if (piece > OUTPUT_CHUNK) {
+                piece = pykernel_utf8_complete_prefix (run->data + start, OUTPUT_CHUNK);
+                if (piece == 0)
+                    piece = OUTPUT_CHUNK;
+            }
+            json_t *content = json_pack ("{ss s:s%}", "name", s_names[run->which], "text",
+                                         run->data + start, piece);
+            if (content)
+                pykernel_iopub_send (self->iopub, "stream", content, NULL, NULL);
+            start += piece;
+        }
+        free (run->data);
+    }
+    self->run_count = 0;
+    self->queued = 0;
+}
+
+/* Reads everything available on pipe `which` into the queue. Lock held. */
+static void
+s_read_pipe (pykernel_output_t *self, int which, bool final)
 {
     for (;;) {
         size_t len = self->held_len[which];
@@ -73,8 +135,15 @@ s_drain (pykernel_output_t *self, int which, bool final)
         size_t complete = final ? len : pykernel_utf8_complete_prefix (self->buffer, len);
         memcpy (self->held[which], self->buffer + complete, len - complete);
         self->held_len[which] = len - complete;
-        if (complete > 0)
-            s_publish (self, which, self->buffer, complete);
+        if (complete > 0) {
+            size_t text_len;
+            char *text = pykernel_utf8_sanitize (self->buffer, complete, &text_len);
+            if (text)
+                s_queue (self, which, text, text_len);
+            free (text);
+            if (self->queued >= OUTPUT_CHUNK)
+                s_publish_queue (self);
+        }
         if (!more)
             return;
     }
@@ -84,9 +153,18 @@ static void
 s_drain_all (pykernel_output_t *self, bool final)
 {
     pthread_mutex_lock (&self->lock);
-    s_drain (self, 0, final);
-    s_drain (self, 1, final);
+    s_read_pipe (self, 0, final);
+    s_read_pipe (self, 1, final);
+    s_publish_queue (self);
     pthread_mutex_unlock (&self->lock);
+}
+
+static void
+s_empty_pipe (int fd)
+{
+    char sink[64];
+    while (read (fd, sink, sizeof sink) > 0)
+        ;
 }
 
 static void *
@@ -97,23 +175,50 @@ s_thread (void *arg)
        hung up forever: leave it out instead of spinning */
     bool hung_up[2] = { false, false };
     for (;;) {
-        struct pollfd fds[3] = {
+        struct pollfd fds[4] = {
             { .fd = hung_up[0] ? -1 : self->read_fd[0], .events = POLLIN },
             { .fd = hung_up[1] ? -1 : self->read_fd[1], .events = POLLIN },
             { .fd = self->stop_pipe[0], .events = POLLIN },
+            { .fd = self->kick_pipe[0], .events = POLLIN },
         };
-        int rc = poll (fds, 3, -1);
+        int rc = poll (fds, 4, -1);
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc < 0 || fds[2].revents)
             break;
         poll (NULL, 0, OUTPUT_BATCH_MS);
+        if (fds[3].revents)
+            s_empty_pipe (self->kick_pipe[0]);
         s_drain_all (self, false);
         for (int i = 0; i < 2; i++)
             if (fds[i].revents & (POLLHUP | POLLERR) && !(fds[i].revents & POLLIN))
                 hung_up[i] = true;
     }
     return NULL;
+}
+
+void
+pykernel_output_write (pykernel_output_t *self, int which, const char *text, size_t len)
+{
+    if (!self || (which != 0 && which != 1))
+        return;
+    pthread_mutex_lock (&self->lock);
+    /* what C code already wrote to the fds comes first */
+    s_read_pipe (self, 0, false);
+    s_read_pipe (self, 1, false);
+    bool was_empty = self->queued == 0;
+    size_t text_len;
+    char *valid = pykernel_utf8_sanitize (text, len, &text_len);
+    if (valid)
+        s_queue (self, which, valid, text_len);
+    free (valid);
+    if (self->queued >= OUTPUT_CHUNK)
+        s_publish_queue (self);
+    else if (was_empty && self->queued) {
+        ssize_t rc = write (self->kick_pipe[1], "k", 1);
+        (void) rc; /* a full kick pipe already wakes the thread */
+    }
+    pthread_mutex_unlock (&self->lock);
 }
 
 /* Makes a pipe and puts its write end on fd `target`. */
@@ -149,10 +254,12 @@ pykernel_output_new (pykernel_iopub_t *iopub)
     self->saved_fd[0] = self->saved_fd[1] = -1;
     self->read_fd[0] = self->read_fd[1] = -1;
     self->stop_pipe[0] = self->stop_pipe[1] = -1;
+    self->kick_pipe[0] = self->kick_pipe[1] = -1;
     self->buffer = malloc (OUTPUT_CHUNK + 4);
     fflush (stdout);
     fflush (stderr);
-    if (!self->buffer || pipe2 (self->stop_pipe, O_CLOEXEC) != 0 || s_capture (self, 0) != 0
+    if (!self->buffer || pipe2 (self->stop_pipe, O_CLOEXEC) != 0
+        || pipe2 (self->kick_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || s_capture (self, 0) != 0
         || s_capture (self, 1) != 0) {
         pykernel_log ("capturing fd 1 and 2: %s", strerror (errno));
         pykernel_output_destroy (&self);
@@ -203,7 +310,12 @@ pykernel_output_destroy (pykernel_output_t **self_p)
             close (self->read_fd[i]);
         if (self->stop_pipe[i] >= 0)
             close (self->stop_pipe[i]);
+        if (self->kick_pipe[i] >= 0)
+            close (self->kick_pipe[i]);
     }
+    for (size_t i = 0; i < self->run_count; i++)
+        free (self->runs[i].data);
+    free (self->runs);
     pthread_mutex_destroy (&self->lock);
     free (self->buffer);
     free (self);
@@ -237,9 +349,18 @@ pykernel_output_test (bool verbose)
     rc = write (1, "\xA9!", 2);
     (void) rc;
     pykernel_output_flush (output);
+    /* Python-level text keeps its place among fd writes and between streams */
+    rc = write (1, "A", 1);
+    pykernel_output_write (output, 0, "B", 1);
+    rc = write (1, "C", 1);
+    pykernel_output_write (output, 1, "E", 1);
+    pykernel_output_write (output, 0, "D\xFF", 2);
+    pykernel_output_flush (output);
     pykernel_output_destroy (&output);
-    /* collect: stdout text joined, stderr text joined */
-    char out[64] = "", errtext[64] = "";
+    /* collect: stdout text joined, stderr text joined, and the sequence of
+       runs (consecutive messages of one stream merged) */
+    char out[64] = "", errtext[64] = "", runs[128] = "";
+    const char *last = NULL;
     zmsg_t *frames;
     wire_replay_t *replay = wire_replay_new (16);
     while ((frames = zmsg_recv (sub))) {
@@ -250,13 +371,19 @@ pykernel_output_test (bool verbose)
         const char *name = json_string_value (json_object_get (msg->content, "name"));
         const char *text = json_string_value (json_object_get (msg->content, "text"));
         CHECK (name && text);
-        if (name && text)
+        if (name && text) {
             strncat (strcmp (name, "stdout") == 0 ? out : errtext, text, 20);
+            if (!last || strcmp (last, name) != 0)
+                strncat (runs, strcmp (name, "stdout") == 0 ? "|o:" : "|e:", 4);
+            strncat (runs, text, 20);
+            last = strcmp (name, "stdout") == 0 ? "stdout" : "stderr";
+        }
         wire_msg_destroy (&msg);
         zsock_set_rcvtimeo (sub, 200);
     }
-    CHECK (strcmp (out, "caf\xC3\xA9!") == 0);
-    CHECK (strcmp (errtext, "err") == 0);
+    CHECK (strcmp (out, "caf\xC3\xA9!ABCD\xEF\xBF\xBD") == 0);
+    CHECK (strcmp (errtext, "errE") == 0);
+    CHECK (strstr (runs, "ABC|e:E|o:D\xEF\xBF\xBD") != NULL);
     wire_replay_destroy (&replay);
     pykernel_iopub_destroy (&iopub);
     zsock_destroy (&sub);

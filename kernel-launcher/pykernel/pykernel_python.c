@@ -93,6 +93,49 @@ s_kennel_publish (PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Writes all of data to fd, as a forked child's output goes. */
+static void
+s_write_fd (int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write (fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        data += n;
+        len -= (size_t) n;
+    }
+}
+
+static PyObject *
+s_kennel_write_stream (PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *text;
+    if (!PyArg_ParseTuple (args, "sU:write_stream", &name, &text))
+        return NULL;
+    int which = strcmp (name, "stdout") == 0 ? 0 : strcmp (name, "stderr") == 0 ? 1 : -1;
+    if (which < 0) {
+        PyErr_Format (PyExc_ValueError, "_kennel.write_stream: no stream named %s", name);
+        return NULL;
+    }
+    /* lone surrogates cannot travel as UTF-8: replaced, as print would */
+    PyObject *bytes = PyUnicode_AsEncodedString (text, "utf-8", "replace");
+    if (!bytes)
+        return NULL;
+    const char *data = PyBytes_AS_STRING (bytes);
+    size_t len = (size_t) PyBytes_GET_SIZE (bytes);
+    if (!s_py.shared || getpid () != s_py.shared->pid)
+        /* not serving, or a forked child: the fd is the capture pipe,
+           which the kernel's output thread reads */
+        s_write_fd (which + 1, data, len);
+    else
+        pykernel_output_write (s_py.shared->output, which, data, len);
+    Py_DECREF (bytes);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 s_kennel_flush_output (PyObject *self, PyObject *unused)
 {
@@ -216,8 +259,10 @@ static PyMethodDef s_kennel_methods[] = {
       "publish(msg_type, content_json, metadata_json=None): an iopub message for the current request" },
     { "stdin_request", s_kennel_stdin_request, METH_VARARGS,
       "stdin_request(msg_type, content_json, timeout=-1) -> (msg_type, content_json)" },
+    { "write_stream", s_kennel_write_stream, METH_VARARGS,
+      "write_stream(name, text): text for stream name (stdout, stderr), in order with fd 1 and 2 output" },
     { "flush_output", s_kennel_flush_output, METH_NOARGS,
-      "flush_output(): publish what was written to fd 1 and 2 so far" },
+      "flush_output(): publish what was written to fd 1 and 2 and write_stream so far" },
     { NULL, NULL, 0, NULL },
 };
 
