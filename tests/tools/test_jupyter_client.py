@@ -136,3 +136,18 @@ def test_a_host_that_never_answers_gets_a_tool_error_not_a_hang(client):
     assert len(seen) == 1 and "Timeout" in stdout
     reply, stdout, error = execute(kc, "print(echo('still here'))", Host(kc))
     assert reply["status"] == "ok" and stdout == "still here\n", error
+
+
+def test_execution_timeout_ends_a_call_the_host_never_answers(client):
+    # the wall-clock execution timeout still applies while a tool call waits:
+    # the gateway interrupts the kernel, the variables are kept
+    kc = client(policy={"execution_timeout": 1, "tool_timeout": 30})
+    execute(kc, "before = 1", None)
+    seen = []
+    started = time.monotonic()
+    reply, _, error = execute(kc, "after = echo('never answered')", seen.append)
+    assert time.monotonic() - started < 10
+    assert seen and reply["status"] == "error"
+    assert error["ename"] == "ExecutionTimeout", error
+    reply, stdout, error = execute(kc, "print(before, 'after' in globals(), echo(2))", Host(kc))
+    assert reply["status"] == "ok" and stdout == "1 False 2\n", error
