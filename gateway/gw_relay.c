@@ -44,6 +44,7 @@ typedef struct {
        outputs still queued on iopub). */
     zmsg_t *reply;
     bool idle_seen;
+    int idle_timer_id; /* a kernel that never sends idle: the reply goes anyway */
 } gw_exec_t;
 
 struct gw_relay {
@@ -238,7 +239,9 @@ exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
         zloop_timer_end (self->server->loop, e->timer_id);
     if (e->grace_timer_id)
         zloop_timer_end (self->server->loop, e->grace_timer_id);
-    e->timer_id = e->grace_timer_id = 0;
+    if (e->idle_timer_id)
+        zloop_timer_end (self->server->loop, e->idle_timer_id);
+    e->timer_id = e->grace_timer_id = e->idle_timer_id = 0;
 }
 
 static json_t *
@@ -438,6 +441,25 @@ reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
     exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
 }
 
+/* The reply waits at most this long for its idle (a kernel that does not
+   publish one must not hold its client forever). */
+#define IDLE_WAIT_MS 2000
+static int
+on_idle_wait_over (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        if (e->idle_timer_id == timer_id) {
+            e->idle_timer_id = 0;
+            if (e->reply) {
+                gw_log ("no_idle", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+                reply_complete (self, zlistx_cursor (self->execs), e);
+            }
+            break;
+        }
+    return 0;
+}
+
 /* An idle status on iopub for a tracked execution. */
 static void
 iopub_idle_seen (gw_relay_t *self, zmsg_t *msg)
@@ -497,6 +519,8 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         e->reply = msg;
         if (e->idle_seen)
             reply_complete (self, handle, e);
+        else if (!e->idle_timer_id)
+            e->idle_timer_id = zloop_timer (loop, IDLE_WAIT_MS, 1, on_idle_wait_over, self);
         return 0;
     }
     resign (msg, self->key);
