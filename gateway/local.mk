@@ -10,7 +10,7 @@ gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
 EXTRA_DIST += gateway/README.md \
-	tests/gateway/conftest.py tests/gateway/dev_launch.py \
+	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \
 	tests/gateway/test_control.py tests/gateway/test_conversation.py \
 	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py

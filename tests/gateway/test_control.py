@@ -5,7 +5,7 @@ import stat
 import subprocess
 import time
 
-from conftest import built
+from gwtest import built
 
 
 def test_connection_file_is_private_and_complete(gateway):

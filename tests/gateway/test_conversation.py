@@ -11,7 +11,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from conftest import execute, gone, stdout_of
+from gwtest import execute, gone, stdout_of
 
 
 def test_open_execute_persist(gateway):

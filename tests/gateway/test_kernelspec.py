@@ -8,7 +8,7 @@ import unittest
 import jupyter_kernel_test as jkt
 from jupyter_client.manager import start_new_kernel
 
-from conftest import built, execute, gone, launcher, stdout_of
+from gwtest import built, execute, gone, launcher, stdout_of
 
 
 def install_test_spec(tmp_path):

@@ -7,7 +7,7 @@ import time
 import pytest
 import zmq
 
-from conftest import execute, gone, stdout_of
+from gwtest import execute, gone, stdout_of
 
 
 def kernel_pid(gateway, cid):

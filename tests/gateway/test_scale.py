@@ -1,7 +1,7 @@
 """50 conversations open and execute at the same time through one daemon."""
 import time
 
-from conftest import stdout_of
+from gwtest import stdout_of
 
 N = 50
 

@@ -2,7 +2,7 @@
 import json
 import subprocess
 
-from conftest import built, launcher
+from gwtest import built, launcher
 
 
 def run_selftest(tmp_path, config):

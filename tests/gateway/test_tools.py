@@ -5,7 +5,7 @@ confined by kennel-launch (a kernel whose internals user code can reach, so
 the test code itself plays the part of a kernel's tool function)."""
 import json
 
-from conftest import stdout_of
+from gwtest import stdout_of
 
 IPYKERNEL = {"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"]}
 
