@@ -15,6 +15,7 @@ import os
 import pathlib
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,8 +27,8 @@ sys.path.insert(0, str(HERE))
 import benchlib as B  # noqa: E402
 
 FULL = dict(cold=15, rtt=1000, rtt_warmup=100, c_rtt=2000, c_warmup=200, tool_calls=200,
-            memory=[1, 10, 100], ipy_memory=[1, 10], tp_conversations=50, tp_warmup=1.0, tp_seconds=5.0,
-            scale_max=2000, ipy_scale_max=50, scale_budget=1800)
+            memory=[1, 10, 100], ipy_memory=[1, 10, 100], tp_conversations=50, tp_warmup=1.0, tp_seconds=5.0,
+            scale_max=2000, ipy_scale_max=100, scale_budget=1800)
 SMOKE = dict(cold=1, rtt=20, rtt_warmup=2, c_rtt=50, c_warmup=5, tool_calls=3,
              memory=[1, 2], ipy_memory=[1], tp_conversations=2, tp_warmup=0.1, tp_seconds=0.4,
              scale_max=3, ipy_scale_max=1, scale_budget=60)
@@ -118,24 +119,25 @@ class Run:
         for start in range(0, len(ids), 50):
             batch = ids[start:start + 50]
             for cid, reply in zip(batch, self.kennel_open(batch)):
-                kc = B.client(reply["connection"])
+                kc = B.client(reply["connection"], ready=60)
                 try:
                     B.roundtrip(kc, "x = 1", 60)
                 finally:
                     B.stop_client(kc)
                 self.fleet.append((cid, reply["connection"]))
 
-    def ipy_grow(self, n):
-        """Starts fleet ipykernels up to n (all launched, then each waited
-        for with one `x = 1`)."""
-        new = [B.Ipykernel(self.ipy_log).start() for _ in range(len(self.ipy_fleet), n)]
-        self.ipy_fleet.extend(new)
-        for k in new:
-            kc = B.client(k.connection)
-            try:
-                B.roundtrip(kc, "x = 1", 120)
-            finally:
-                B.stop_client(kc)
+    def ipy_grow(self, n, batch=4):
+        """Starts fleet ipykernels up to n, a few at a time (90 at once on 2
+        cores take minutes each), each waited for with one `x = 1`."""
+        while len(self.ipy_fleet) < n:
+            new = [B.Ipykernel(self.ipy_log).start() for _ in range(min(batch, n - len(self.ipy_fleet)))]
+            self.ipy_fleet.extend(new)
+            for k in new:
+                kc = B.client(k.connection, ready=120)
+                try:
+                    B.roundtrip(kc, "x = 1", 120)
+                finally:
+                    B.stop_client(kc)
 
 
 # ---- 1. cold start -------------------------------------------------------------
@@ -238,7 +240,7 @@ def c_rtt(run, target):
 
 def section_rtt_kennel(run):
     reply = run.kennel_open(["bench-rtt"])[0]
-    kc = B.client(reply["connection"])
+    kc = B.client(reply["connection"], ready=30)
     try:
         samples = rtt_samples(kc, run.c["rtt_warmup"], run.c["rtt"])
     finally:
@@ -255,16 +257,15 @@ def section_rtt_kennel(run):
     direct = c_rtt(run, None)
     run.put("execute_rtt_ms", {"kennel": B.summary(samples)})
     run.put("c_client_rtt_us", {"kennel_via_gateway": via, "kennel_direct_unconfined": direct})
-    run.put("gateway_added_us", {"median": via["p50_us"] - direct["p50_us"],
-                                 "p99": via["p99_us"] - direct["p99_us"],
-                                 "note": "p50 and p99 of the C client through the gateway minus "
-                                         "straight to an unconfined kennel kernel (tcp loopback both)"})
+    run.put("gateway_added_us", {"median": via["p50_us"] - direct["p50_us"], "p99": None,
+                                 "note": "p50 of the C client through the gateway minus straight to an "
+                                         "unconfined kennel kernel (tcp loopback both); p99s do not subtract"})
 
 
 def section_rtt_ipykernel(run):
     run.ipy_grow(1)
     kernel = run.ipy_fleet[0]
-    kc = B.client(kernel.connection)
+    kc = B.client(kernel.connection, ready=30)
     try:
         samples = rtt_samples(kc, run.c["rtt_warmup"], run.c["rtt"])
     finally:
@@ -312,7 +313,7 @@ def section_tools(run):
         run.put("tool_call_ms", {"kennel": None, "note": f"{NO_TOOLS}: open with tools refused: "
                                                           f"{replies[0].get('ename')}: {replies[0].get('evalue')}"})
         return
-    kc = B.client(replies[0]["connection"], stdin=True)
+    kc = B.client(replies[0]["connection"], stdin=True, ready=30)
     try:
         if "kennel-bench: tools" not in _stdout_of(kc, PROBE, 30):
             run.put("tool_call_ms", {"kennel": None, "note": NO_TOOLS + " (a declared tool is not a function "
@@ -373,11 +374,15 @@ def section_memory_ipykernel(run):
 # ---- 6. scale --------------------------------------------------------------------
 
 def check_all(connections):
-    """Each conversation answers `x = 1` within EXECUTE_DEADLINE; returns the
-    latencies, raises on the first one that does not."""
+    """Each conversation, with a fresh client (ready within EXECUTE_DEADLINE),
+    answers `x = 1` within EXECUTE_DEADLINE; returns the latencies, raises on
+    the first one that does not."""
     latencies = []
     for name, conn in connections:
-        kc = B.client(conn)
+        try:
+            kc = B.client(conn, ready=EXECUTE_DEADLINE)
+        except Exception as exc:
+            raise RuntimeError(f"{name}: no kernel_info answer within {EXECUTE_DEADLINE} s: {exc!r}") from exc
         try:
             latencies.append(B.roundtrip(kc, "x = 1", EXECUTE_DEADLINE))
         except Exception as exc:
@@ -435,7 +440,9 @@ def section_scale_ipykernel(run):
 def section_throughput_kennel(run):
     n = run.c["tp_conversations"]
     run.kennel_grow(n)
-    res = B.throughput([conn for _, conn in run.fleet[:n]], "x = x + 1", run.c["tp_warmup"], run.c["tp_seconds"])
+    kernels = [p for procs in run.gateway.conversation_processes().values() for p in procs]
+    res = B.throughput([conn for _, conn in run.fleet[:n]], "x = x + 1", run.c["tp_warmup"], run.c["tp_seconds"],
+                       {"gateway": [run.gateway.proc.pid], "kernels": kernels})
     run.put("throughput", {"kennel": res})
 
 
@@ -443,7 +450,7 @@ def section_throughput_ipykernel(run):
     n = run.c["tp_conversations"]
     run.ipy_grow(n)
     res = B.throughput([k.connection for k in run.ipy_fleet[:n]], "x = x + 1", run.c["tp_warmup"],
-                       run.c["tp_seconds"])
+                       run.c["tp_seconds"], {"kernels": [k.pid for k in run.ipy_fleet]})
     run.results.setdefault("throughput", {})["ipykernel"] = res
 
 
@@ -532,6 +539,10 @@ def render_table(res):
     for key in ("warm_start_ms", "tool_call_ms"):
         if res.get(key, {}).get("note"):
             lines.append(f"{key}: {res[key]['note']}")
+    for side, entry in res.get("throughput", {}).items():
+        if entry.get("cpu_cores"):
+            lines.append(f"7 {side}: CPU in cores during the run: "
+                         + ", ".join(f"{k} {v}" for k, v in entry["cpu_cores"].items()))
     if res.get("pss_per_idle_conversation", {}).get("ipykernel_note"):
         lines.append("5 " + res["pss_per_idle_conversation"]["ipykernel_note"])
     return "\n".join(lines)
@@ -579,9 +590,14 @@ def smoke_problems(res):
 
 # ---- main -----------------------------------------------------------------------------
 
-SECTIONS = [section_cold, section_warm, section_rtt_kennel, section_tools, section_memory_kennel,
-            section_throughput_kennel, section_scale_kennel, section_rtt_ipykernel, section_memory_ipykernel,
-            section_throughput_ipykernel, section_scale_ipykernel]
+# In this order: the kennel sections reuse the conversations opened before
+# them, then the ipykernel ones reuse its kernels. Each side's memory is read
+# while the other side has nothing running (shared library pages count in
+# PSS of whoever maps them).
+SECTIONS = [("cold", section_cold), ("warm", section_warm), ("rtt", section_rtt_kennel),
+            ("tools", section_tools), ("memory", section_memory_kennel), ("throughput", section_throughput_kennel),
+            ("scale", section_scale_kennel), ("rtt", section_rtt_ipykernel), ("memory", section_memory_ipykernel),
+            ("throughput", section_throughput_ipykernel), ("scale", section_scale_ipykernel)]
 
 
 def parse_args(argv):
@@ -592,6 +608,10 @@ def parse_args(argv):
                    help="report numbers from a --enable-sanitizers build anyway (they are not performance figures)")
     p.add_argument("--json", help="where to write the results (default BUILDDIR/bench.json, bench-smoke.json)")
     p.add_argument("--gateway-config", default="{}", help="JSON merged into the daemon's config file")
+    p.add_argument("--gateway-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="environment for the daemon, e.g. ZSYS_MAX_SOCKETS=65536 (repeatable)")
+    p.add_argument("--keep-logs", action="store_true", help="keep the daemon's and the ipykernels' logs")
+    p.add_argument("--only", help="comma-separated sections: " + ",".join(dict(SECTIONS)))
     p.add_argument("--min-free-mb", type=int, default=4096, help="the scale ramp stops below this MemAvailable")
     p.add_argument("--scale-max", type=int, help="cap of the kennel scale ramp (default 2000; smoke 3)")
     p.add_argument("--ipykernel-scale-max", type=int, help="cap of the ipykernel ramp (default 50; smoke 1)")
@@ -613,7 +633,10 @@ def counts_for(args):
 def run_sections(run):
     """Every section runs; a failed one is recorded and the rest go on."""
     errors = {}
-    for section in SECTIONS:
+    only = set(run.args.only.split(",")) if run.args.only else None
+    for name, section in SECTIONS:
+        if only is not None and name not in only:
+            continue
         log(f"== {section.__name__}")
         try:
             section(run)
@@ -629,11 +652,13 @@ def cleanup(run):
             k.stop()
         except Exception:  # already gone
             pass
+    rc = 0
     if run.gateway:
         rc = run.gateway.stop()
         if rc != 0:
             log(f"kennel serve exited with {rc}; see its log")
     run.ipy_log.close()
+    return rc
 
 
 def main(argv):
@@ -655,13 +680,16 @@ def main(argv):
     report = {"mode": "smoke" if args.smoke else "full", "machine": machine(),
               "build": {"builddir": str(args.builddir), "sanitized": args.sanitized, **flags,
                         "revision": source_revision(HERE.parent.parent)},
-              "counts": counts, "results": run.results}
+              "counts": counts, "only": args.only, "gateway_env": args.gateway_env,
+              "gateway_config": json.loads(args.gateway_config), "results": run.results}
     started = time.time()
+    errors = {}
     try:
-        run.gateway = B.KennelGateway(args.builddir, workdir, json.loads(args.gateway_config), env=run.env)
+        gateway_env = dict(run.env, **dict(kv.split("=", 1) for kv in args.gateway_env))
+        run.gateway = B.KennelGateway(args.builddir, workdir, json.loads(args.gateway_config), env=gateway_env)
         errors = run_sections(run)
     finally:
-        cleanup(run)
+        report["gateway_exit"] = cleanup(run)
     report["errors"] = errors
     report["machine"]["loadavg_end"] = pathlib.Path("/proc/loadavg").read_text().split()[:3]
     report["seconds"] = round(time.time() - started, 1)
@@ -672,13 +700,18 @@ def main(argv):
           f"{' '.join(m['loadavg_end'])}; build {args.builddir} "
           f"({'SANITIZED: not performance figures' if args.sanitized else flags['CFLAGS']})")
     print(render_table(run.results))
-    print(f"written: {out_path}; logs in {workdir}")
     for name, err in errors.items():
         print(f"FAILED {name}: {err}")
     problems = smoke_problems(run.results) if args.smoke else []
     for p in problems:
         print(f"SMOKE: {p}")
-    return 1 if errors or problems else 0
+    failed = bool(errors or problems or report["gateway_exit"])
+    if failed or args.keep_logs:
+        print(f"written: {out_path}; logs (daemon, ipykernels) kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        print(f"written: {out_path}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

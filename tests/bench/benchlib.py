@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from queue import Empty
 
 import zmq
 import zmq.asyncio
@@ -112,14 +113,46 @@ def mem_available_mb():
 
 # ---- clients (the same code for both kernels) ----------------------------------
 
-def client(connection, stdin=False):
+def client(connection, stdin=False, ready=None):
     """A BlockingKernelClient on connection info (shell + iopub, stdin on
     request). No heartbeat thread: it measures nothing and would cost one
-    thread per conversation in the scale ramp."""
+    thread per conversation in the scale ramp. ready: seconds to wait until
+    its iopub subscription is live (see wait_ready); None: no wait."""
     kc = BlockingKernelClient(context=CTX)
     kc.load_connection_info(connection)
     kc.start_channels(shell=True, iopub=True, stdin=stdin, hb=False, control=False)
+    if ready is not None:
+        try:
+            wait_ready(kc, ready)
+        except BaseException:
+            kc.stop_channels()
+            raise
     return kc
+
+
+async def _ready(kc, timeout):
+    """kernel_info_request until one is answered on shell AND its status
+    arrives on iopub: a SUB that has just connected misses what is published
+    before its subscription reaches the publisher, so a first execute could
+    lose its idle (jupyter_client's wait_for_ready nudges the same way)."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        msg_id = kc.kernel_info()
+        try:
+            while True:
+                reply = await kc.shell_channel.get_msg(timeout=min(1.0, _left(deadline)))
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+            while True:
+                msg = await kc.iopub_channel.get_msg(timeout=min(0.2, _left(deadline)))
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    return
+        except Empty:
+            pass
+
+
+def wait_ready(kc, timeout):
+    LOOP.run_until_complete(_ready(kc, timeout))
 
 
 def _left(deadline):
@@ -172,9 +205,12 @@ def stop_client(kc):
 
 async def _busy_loop(kc, code, stop_at, done):
     """Closed loop on one conversation: next request as soon as the last one
-    has its reply and its idle. done collects completion times."""
+    has its reply and its idle. done collects completion times (the first
+    request, `x = 0`, is not counted: code may build on x)."""
+    await _ready(kc, 60)
+    first = True
     while time.perf_counter() < stop_at:
-        msg_id = kc.execute(code)
+        msg_id = kc.execute("x = 0" if first else code)
         replied = idle = False
         while not (replied and idle):
             if not replied:
@@ -186,12 +222,24 @@ async def _busy_loop(kc, code, stop_at, done):
                 msg = await kc.get_iopub_msg(timeout=10)
                 idle = (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
                         and msg["content"]["execution_state"] == "idle")
-        done.append(time.perf_counter())
+        if not first:
+            done.append(time.perf_counter())
+        first = False
 
 
-def throughput(connections, code, warmup, duration):
+def _cpu_of(groups):
+    """{name: CPU seconds so far} for {name: [pids]}, plus this driver."""
+    out = {name: sum(cpu_seconds(p) for p in pids if os.path.exists(f"/proc/{p}")) for name, pids in groups.items()}
+    t = os.times()
+    out["driver"] = t.user + t.system
+    return out
+
+
+def throughput(connections, code, warmup, duration, groups=None):
     """Executes per second across all connections, each kept busy by its own
-    closed loop (AsyncKernelClient); completions during warmup not counted."""
+    closed loop (AsyncKernelClient); completions during warmup not counted.
+    groups ({name: [pids]}): whose CPU use to report, in cores, with the
+    driver's own (a Python client saturates before a fast server does)."""
     clients = []
     for info in connections:
         kc = AsyncKernelClient(context=CTX)
@@ -204,15 +252,19 @@ def throughput(connections, code, warmup, duration):
 
     async def run_all():
         await asyncio.gather(*(_busy_loop(kc, code, stop_at, done) for kc in clients))
+    cpu_before = _cpu_of(groups or {})
     try:
         LOOP.run_until_complete(run_all())
     finally:
         for kc in clients:
             kc.stop_channels()
+    elapsed = time.perf_counter() - start
+    cpu_after = _cpu_of(groups or {})
     counted = [t for t in done if t >= start + warmup]
     window = max(counted) - (start + warmup) if counted else duration
     return {"executes_per_s": len(counted) / max(window, 1e-9), "executes": len(counted),
-            "seconds": window, "conversations": len(clients)}
+            "seconds": window, "conversations": len(clients),
+            "cpu_cores": {k: round((cpu_after[k] - cpu_before[k]) / elapsed, 2) for k in cpu_after}}
 
 
 # ---- the kennel daemon -------------------------------------------------------
@@ -221,7 +273,8 @@ class Control:
     """A signed client of the gateway's control socket that can keep several
     requests in flight (opens are answered when the kernel is confined)."""
 
-    def __init__(self, connection_file):
+    def __init__(self, connection_file, process=None):
+        self.process = process  # the daemon: a dead one is reported at once, not after a timeout
         info = json.loads(pathlib.Path(connection_file).read_text())
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
         self.sock = zmq.Context.instance().socket(zmq.DEALER)
@@ -243,7 +296,9 @@ class Control:
                 pending[sent["header"]["msg_id"]] = (nxt, time.perf_counter() + timeout)
                 nxt += 1
             first_deadline = min(d for _, d in pending.values())
-            if not self.sock.poll(max(1, int((first_deadline - time.perf_counter()) * 1000))):
+            if not self.sock.poll(max(1, min(500, int((first_deadline - time.perf_counter()) * 1000)))):
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError(f"kennel serve died (exit status {self.process.returncode})")
                 if first_deadline < time.perf_counter():
                     raise TimeoutError(f"no control reply within {timeout} s")
                 continue
@@ -285,7 +340,7 @@ class KennelGateway:
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"kennel serve did not start; see {self.log_file}")
             time.sleep(0.01)
-        self.control = Control(self.conn_file)
+        self.control = Control(self.conn_file, self.proc)
 
     def info(self):
         return self.control.request("gateway_info_request")
