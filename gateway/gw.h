@@ -200,6 +200,9 @@ int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_co
                             char **errmsg);
 /* Drops the kernel sockets; running and queued requests get an error naming cause. */
 void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
+/* Sends kennel_configure_request {tools} to the kernel (now, or first
+   thing when it is ready). */
+void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);
 /* Publishes status "starting" (fresh kernel announced to clients). */
 void gw_relay_announce_starting (gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);
@@ -218,6 +221,7 @@ bool gw_conv_kernel_dead (const gw_conv_t *self);
 void gw_conv_touch (gw_conv_t *self);
 /* Whether the conversation declared a tool of this name. */
 bool gw_conv_has_tool (const gw_conv_t *self, const char *name);
+/* Replaces the declared tools; a running kernel is reconfigured. */
 void gw_conv_set_tools (gw_conv_t *self, json_t *tools);
 /* Kills the kernel now (timeout past grace); its death is handled as usual
    but reported as the given cause. */

@@ -132,8 +132,8 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
     gw_conv_t *conv = zhashx_lookup (self->conversations, id);
     if (conv) {
         /* a host that restarts reattaches to what it had; tools given again
-           replace the declared ones (the gateway's check uses them at once,
-           the kernel's functions on its next start) */
+           replace the declared ones, in the gateway's check and, through
+           kennel_configure_request, in the running kernel */
         json_t *tools = json_object_get (req->content, "tools");
         if (json_is_array (tools))
             gw_conv_set_tools (conv, tools);

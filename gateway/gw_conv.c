@@ -118,8 +118,14 @@ gw_conv_has_tool (const gw_conv_t *self, const char *name)
 void
 gw_conv_set_tools (gw_conv_t *self, json_t *tools)
 {
+    if (json_equal (self->tools, tools))
+        return;
     json_decref (self->tools);
     self->tools = json_incref (tools);
+    /* a kernel starting from now gets them in its settings; one that runs
+       or is already starting is told */
+    if (self->kstate != K_DEAD)
+        gw_relay_configure_tools (self->relay, tools);
 }
 
 json_t *

@@ -429,6 +429,20 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
     }
 }
 
+/* A reply to the gateway's own request: a refused tool list is logged. */
+static void
+own_reply_check (gw_relay_t *self, zmsg_t *msg)
+{
+    int d = delimiter_index (msg);
+    zframe_t *cf = frame_at (msg, d + 5);
+    json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
+    const char *status = json_string_value (json_object_get (content, "status"));
+    if (status && streq (status, "error"))
+        gw_log ("configure_refused", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "reason",
+                json_string_value (json_object_get (content, "evalue")) ?: "");
+    json_decref (content);
+}
+
 /* The request's reply and idle are both in: send the reply with its cost. */
 static void
 reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
@@ -498,6 +512,7 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         return 0;
     }
     if (is_probe_answer (self, msg)) {
+        own_reply_check (self, msg);
         self->probe_shell_ok = true;
         probe_check (self);
         zmsg_destroy (&msg);
@@ -1127,6 +1142,19 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
     zlistx_purge (self->backlog);
     if (lost)
         self->state_lost = true;
+}
+
+void
+gw_relay_configure_tools (gw_relay_t *self, json_t *tools)
+{
+    /* the kernel answers between executions; its reply (our session) is
+       consumed like the readiness probe's, a refusal is logged */
+    wire_msg_t *m = wire_msg_new (self->session, "kennel_configure_request", NULL);
+    wire_msg_set_content (m, json_pack ("{s:O}", "tools", tools));
+    zmsg_t *msg = wire_msg_encode (m, self->key);
+    wire_msg_destroy (&m);
+    if (msg)
+        to_kernel (self, WIRE_SHELL, &msg);
 }
 
 void

@@ -54,3 +54,18 @@ def test_tool_calls_checked_and_routed(make_gateway):
     assert answer["status"] == "error" and answer["ename"] == "ToolError" and "rm_rf" in answer["evalue"]
     assert any(e["tool"] == "rm_rf" for e in gw.events("tool_refused"))
     assert gw.stop() == 0
+
+
+def test_reopen_with_tools_reconfigures_the_running_kernel(gateway):
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    first = [{"name": "alpha", "description": "A.", "parameters": schema}]
+    reply, kc = gateway.open_client("retool", tools=first)
+    from gwtest import execute
+    r, out = execute(kc, "print(sorted(tools))")
+    assert stdout_of(out) == "['alpha']\n"
+    pid = gateway.control.request("conversation_list_request")["content"]["conversations"][0]["pid"]
+    again = gateway.control.open("retool", tools=first + [{"name": "beta", "description": "B.", "parameters": schema}])
+    assert again["status"] == "ok" and again["created"] is False
+    r, out = execute(kc, "print(sorted(tools))")
+    assert stdout_of(out) == "['alpha', 'beta']\n"
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"][0]["pid"] == pid
