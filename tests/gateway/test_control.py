@@ -82,3 +82,14 @@ def test_bad_config_is_refused(tmp_path):
                           str(cfg)], capture_output=True, text=True, timeout=20)
     assert out.returncode == 2
     assert "execution_timeout" in out.stderr
+
+
+def test_bad_control_messages_dropped_and_logged(gateway):
+    from jupyter_client.session import Session
+    sock = gateway.control.sock
+    sock.send_multipart([b"garbage"])
+    Session(key=b"wrong key").send(sock, "conversation_open_request", {"conversation_id": "x"})
+    assert sock.poll(500) == 0  # nothing comes back for either
+    reasons = {e["reason"] for e in gateway.events("bad_message") if e["channel"] == "control"}
+    assert {"no_delimiter", "bad_signature"} <= reasons
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
