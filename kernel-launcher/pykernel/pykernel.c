@@ -11,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* how long a port in use may take to free itself (see s_socket) */
+#define BIND_RETRY_MS 2000
+
 static const char *s_channel_names[WIRE_CHANNEL_COUNT_] = { "shell", "iopub", "stdin", "control", "hb" };
 
 /* CPython is up and kernel.py loaded (pykernel_prepare) */
@@ -50,6 +53,15 @@ s_socket (kernel_t *self, wire_channel_t channel)
         zsock_set_sndhwm (sock, 0); /* never drop output to a slow reader */
     char *endpoint = wire_connection_endpoint (self->connection, channel);
     int rc = endpoint ? zsock_bind (sock, "%s", endpoint) : -1;
+    /* The client chose the ports by binding port 0 and letting go, and it
+       is already trying to connect: a connection attempt of its own (or of
+       anyone) can hold one of them as its ephemeral source port for a
+       moment. Such a port frees itself; a real listener does not. */
+    int64_t deadline = zclock_mono () + BIND_RETRY_MS;
+    while (rc < 0 && endpoint && zmq_errno () == EADDRINUSE && zclock_mono () < deadline) {
+        zclock_sleep (20);
+        rc = zsock_bind (sock, "%s", endpoint);
+    }
     if (rc < 0) {
         pykernel_log ("binding the %s socket to %s: %s", s_channel_names[channel], endpoint ? endpoint : "?",
                       zmq_strerror (zmq_errno ()));

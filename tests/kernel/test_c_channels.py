@@ -8,8 +8,10 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -19,22 +21,38 @@ from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from jupyter_client.session import Session
 
-from conftest import built
 
 TIMEOUT = 30
+# not `from conftest import built`: when the whole tests/ tree is collected,
+# "conftest" can be another folder's
 SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", pathlib.Path(__file__).resolve().parents[2]))
+BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
+
+
+def built(relpath):
+    """A program built by make; missing is a build bug, never a skip."""
+    path = BUILDDIR / relpath
+    if not path.exists():
+        raise FileNotFoundError("%s not built: run make in %s" % (path, BUILDDIR))
+    return path
 
 
 class Proc:
     """A kernel process with a client connected to it."""
 
-    def __init__(self, tmp_path, env=None, transport="tcp"):
+    def __init__(self, tmp_path, env=None, transport="tcp", hold_shell_port=0):
         where = {"transport": "ipc", "ip": str(tmp_path / "k")} if transport == "ipc" else {}
         self.connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
                                                         key=str(uuid.uuid4()).encode(), **where)
         with open(self.connection_file) as f:
             self.info = json.load(f)
         self.log = open(tmp_path / "kernel-stderr.log", "w+b")
+        if hold_shell_port:
+            # someone else has the port for a moment when the kernel starts
+            blocker = socket.socket()
+            blocker.bind((self.info["ip"], self.info["shell_port"]))
+            blocker.listen()
+            threading.Timer(hold_shell_port, blocker.close).start()
         env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0")) | (env or {})
         self.popen = subprocess.Popen(
             [str(built("kernel-launcher/kennel-launch")), "--unconfined", "--python", "-f",
@@ -434,3 +452,15 @@ def test_modules_in_the_current_directory_import(proc, tmp_path):
     assert reply["status"] == "ok", reply
     # the interpreter the tests run with is the configured one (make pytest)
     assert streams(outputs, "stdout") == "42 %s 1\n" % sys.executable
+
+
+def test_a_port_held_for_a_moment_at_start_is_waited_for(tmp_path):
+    """jupyter_client picks the ports and lets go of them before the kernel
+    binds; a port briefly in use (a connection attempt's source port) must
+    not kill the kernel."""
+    p = Proc(tmp_path, hold_shell_port=0.7)
+    try:
+        reply, _ = p.execute("1")
+        assert reply["status"] == "ok"
+    finally:
+        p.close()
