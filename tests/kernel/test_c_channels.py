@@ -3,7 +3,10 @@ capture and message checking, seen from a real client over real sockets.
 
 These tests start `kennel-launch --unconfined --python -f FILE` themselves
 (not through KernelManager) so that they can read the kernel's own stderr,
-know its pid and see its exit status."""
+know its pid and see its exit status. They use ipc:// sockets (as the
+gateway does) unless a test is about tcp: jupyter_client's tcp ports are
+picked and let go before the kernel binds them, and on a busy machine
+another process can take one in between."""
 import json
 import os
 import pathlib
@@ -40,7 +43,7 @@ def built(relpath):
 class Proc:
     """A kernel process with a client connected to it."""
 
-    def __init__(self, tmp_path, env=None, transport="tcp", hold_shell_port=0):
+    def __init__(self, tmp_path, env=None, transport="ipc", hold_shell_port=0):
         where = {"transport": "ipc", "ip": str(tmp_path / "k")} if transport == "ipc" else {}
         self.connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
                                                         key=str(uuid.uuid4()).encode(), **where)
@@ -135,7 +138,15 @@ def control_request(proc, msg_type, content=None):
     return msg["header"]["msg_id"]
 
 
-def test_heartbeat_answers_while_python_holds_the_gil(proc):
+@pytest.fixture
+def tcp_proc(tmp_path):
+    p = Proc(tmp_path, transport="tcp")
+    yield p
+    p.close()
+
+
+def test_heartbeat_answers_while_python_holds_the_gil(tcp_proc):
+    proc = tcp_proc
     hb = proc.socket(zmq.REQ, "hb")
     msg_id = proc.kc.execute("while True:\n    pass", allow_stdin=False)
     time.sleep(0.5)
@@ -373,7 +384,8 @@ def test_fork_server_path_prepare_then_fork_then_serve(tmp_path):
     """pykernel_prepare() starts CPython once; pykernel_fork() makes a child
     that serves the connection file with the interpreter inherited."""
     connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"),
-                                               key=str(uuid.uuid4()).encode())
+                                               key=str(uuid.uuid4()).encode(),
+                                               transport="ipc", ip=str(tmp_path / "k"))
     log = open(tmp_path / "stderr.log", "w+b")
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"))
     server = subprocess.Popen([str(built("tests/unit/pykernel_fork")), "-f", connection_file],
@@ -424,10 +436,10 @@ def test_shutdown_ends_a_cell_that_swallows_interrupts(proc):
     assert "did not end" in proc.stderr()
 
 
-def test_ipc_transport(tmp_path):
+def test_ipc_socket_names(tmp_path):
     """The gateway talks to confined kernels over ipc:// sockets named
     {ip}-{port}, as jupyter_client names them."""
-    p = Proc(tmp_path, transport="ipc")
+    p = Proc(tmp_path)
     try:
         for channel in ("shell", "iopub", "stdin", "control", "hb"):
             assert (tmp_path / ("k-%d" % p.info[channel + "_port"])).is_socket()
@@ -458,7 +470,7 @@ def test_a_port_held_for_a_moment_at_start_is_waited_for(tmp_path):
     """jupyter_client picks the ports and lets go of them before the kernel
     binds; a port briefly in use (a connection attempt's source port) must
     not kill the kernel."""
-    p = Proc(tmp_path, hold_shell_port=0.7)
+    p = Proc(tmp_path, transport="tcp", hold_shell_port=0.7)
     try:
         reply, _ = p.execute("1")
         assert reply["status"] == "ok"
