@@ -19,6 +19,7 @@
 */
 #include "gw.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@ typedef struct {
     int timer_id;       /* execution timeout, 0 when none */
     int grace_timer_id; /* after SIGINT, 0 when none */
     bool timed_out;
+    bool timeout_reported; /* the ExecutionTimeout error output went out */
     /* The reply is held until the request's idle arrived on iopub: only then
        are all its outputs counted (the loop may read the shell reply before
        outputs still queued on iopub). */
@@ -392,6 +394,20 @@ is_probe_answer (gw_relay_t *self, zmsg_t *msg)
 
 /* ---- kernel -> client --------------------------------------------------- */
 
+/* The one ExecutionTimeout error output of an execution the interrupt
+   ended, before its idle (whichever of reply and idle comes first). */
+static void
+timeout_report (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->timeout_reported)
+        return;
+    e->timeout_reported = true;
+    char evalue[200];
+    snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
+              gw_conv_policy (self->conv)->execution_timeout);
+    publish_error (self, e->header, "ExecutionTimeout", evalue);
+}
+
 /* Rewrites an execute_reply: metadata.kennel always; after a timeout that the
    interrupt ended, the content becomes ExecutionTimeout (variables kept). */
 static void
@@ -425,7 +441,7 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
         free (text);
         json_decref (fresh);
         json_decref (content);
-        publish_error (self, e->header, "ExecutionTimeout", evalue);
+        timeout_report (self, e);
     }
 }
 
@@ -490,6 +506,8 @@ iopub_idle_seen (gw_relay_t *self, zmsg_t *msg)
         if (handle) {
             gw_exec_t *e = zlistx_handle_item (handle);
             e->idle_seen = true;
+            if (e->timed_out)
+                timeout_report (self, e);
             if (e->reply)
                 reply_complete (self, handle, e);
         }
@@ -937,8 +955,17 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
     int rc;
     if (streq (transport, "ipc"))
         rc = zsock_bind (s, "ipc://%s-%d", ip, port) == 0 ? port : -1;
-    else if (port > 0) /* czmq returns the port for tcp binds */
-        rc = zsock_bind (s, "tcp://%s:%d", ip, port) == -1 ? -1 : port;
+    else if (port > 0) {
+        /* a front end's fixed ports (kernelspec mode): right after a
+           restart, one may still be held a moment by its client's
+           reconnection attempts, whose ephemeral local ports come from the
+           same range; so retry briefly. czmq returns the port for tcp. */
+        for (int tries = 0; (rc = zsock_bind (s, "tcp://%s:%d", ip, port)) == -1 && zmq_errno () == EADDRINUSE
+                            && tries < 60;
+             tries++)
+            zclock_sleep (50);
+        rc = rc == -1 ? -1 : port;
+    }
     else
         rc = zsock_bind (s, "tcp://%s:*", ip);
     if (rc <= 0) {

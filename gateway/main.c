@@ -172,7 +172,7 @@ static void
 on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
 {
     gw_server_t *server = arg;
-    if (!ok) {
+    if (!ok && !server->stopping) {
         fprintf (stderr, "kennel: the kernel could not be started: %s\n", errmsg ? errmsg : "?");
         server->exit_code = 1;
         gw_server_stop (server);

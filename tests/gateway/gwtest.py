@@ -185,3 +185,15 @@ def gone(pid, timeout=5.0):
         if time.time() > deadline:
             return False
         time.sleep(0.02)
+
+
+def execute_started(kc, code, timeout=30):
+    """Sends code that first prints 'started' and returns once that output
+    arrived: the execution is running in the kernel (not merely queued)."""
+    msg_id = kc.execute("print('started', flush=True)\n" + code)
+    deadline = time.time() + timeout
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.time()))
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                and "started" in msg["content"]["text"]):
+            return msg_id

@@ -8,7 +8,7 @@ import unittest
 import jupyter_kernel_test as jkt
 from jupyter_client.manager import start_new_kernel
 
-from gwtest import built, execute, gone, launcher, stdout_of
+from gwtest import built, execute, execute_started, gone, launcher, stdout_of
 
 
 def install_test_spec(tmp_path):
@@ -38,17 +38,22 @@ def test_kernel_mode_with_kernel_manager(tmp_path, monkeypatch):
         assert stdout_of(out) == "40\n"
         assert r["metadata"]["kennel"]["state"] == "kept"
         # interrupt_mode "message": the manager sends interrupt_request
-        msg_id = kc.execute("import time; time.sleep(60)")
-        import time as _t
-        _t.sleep(0.5)
+        msg_id = execute_started(kc, "import time; time.sleep(60)")
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=10)
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["ename"] == "KeyboardInterrupt"
         # the manager's restart: shutdown_request, the process exits, a new one starts
         first = km.provisioner.process.pid
+        # channels stopped across the restart: a client reconnecting to the
+        # kernel's fixed ports while nothing listens can TCP-self-connect
+        # from one of them (they are in the ephemeral range) and hold it,
+        # for any kernel, ipykernel included
+        kc.stop_channels()
         km.restart_kernel(now=False)
         assert gone(first, timeout=10)
+        kc = km.client()
+        kc.start_channels()
         kc.wait_for_ready(timeout=60)
         r, out = execute(kc, "print('a' in globals())")
         assert stdout_of(out) == "False\n"

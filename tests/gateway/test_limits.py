@@ -7,7 +7,7 @@ import time
 import pytest
 import zmq
 
-from gwtest import execute, gone, stdout_of
+from gwtest import execute, execute_started, gone, stdout_of
 
 
 def kernel_pid(gateway, cid):
@@ -21,8 +21,7 @@ def test_kill_9_mid_execution(gateway):
     _, kc = gateway.open_client("die")
     execute(kc, "v = 1")
     pid = kernel_pid(gateway, "die")
-    msg_id = kc.execute("import time; time.sleep(30)")
-    time.sleep(0.5)
+    msg_id = execute_started(kc, "import time; time.sleep(30)")
     os.kill(pid, signal.SIGKILL)
     reply = kc.get_shell_msg(timeout=10)
     assert reply["parent_header"]["msg_id"] == msg_id
@@ -118,8 +117,7 @@ def test_queue_bound(make_gateway):
 
 def test_interrupt_answered_by_gateway(gateway):
     _, kc = gateway.open_client("int")
-    msg_id = kc.execute("import time; time.sleep(60)")
-    time.sleep(0.5)
+    msg_id = execute_started(kc, "import time; time.sleep(60)")
     # what jupyter_client does for interrupt_mode "message"
     imsg = kc.session.msg("interrupt_request", {})
     kc.control_channel.send(imsg)
