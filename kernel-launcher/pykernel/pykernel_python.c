@@ -177,6 +177,29 @@ s_stdin_wait (long ms)
     return rc > 0 ? 1 : 0;
 }
 
+/* One stdin_request at a time: the socket is not thread-safe, and user
+   threads may ask (input(), tool calls) while the main thread does. Waits
+   with the GIL released so that the holder can go on; the main thread's
+   wait stays interruptible. 0, or -1 with KeyboardInterrupt set. */
+static pthread_mutex_t s_stdin_lock = PTHREAD_MUTEX_INITIALIZER;
+/* guards s_py.request, which the main thread changes without the GIL */
+static pthread_mutex_t s_request_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+s_stdin_acquire (void)
+{
+    while (pthread_mutex_trylock (&s_stdin_lock) != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        zclock_sleep (10);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals () != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *s_stdin_exchange (const char *msg_type, json_t *content, double timeout);
+
 static PyObject *
 s_kennel_stdin_request (PyObject *self, PyObject *args)
 {
@@ -186,20 +209,38 @@ s_kennel_stdin_request (PyObject *self, PyObject *args)
         return NULL;
     if (s_forked_child ("stdin_request"))
         return NULL;
-    if (!s_py.request) {
-        PyErr_SetString (PyExc_RuntimeError, "_kennel.stdin_request: no request is running");
-        return NULL;
-    }
     json_t *content = s_parse_json_arg ("content", content_json);
     if (!content)
         return NULL;
+    if (s_stdin_acquire () != 0) {
+        json_decref (content);
+        return NULL;
+    }
+    PyObject *result = s_stdin_exchange (msg_type, content, timeout);
+    pthread_mutex_unlock (&s_stdin_lock);
+    return result;
+}
+
+/* Sends content (stolen) on stdin and waits for the answer. Lock held. */
+static PyObject *
+s_stdin_exchange (const char *msg_type, json_t *content, double timeout)
+{
     Py_BEGIN_ALLOW_THREADS
     pykernel_output_flush (s_py.shared->output);
     Py_END_ALLOW_THREADS
     s_stdin_purge ();
     /* to the identities of the shell request: the client's stdin socket
-       has the same identity as its shell socket */
-    wire_msg_t *request = wire_msg_new (s_py.shared->session, msg_type, s_py.request);
+       has the same identity as its shell socket. The main thread may be
+       ending that request right now (a user thread asks): copy under the
+       request lock. */
+    pthread_mutex_lock (&s_request_lock);
+    wire_msg_t *request = s_py.request ? wire_msg_new (s_py.shared->session, msg_type, s_py.request) : NULL;
+    pthread_mutex_unlock (&s_request_lock);
+    if (!request) {
+        json_decref (content);
+        PyErr_SetString (PyExc_RuntimeError, "_kennel.stdin_request: no request is running");
+        return NULL;
+    }
     wire_msg_set_content (request, content);
     char sent_id[128];
     snprintf (sent_id, sizeof sent_id, "%s", wire_msg_id (request));
@@ -468,7 +509,9 @@ pykernel_python_configure (const json_t *settings)
 void
 pykernel_python_set_request (const wire_msg_t *request)
 {
+    pthread_mutex_lock (&s_request_lock);
     s_py.request = request;
+    pthread_mutex_unlock (&s_request_lock);
 }
 
 void

@@ -476,3 +476,28 @@ def test_a_port_held_for_a_moment_at_start_is_waited_for(tmp_path):
         assert reply["status"] == "ok"
     finally:
         p.close()
+
+
+def test_input_from_several_threads_at_once_is_served_one_at_a_time(proc):
+    """The stdin socket is used by one request at a time whatever thread
+    asks; each thread gets the answer to its own prompt."""
+    msg_id = proc.kc.execute(
+        "import threading\n"
+        "answers = {}\n"
+        "def ask(n):\n"
+        "    answers[n] = input('q%d' % n)\n"
+        "threads = [threading.Thread(target=ask, args=(n,)) for n in range(4)]\n"
+        "for t in threads: t.start()\n"
+        "answers['main'] = input('qmain')\n"
+        "for t in threads: t.join()\n"
+        "print(sorted(answers.items(), key=str))", allow_stdin=True)
+    for _ in range(5):
+        request = proc.kc.get_stdin_msg(timeout=TIMEOUT)
+        assert request["msg_type"] == "input_request"
+        prompt = request["content"]["prompt"]
+        proc.kc.input("answer to " + prompt)
+    reply = proc.reply(msg_id, proc.kc.get_shell_msg)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    outputs = proc.outputs(msg_id)
+    expected = sorted([(n, "answer to q%d" % n) for n in range(4)] + [("main", "answer to qmain")], key=str)
+    assert streams(outputs, "stdout") == "%s\n" % expected
