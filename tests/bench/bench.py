@@ -89,8 +89,10 @@ class Run:
         self.workdir = workdir
         self.results = {}
         self.gateway = None
+        self.gateway_exit = 0  # the daemon's exit status once stopped
         self.fleet = []       # kennel conversation ids opened so far (idle, ran `x = 1`)
         self.ipy_fleet = []   # running Ipykernel objects
+        self.ipy_start_failures = 0
         self.ipy_log = open(workdir / "ipykernel.log", "ab")
         env = dict(os.environ)
         if args.sanitized:
@@ -131,13 +133,29 @@ class Run:
         cores take minutes each), each waited for with one `x = 1`."""
         while len(self.ipy_fleet) < n:
             new = [B.Ipykernel(self.ipy_log).start() for _ in range(min(batch, n - len(self.ipy_fleet)))]
-            self.ipy_fleet.extend(new)
             for k in new:
-                kc = B.client(k.connection, ready=120)
+                self.ipy_fleet.append(self.ipy_ready(k))
+
+    def ipy_ready(self, kernel, tries=3):
+        """kernel once it answered `x = 1`. jupyter_client picks free ports
+        and the kernel binds them later: when another process took one in
+        between, the kernel dies (EADDRINUSE) and a new one is started."""
+        for attempt in range(tries):
+            try:
+                kc = B.client(kernel.connection, ready=120)
                 try:
                     B.roundtrip(kc, "x = 1", 120)
                 finally:
                     B.stop_client(kc)
+                return kernel
+            except Exception:
+                if kernel.km.is_alive() or attempt == tries - 1:
+                    raise
+                self.ipy_start_failures += 1
+                log(f"an ipykernel died while starting (see ipykernel.log); starting another")
+                kernel.stop()
+                kernel = B.Ipykernel(self.ipy_log).start()
+        return kernel
 
 
 # ---- 1. cold start -------------------------------------------------------------
@@ -635,6 +653,11 @@ def run_sections(run):
     errors = {}
     only = set(run.args.only.split(",")) if run.args.only else None
     for name, section in SECTIONS:
+        if section.__name__.endswith("_ipykernel") and run.gateway is not None:
+            # kennel's side is done: its kernels must not share pages (or
+            # CPU) with the ipykernels measured next
+            run.gateway_exit = run.gateway.stop()
+            run.gateway = None
         if only is not None and name not in only:
             continue
         log(f"== {section.__name__}")
@@ -652,11 +675,11 @@ def cleanup(run):
             k.stop()
         except Exception:  # already gone
             pass
-    rc = 0
+    rc = run.gateway_exit
     if run.gateway:
         rc = run.gateway.stop()
-        if rc != 0:
-            log(f"kennel serve exited with {rc}; see its log")
+    if rc != 0:
+        log(f"kennel serve exited with {rc}; see its log")
     run.ipy_log.close()
     return rc
 
@@ -691,6 +714,7 @@ def main(argv):
     finally:
         report["gateway_exit"] = cleanup(run)
     report["errors"] = errors
+    report["ipykernel_start_failures"] = run.ipy_start_failures
     report["machine"]["loadavg_end"] = pathlib.Path("/proc/loadavg").read_text().split()[:3]
     report["seconds"] = round(time.time() - started, 1)
     out_path.write_text(json.dumps(report, indent=1, default=str) + "\n")
