@@ -45,6 +45,7 @@ typedef struct {
     gw_policy_t defaults;
     gw_policy_t maxima; /* numeric fields only are used */
     int max_conversations;
+    int max_parallel_launches; /* kernels confined and started at once */
     int queue_limit;            /* execute requests waiting per conversation */
     double idle_check_interval; /* s */
     double interrupt_grace;     /* s between SIGINT and SIGKILL on timeout */
@@ -152,6 +153,8 @@ struct gw_server {
     char session[33];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
     gw_launch_t *probe;  /* the start-up confinement probe while it runs */
+    int launching;           /* launch slots in use (gw_conv.c) */
+    zlistx_t *launch_queue;  /* gw_conv_t* waiting for a slot */
     char *probe_dir;
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;

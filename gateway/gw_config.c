@@ -285,7 +285,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     int rc = -1;
     const char *key;
     json_t *value;
-    static const char *known[] = {"defaults", "maxima", "max_conversations", "queue_limit", "idle_check_interval",
+    static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
+                                  "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", NULL};
     if (!json_is_object (file)) {
@@ -318,6 +319,10 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     if (config_number (file, "max_conversations", 0, &v, errmsg) < 0)
         goto done;
     self->max_conversations = (int) v;
+    v = self->max_parallel_launches;
+    if (config_number (file, "max_parallel_launches", 1, &v, errmsg) < 0)
+        goto done;
+    self->max_parallel_launches = (int) v;
     v = self->queue_limit;
     if (config_number (file, "queue_limit", 1, &v, errmsg) < 0)
         goto done;
@@ -372,6 +377,7 @@ gw_config_load (const char *path, char **errmsg)
     policy_defaults (&self->defaults);
     maxima_defaults (&self->maxima);
     self->max_conversations = 64;
+    self->max_parallel_launches = 4;
     self->queue_limit = 16;
     self->idle_check_interval = 30;
     self->interrupt_grace = 2;

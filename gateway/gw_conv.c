@@ -52,6 +52,8 @@ struct gw_conv {
     zlistx_t *waiters;
     int launch_timer;
     int kernels_started;
+    bool holds_slot; /* one of the server's parallel launch slots */
+    bool queued;     /* waiting for a slot in server->launch_queue */
 };
 
 bool
@@ -178,11 +180,43 @@ launch_timer_stop (gw_conv_t *self)
     self->launch_timer = 0;
 }
 
+/* ---- launch slots ----------------------------------------------------------
+   Kernels start at most config->max_parallel_launches at a time: fifty
+   conversations opened at once would otherwise confine and initialize
+   fifty interpreters together on two cores, and each launch timeout would
+   measure the crowd, not the launch. A slot is held from the launch until
+   the kernel answered (or failed). */
+
+static void kernel_launch (gw_conv_t *self);
+
+static void
+slot_release (gw_conv_t *self)
+{
+    if (self->queued) {
+        void *handle = zlistx_find (self->server->launch_queue, self);
+        if (handle)
+            zlistx_detach (self->server->launch_queue, handle);
+        self->queued = false;
+    }
+    if (!self->holds_slot)
+        return;
+    self->holds_slot = false;
+    self->server->launching--;
+    gw_conv_t *next = zlistx_detach (self->server->launch_queue, NULL);
+    if (next) {
+        next->queued = false;
+        next->holds_slot = true;
+        self->server->launching++;
+        kernel_launch (next);
+    }
+}
+
 /* The kernel could not be started: nothing runs, every waiter is told why. */
 static void
 kernel_failed (gw_conv_t *self, const char *reason)
 {
     launch_timer_stop (self);
+    slot_release (self);
     gw_log ("kernel_failed", "{s:s, s:s}", "conversation", self->id, "reason", reason);
     gw_launch_abandon (&self->launch);
     self->kstate = K_DEAD;
@@ -218,6 +252,7 @@ void
 gw_conv_kernel_ready (gw_conv_t *self)
 {
     launch_timer_stop (self);
+    slot_release (self);
     self->kstate = K_RUNNING;
     self->last_activity = gw_now (); /* idle time counts from a usable kernel */
     gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
@@ -313,11 +348,31 @@ run_dir_renew (gw_conv_t *self, char **errmsg)
     return make_dir (self->run_dir, 0700, errmsg);
 }
 
-/* A fresh run dir, kernel key and kernel.json; the launcher started. */
+/* Starts a kernel now if a launch slot is free, else when one is. */
 void
 gw_conv_kernel_start (gw_conv_t *self)
 {
     self->kstate = K_STARTING;
+    if (self->holds_slot) {
+        kernel_launch (self);
+        return;
+    }
+    if (self->queued)
+        return;
+    if (self->server->launching < self->server->config->max_parallel_launches) {
+        self->holds_slot = true;
+        self->server->launching++;
+        kernel_launch (self);
+        return;
+    }
+    self->queued = true;
+    zlistx_add_end (self->server->launch_queue, self);
+}
+
+/* A fresh run dir, kernel key and kernel.json; the launcher started. */
+static void
+kernel_launch (gw_conv_t *self)
+{
     char *errmsg = NULL;
     if (run_dir_renew (self, &errmsg) < 0) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
@@ -424,6 +479,7 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     if (!self)
         return;
     launch_timer_stop (self);
+    slot_release (self);
     gw_launch_abandon (&self->launch);
     waiters_notify (self, false, "the conversation was closed");
     zlistx_destroy (&self->waiters);

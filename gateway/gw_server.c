@@ -116,6 +116,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->limits.max_frame_bytes = self->config->max_message_bytes;
     self->limits.max_message_bytes = self->config->max_message_bytes;
     self->conversations = zhashx_new ();
+    self->launch_queue = zlistx_new ();
     wire_id_new (self->session);
     return self;
 }
@@ -337,6 +338,7 @@ gw_server_destroy (gw_server_t **self_p)
     probe_cleanup (self);
     gw_launch_reap_all (5.0);
     zhashx_destroy (&self->conversations);
+    zlistx_destroy (&self->launch_queue);
     if (self->control) {
         zloop_reader_end (self->loop, self->control);
         zsock_destroy (&self->control);
