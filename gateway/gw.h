@@ -107,6 +107,7 @@ void gw_launch_kill (gw_launch_t *self);
 int gw_launch_signal (gw_launch_t *self, int sig);
 /* Kernel cpu seconds (utime+stime of the kernel and reaped children), rss, peak rss. */
 void gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_rss_bytes);
+void gw_proc_reset_peak (pid_t pid);
 
 /* ---- gw_conv: one conversation ----------------------------------------- */
 

@@ -505,3 +505,20 @@ gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_
         fclose (f);
     }
 }
+
+/* Resets the kernel's peak RSS (VmHWM) so that the next reading is the
+   peak of one execution, not of the kernel's life (proc(5) clear_refs). */
+void
+gw_proc_reset_peak (pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    char path[64];
+    snprintf (path, sizeof path, "/proc/%d/clear_refs", (int) pid);
+    int fd = open (path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t rc = write (fd, "5", 1);
+        (void) rc; /* without the permission the peak is the kernel's lifetime peak */
+        close (fd);
+    }
+}

@@ -227,7 +227,9 @@ exec_start_head (gw_relay_t *self)
     e->started_at = gw_now ();
     int64_t rss, hwm;
     gw_launch_t *launch = gw_conv_launch (self->conv);
-    gw_proc_usage (launch ? gw_launch_kernel_pid (launch) : 0, &e->cpu_start, &rss, &hwm);
+    pid_t pid = launch ? gw_launch_kernel_pid (launch) : 0;
+    gw_proc_usage (pid, &e->cpu_start, &rss, &hwm);
+    gw_proc_reset_peak (pid);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
     if (timeout > 0)
         e->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000), 1, on_exec_timeout, self);

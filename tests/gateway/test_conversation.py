@@ -256,3 +256,15 @@ def test_close_removes_symlinks_not_their_targets(gateway, tmp_path):
     assert not pathlib.Path(reply["workspace"]).exists()
     import shutil
     shutil.rmtree(canary_dir)
+
+
+def test_max_rss_is_per_execution(gateway):
+    _, kc = gateway.open_client("rss")
+    # an anonymous mmap, touched then unmapped: its pages leave RSS at once
+    # (a bytearray's would stay with the allocator, e.g. ASan's quarantine)
+    r1, _ = execute(kc, "import mmap\nm = mmap.mmap(-1, 200 << 20)\n"
+                        "for i in range(0, 200 << 20, 4096): m[i] = 1\nm.close()")
+    r2, _ = execute(kc, "x = 1")
+    first, second = r1["metadata"]["kennel"]["max_rss_bytes"], r2["metadata"]["kennel"]["max_rss_bytes"]
+    assert first > 200 << 20
+    assert second < first - (150 << 20)
