@@ -51,6 +51,8 @@ typedef struct {
     double interrupt_grace;     /* s between SIGINT and SIGKILL on timeout */
     double launch_timeout;      /* s to wait for the launcher's status line */
     size_t max_message_bytes;
+    int max_tool_calls;      /* tool calls per execution */
+    bool log_tool_arguments; /* tool_call log lines carry the arguments */
     char *launcher;  /* path of kennel-launch */
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
@@ -73,6 +75,13 @@ json_t *gw_config_limits_json (const gw_config_t *config);
 void gw_fs_remove_tree (const char *path);
 /* Disk usage (allocated blocks) of a tree, symlinks not followed. */
 int64_t gw_fs_tree_bytes (const char *path);
+
+/* ---- gw_tools: tool declarations ------------------------------------- */
+
+/* A checked copy of a conversation_open tool list (OpenAI's {"type":
+   "function", "function": {...}} unwrapped), or NULL with *errmsg
+   (malloc'd) naming the tool and the problem. */
+json_t *gw_tools_validate (const json_t *tools, char **errmsg);
 
 /* ---- gw_launch: one kennel-launch process ------------------------------ */
 

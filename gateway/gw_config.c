@@ -230,9 +230,9 @@ gw_config_limits_json (const gw_config_t *c)
     json_t *maxima = gw_policy_to_json (&c->maxima);
     json_object_del (maxima, "builtins");
     json_object_del (maxima, "imports");
-    return json_pack ("{s:o, s:o, s:i, s:i, s:I}", "defaults", gw_policy_to_json (&c->defaults), "maxima", maxima,
-                      "max_conversations", c->max_conversations, "queue_limit", c->queue_limit,
-                      "max_message_bytes", (json_int_t) c->max_message_bytes);
+    return json_pack ("{s:o, s:o, s:i, s:i, s:I, s:i}", "defaults", gw_policy_to_json (&c->defaults), "maxima",
+                      maxima, "max_conversations", c->max_conversations, "queue_limit", c->queue_limit,
+                      "max_message_bytes", (json_int_t) c->max_message_bytes, "max_tool_calls", c->max_tool_calls);
 }
 
 /* The launcher next to our own binary (build tree or prefix/bin), else PATH. */
@@ -288,7 +288,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", NULL};
+                                  "kernels", "max_tool_calls", "log_tool_arguments", NULL};
     if (!json_is_object (file)) {
         *errmsg = format_error ("config %s: must be a JSON object", path);
         goto done;
@@ -335,6 +335,16 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     if (config_number (file, "max_message_bytes", 1024, &v, errmsg) < 0)
         goto done;
     self->max_message_bytes = (size_t) v;
+    v = self->max_tool_calls;
+    if (config_number (file, "max_tool_calls", 1, &v, errmsg) < 0)
+        goto done;
+    self->max_tool_calls = (int) v;
+    json_t *log_args = json_object_get (file, "log_tool_arguments");
+    if (log_args && !json_is_boolean (log_args)) {
+        *errmsg = format_error ("config %s: log_tool_arguments must be true or false", path);
+        goto done;
+    }
+    self->log_tool_arguments = json_is_true (log_args);
     json_t *launcher = json_object_get (file, "launcher");
     if (launcher) {
         if (!json_is_string (launcher)) {
@@ -383,6 +393,7 @@ gw_config_load (const char *path, char **errmsg)
     self->interrupt_grace = 2;
     self->launch_timeout = 30;
     self->max_message_bytes = wire_limits_default.max_message_bytes;
+    self->max_tool_calls = 10000;
     self->launcher = default_launcher ();
     /* a conversation's workspace is a host directory, which no host here
        can give a disk quota (confine/README.md "quota"): the gateway asks

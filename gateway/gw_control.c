@@ -135,8 +135,17 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
            replace the declared ones, in the gateway's check and, through
            kennel_configure_request, in the running kernel */
         json_t *tools = json_object_get (req->content, "tools");
-        if (json_is_array (tools))
-            gw_conv_set_tools (conv, tools);
+        if (tools) {
+            char *errmsg = NULL;
+            json_t *checked = gw_tools_validate (tools, &errmsg);
+            if (!checked) {
+                reply_error (self, req, "InvalidTools", errmsg ? errmsg : "invalid tool list");
+                free (errmsg);
+                return;
+            }
+            gw_conv_set_tools (conv, checked);
+            json_decref (checked);
+        }
         defer (self, conv, req_p, false, on_open_ready);
         return;
     }
@@ -146,16 +155,22 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         reply_error (self, req, "UnknownKernel", "kernel must be \"python\" or a kernel named in the config file");
         return;
     }
-    json_t *tools = json_object_get (req->content, "tools");
-    if (tools && !json_is_array (tools)) {
-        reply_error (self, req, "InvalidTools", "tools must be a list of {name, description, parameters}");
-        return;
+    json_t *tools = NULL;
+    if (json_object_get (req->content, "tools")) {
+        char *errmsg = NULL;
+        tools = gw_tools_validate (json_object_get (req->content, "tools"), &errmsg);
+        if (!tools) {
+            reply_error (self, req, "InvalidTools", errmsg ? errmsg : "invalid tool list");
+            free (errmsg);
+            return;
+        }
     }
     if ((int) zhashx_size (self->conversations) >= self->config->max_conversations) {
         char evalue[160];
         snprintf (evalue, sizeof evalue, "the gateway already holds its maximum of %d conversations",
                   self->config->max_conversations);
         reply_error (self, req, "TooManyConversations", evalue);
+        json_decref (tools);
         return;
     }
     gw_policy_t policy;
@@ -163,9 +178,11 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
     if (gw_policy_lower (self->config, json_object_get (req->content, "policy"), &policy, &errmsg) < 0) {
         reply_error (self, req, "PolicyError", errmsg ? errmsg : "bad policy");
         free (errmsg);
+        json_decref (tools);
         return;
     }
     conv = gw_conv_new (self, id, kname, tools, &policy, NULL, &errmsg);
+    json_decref (tools);
     gw_policy_clear (&policy);
     if (!conv) {
         reply_error (self, req, "OpenFailed", errmsg ? errmsg : "the conversation could not be created");

@@ -37,6 +37,7 @@ typedef struct {
     int64_t output_bytes;
     bool truncated;
     int tool_calls;
+    bool allow_stdin;   /* the request's allow_stdin: a client serves tool calls */
     int timer_id;       /* execution timeout, 0 when none */
     int grace_timer_id; /* after SIGINT, 0 when none */
     bool timed_out;
@@ -48,6 +49,19 @@ typedef struct {
     bool idle_seen;
     int idle_timer_id; /* a kernel that never sends idle: the reply goes anyway */
 } gw_exec_t;
+
+/* A tool call forwarded to the client and not yet answered. */
+typedef struct {
+    gw_relay_t *relay;
+    char *call_id;
+    char *name;
+    char *exec_msg_id;  /* the execution it belongs to */
+    json_t *header;     /* the kernel's tool_request header: parent of our answer */
+    json_t *arguments;  /* only when the operator logs them */
+    size_t bytes;       /* the request's content bytes */
+    double started_at;
+    int timer_id;       /* tool timeout */
+} gw_call_t;
 
 struct gw_relay {
     gw_conv_t *conv;
@@ -63,6 +77,7 @@ struct gw_relay {
     wire_replay_t *kernel_replay;
     zlistx_t *execs;   /* gw_exec_t*, head = running */
     zlistx_t *backlog; /* zmsg_t* verified client messages waiting for a kernel, with channel prefix frame */
+    zhashx_t *calls;   /* call_id -> gw_call_t*, tool calls waiting for the client */
     int executions;
     double last_activity;
     bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */
@@ -209,6 +224,7 @@ publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename,
 /* ---- execution accounting ---------------------------------------------- */
 
 static int on_exec_timeout (zloop_t *loop, int timer_id, void *arg);
+static void calls_end (gw_relay_t *self, const char *msg_id, const char *status);
 
 static gw_exec_t *
 exec_head (gw_relay_t *self)
@@ -272,6 +288,7 @@ exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
             e->msg_id, "status", status, "duration", e->started ? gw_now () - e->started_at : 0.0, "output_bytes",
             (json_int_t) e->output_bytes, "truncated", e->truncated);
     self->executions++;
+    calls_end (self, e->msg_id, "abandoned");
     zlistx_delete (self->execs, handle);
     exec_start_head (self);
 }
@@ -673,43 +690,216 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     return 0;
 }
 
-/* The kernel's tool_request {call_id, name, arguments} goes to the client
-   only for a declared tool, during an execution, within the size limit;
-   otherwise the kernel gets a tool_reply error at once, never a hang. */
+/* ---- tool calls ----------------------------------------------------------
+
+   The kernel's tool_request {call_id, name, arguments} goes to the client
+   only for a declared tool, during an execution whose client serves stdin,
+   within the size and count limits; otherwise the kernel gets a tool_reply
+   error at once, with an ename saying why (never a hang). A forwarded call
+   is pending until the client's tool_reply names its call_id, the tool
+   timeout, the end of its execution or of the kernel. Each call is logged
+   once (event tool_call), without argument values unless the operator's
+   config asks for them. */
 #define TOOL_REQUEST_MAX_BYTES (1 << 20)
-static bool
-tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
+
+static json_t *
+frame_json (zmsg_t *msg, int offset, size_t *bytes)
 {
     int d = delimiter_index (msg);
-    zframe_t *cf = frame_at (msg, d + 5);
-    json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
-    const char *name = json_string_value (json_object_get (content, "name"));
-    json_t *call_id = json_object_get (content, "call_id");
-    gw_exec_t *e = exec_head (self);
-    char why[300] = "";
-    if (!e)
-        snprintf (why, sizeof why, "no execution is running to serve a tool call");
-    else if (zframe_size (cf) > TOOL_REQUEST_MAX_BYTES)
-        snprintf (why, sizeof why, "the tool call's arguments exceed %d bytes", TOOL_REQUEST_MAX_BYTES);
-    else if (!name || !gw_conv_has_tool (self->conv, name))
-        snprintf (why, sizeof why, "unknown tool '%.200s': this conversation declared no such tool",
-                  name ? name : "");
-    if (!*why) {
-        e->tool_calls++;
-        json_decref (content);
-        return true;
-    }
-    gw_log ("tool_refused", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "tool", name ? name : "",
-            "reason", why);
-    wire_msg_t *reply = own_msg (self, "tool_reply", header, NULL);
+    zframe_t *f = frame_at (msg, d + offset);
+    if (bytes)
+        *bytes = f ? zframe_size (f) : 0;
+    return f ? json_loadb ((const char *) zframe_data (f), zframe_size (f), 0, NULL) : NULL;
+}
+
+static void
+tool_log (gw_relay_t *self, const char *msg_id, const char *name, size_t bytes, double duration,
+          const char *status, const char *ename, const char *reason, json_t *arguments)
+{
+    json_t *line = json_pack ("{s:s, s:s, s:s, s:I, s:f, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
+                              msg_id ? msg_id : "", "tool", name ? name : "", "bytes", (json_int_t) bytes,
+                              "duration", duration, "status", status);
+    if (ename)
+        json_object_set_new (line, "ename", json_string (ename));
+    if (reason)
+        json_object_set_new (line, "reason", json_string (reason));
+    if (arguments && self->server->config->log_tool_arguments)
+        json_object_set (line, "arguments", arguments);
+    gw_log ("tool_call", "O", line);
+    json_decref (line);
+}
+
+/* tool_reply {call_id, status: error, ename, evalue} to the kernel. */
+static void
+tool_answer_error (gw_relay_t *self, const json_t *parent, json_t *call_id, const char *ename, const char *evalue)
+{
+    if (!self->kernel[WIRE_STDIN])
+        return;
+    wire_msg_t *reply = own_msg (self, "tool_reply", parent, NULL);
     wire_msg_set_content (reply, json_pack ("{s:O?, s:s, s:s, s:s}", "call_id", call_id, "status", "error", "ename",
-                                            "ToolError", "evalue", why));
+                                            ename, "evalue", evalue));
     zmsg_t *out = wire_msg_encode (reply, self->kernel_key);
     wire_msg_destroy (&reply);
     if (out)
         send_or_drop (self, &out, self->kernel[WIRE_STDIN], "stdin");
+}
+
+static void
+call_destroy (gw_call_t **self_p)
+{
+    gw_call_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->timer_id)
+        zloop_timer_end (self->relay->server->loop, self->timer_id);
+    free (self->call_id);
+    free (self->name);
+    free (self->exec_msg_id);
+    json_decref (self->header);
+    json_decref (self->arguments);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+call_destructor (void **item)
+{
+    call_destroy ((gw_call_t **) item);
+}
+
+/* Ends a pending call: logged, forgotten (a late reply is then unknown). */
+static void
+call_end (gw_relay_t *self, gw_call_t *call, const char *status, const char *ename, const char *reason)
+{
+    tool_log (self, call->exec_msg_id, call->name, call->bytes, gw_now () - call->started_at, status, ename, reason,
+              call->arguments);
+    zhashx_delete (self->calls, call->call_id);
+}
+
+static int
+on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_call_t *call = arg;
+    gw_relay_t *self = call->relay;
+    call->timer_id = 0; /* a one-shot timer, already gone */
+    char evalue[300];
+    snprintf (evalue, sizeof evalue, "the host did not answer tool '%.200s' within %g s",
+              call->name, gw_conv_policy (self->conv)->tool_timeout);
+    json_t *call_id = json_string (call->call_id);
+    tool_answer_error (self, call->header, call_id, "ToolTimeout", evalue);
+    json_decref (call_id);
+    call_end (self, call, "timeout", "ToolTimeout", NULL);
+    return 0;
+}
+
+/* Ends the pending calls of one execution (msg_id) or of all (NULL). */
+static void
+calls_end (gw_relay_t *self, const char *msg_id, const char *status)
+{
+    zlistx_t *ids = zhashx_keys (self->calls);
+    for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
+        gw_call_t *call = zhashx_lookup (self->calls, id);
+        if (call && (!msg_id || streq (call->exec_msg_id, msg_id)))
+            call_end (self, call, status, NULL, NULL);
+    }
+    zlistx_destroy (&ids);
+}
+
+/* Why a tool_request may not go to the client: ename and evalue, or false. */
+static bool
+tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t bytes, const char **ename,
+                      char *why, size_t size)
+{
+    const char *name = json_string_value (json_object_get (content, "name"));
+    const char *call_id = json_string_value (json_object_get (content, "call_id"));
+    int max_calls = self->server->config->max_tool_calls;
+    if (!e || !e->started) {
+        *ename = "ToolUnavailable";
+        snprintf (why, size, "no execution is running to serve a tool call");
+    }
+    else if (!e->allow_stdin) {
+        *ename = "ToolUnavailable";
+        snprintf (why, size, "no client is serving stdin for this execution (allow_stdin is false)");
+    }
+    else if (bytes > TOOL_REQUEST_MAX_BYTES) {
+        *ename = "ToolArgumentsTooLarge";
+        snprintf (why, size, "the call's arguments take %zu bytes, the limit is %d", bytes, TOOL_REQUEST_MAX_BYTES);
+    }
+    else if (!call_id || !*call_id || zhashx_lookup (self->calls, call_id)) {
+        *ename = "BadToolRequest";
+        snprintf (why, size, "a tool_request needs a call_id string not already pending");
+    }
+    else if (!name || !gw_conv_has_tool (self->conv, name)) {
+        *ename = "UnknownTool";
+        snprintf (why, size, "this conversation declared no tool named '%.200s'", name ? name : "");
+    }
+    else if (e->tool_calls >= max_calls) {
+        *ename = "ToolLimit";
+        snprintf (why, size, "this execution already made %d tool calls, the limit", max_calls);
+    }
+    else
+        return false;
+    return true;
+}
+
+/* true: forward to the client (the call is now pending). */
+static bool
+tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
+{
+    size_t bytes;
+    json_t *content = frame_json (msg, 5, &bytes);
+    gw_exec_t *e = exec_head (self);
+    const char *ename = NULL;
+    char why[300];
+    const char *name = json_string_value (json_object_get (content, "name"));
+    if (tool_request_refusal (self, e, content, bytes, &ename, why, sizeof why)) {
+        tool_log (self, e ? e->msg_id : NULL, name, bytes, 0, "refused", ename, why,
+                  json_object_get (content, "arguments"));
+        tool_answer_error (self, header, json_object_get (content, "call_id"), ename, why);
+        json_decref (content);
+        return false;
+    }
+    e->tool_calls++;
+    gw_call_t *call = calloc (1, sizeof *call);
+    call->relay = self;
+    call->call_id = strdup (json_string_value (json_object_get (content, "call_id")));
+    call->name = strdup (name);
+    call->exec_msg_id = strdup (e->msg_id);
+    call->header = json_incref (header);
+    if (self->server->config->log_tool_arguments)
+        call->arguments = json_incref (json_object_get (content, "arguments"));
+    call->bytes = bytes;
+    call->started_at = gw_now ();
+    double timeout = gw_conv_policy (self->conv)->tool_timeout;
+    if (timeout > 0)
+        call->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000) + 1, 1, on_tool_timeout, call);
+    zhashx_insert (self->calls, call->call_id, call);
     json_decref (content);
-    return false;
+    return true;
+}
+
+/* A client's tool_reply reaches the kernel only for a pending call of this
+   conversation; anything else is dropped and logged. */
+static bool
+tool_reply_admit (gw_relay_t *self, zmsg_t *msg)
+{
+    size_t bytes;
+    json_t *content = frame_json (msg, 5, &bytes);
+    const char *call_id = json_string_value (json_object_get (content, "call_id"));
+    gw_call_t *call = call_id ? zhashx_lookup (self->calls, call_id) : NULL;
+    if (!call) {
+        gw_log ("tool_reply_dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "call_id",
+                call_id ? call_id : "", "reason", "no pending tool call of this conversation has this call_id");
+        json_decref (content);
+        return false;
+    }
+    const char *status = json_string_value (json_object_get (content, "status"));
+    const char *ename = json_string_value (json_object_get (content, "ename"));
+    call->bytes += bytes;
+    call_end (self, call, status && streq (status, "ok") ? "ok" : "error",
+              status && streq (status, "ok") ? NULL : ename, NULL);
+    json_decref (content);
+    return true;
 }
 
 static int
@@ -810,6 +1000,11 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
     e->msg_id = strdup (json_string_value (json_object_get (header, "msg_id")));
     e->header = json_incref (header);
     e->ids = ids;
+    /* the protocol's default is true; false means no client answers stdin */
+    json_t *content = frame_json (*msg_p, 5, NULL);
+    json_t *allow = json_object_get (content, "allow_stdin");
+    e->allow_stdin = !json_is_false (allow);
+    json_decref (content);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];
         snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
@@ -913,7 +1108,12 @@ on_client_stdin (zloop_t *loop, zsock_t *sock, void *arg)
     zmsg_t *msg = client_recv (self, sock, WIRE_STDIN, &header);
     if (!msg)
         return 0;
+    bool is_tool_reply = streq (json_string_value (json_object_get (header, "msg_type")), "tool_reply");
     json_decref (header);
+    if (is_tool_reply && !tool_reply_admit (self, msg)) {
+        zmsg_destroy (&msg);
+        return 0;
+    }
     if (self->kernel[WIRE_STDIN] && self->kernel_ready) {
         resign (msg, self->kernel_key);
         send_or_drop (self, &msg, self->kernel[WIRE_STDIN], "stdin");
@@ -1004,6 +1204,8 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
     zlistx_set_destructor (self->execs, exec_destructor);
     self->backlog = zlistx_new ();
     zlistx_set_destructor (self->backlog, zmsg_destructor);
+    self->calls = zhashx_new ();
+    zhashx_set_destructor (self->calls, call_destructor);
     self->last_activity = gw_now ();
     wire_id_new (self->session);
     int fixed_ports[WIRE_CHANNEL_COUNT_] = {0};
@@ -1054,6 +1256,7 @@ gw_relay_destroy (gw_relay_t **self_p)
         exec_stop_timers (self, e);
     zlistx_destroy (&self->execs);
     zlistx_destroy (&self->backlog);
+    zhashx_destroy (&self->calls);
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (self->client[ch]) {
             zloop_reader_end (self->server->loop, self->client[ch]);
@@ -1140,6 +1343,7 @@ void
 gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost)
 {
     kernel_sockets_close (self);
+    calls_end (self, NULL, "kernel_ended"); /* nothing is waiting for them any more */
     /* the running request and those queued behind it were in the dead
        kernel's queue: each gets an answer, none is silently lost */
     gw_exec_t *e;

@@ -4,6 +4,7 @@ answered to the kernel at once with a ToolError. The kernel here is ipykernel,
 confined by kennel-launch (a kernel whose internals user code can reach, so
 the test code itself plays the part of a kernel's tool function)."""
 import json
+import time
 
 from gwtest import stdout_of
 
@@ -21,7 +22,9 @@ def call_tool(name, **arguments):
 '''
 
 
-def run(kc, code):
+def run(kc, code, allow_stdin=True, call_id=None):
+    """Runs code, serving tool calls with a + b (under call_id if given,
+    else the request's own)."""
     outputs = []
     served = []
 
@@ -30,10 +33,11 @@ def run(kc, code):
             return
         c = msg["content"]
         served.append(c["name"])
-        result = {"call_id": c["call_id"], "status": "ok", "result": c["arguments"]["a"] + c["arguments"]["b"]}
+        result = {"call_id": call_id or c["call_id"], "status": "ok",
+                  "result": c["arguments"]["a"] + c["arguments"]["b"]}
         kc.stdin_channel.send(kc.session.msg("tool_reply", result, parent=msg["header"]))
 
-    reply = kc.execute_interactive(code, timeout=60, allow_stdin=True, stdin_hook=on_stdin,
+    reply = kc.execute_interactive(code, timeout=60, allow_stdin=allow_stdin, stdin_hook=on_stdin,
                                    output_hook=outputs.append)
     return reply, outputs, served
 
@@ -51,9 +55,74 @@ def test_tool_calls_checked_and_routed(make_gateway):
     r, out, served = run(kc, "print(json.dumps(call_tool('rm_rf', path='/')))")
     assert served == []
     answer = json.loads(stdout_of(out))
-    assert answer["status"] == "error" and answer["ename"] == "ToolError" and "rm_rf" in answer["evalue"]
-    assert any(e["tool"] == "rm_rf" for e in gw.events("tool_refused"))
+    assert answer["status"] == "error" and answer["ename"] == "UnknownTool" and "rm_rf" in answer["evalue"]
+    assert any(e["tool"] == "rm_rf" and e["status"] == "refused" for e in gw.events("tool_call"))
     assert gw.stop() == 0
+
+
+def test_gateway_checks_a_kernel_that_does_not(make_gateway):
+    # ipykernel checks nothing: every refusal here is the gateway's own
+    gw = make_gateway(config={"kernels": {"ipykernel": IPYKERNEL}, "max_tool_calls": 3,
+                              "log_tool_arguments": True, "max_message_bytes": 4 << 20})
+    tools = [{"type": "function", "function": {"name": "add", "description": "a + b",
+                                               "parameters": {"type": "object"}}}]
+    reply, kc = gw.open_client("checks", kernel="ipykernel", tools=tools,
+                               policy={"network": "loopback", "tool_timeout": 1})
+    run(kc, CALL)
+
+    def answer(code, **kw):
+        r, out, served = run(kc, "print(json.dumps(%s))" % code, **kw)
+        return json.loads(stdout_of(out)), served
+
+    # the OpenAI form was unwrapped; the call is logged with its arguments
+    # because this config asks for them
+    got, served = answer("call_tool('add', a=1, b=2)")
+    assert got["result"] == 3 and served == ["add"]
+    ok = [e for e in gw.events("tool_call") if e["status"] == "ok"]
+    assert ok and ok[-1]["arguments"] == {"a": 1, "b": 2} and ok[-1]["tool"] == "add"
+    assert ok[-1]["msg_id"] and ok[-1]["bytes"] > 0 and ok[-1]["duration"] >= 0
+
+    got, served = answer("call_tool('add', a=1, b=2)", allow_stdin=False)
+    assert got["ename"] == "ToolUnavailable" and served == []
+
+    got, served = answer("call_tool('add', a='x' * (1 << 20), b='')")
+    assert got["ename"] == "ToolArgumentsTooLarge" and served == []
+
+    got, served = answer("[call_tool('add', a=i, b=0) for i in range(4)]")
+    assert [g["status"] for g in got] == ["ok"] * 3 + ["error"] and got[3]["ename"] == "ToolLimit"
+    assert len(served) == 3
+
+    # a reply naming another call_id never reaches the kernel (ipykernel
+    # would take it); the gateway's tool timeout answers instead
+    started = time.monotonic()
+    got, served = answer("call_tool('add', a=1, b=1)", call_id="forged")
+    assert got["ename"] == "ToolTimeout" and served == ["add"]
+    assert time.monotonic() - started < 5
+    assert any(e["call_id"] == "forged" for e in gw.events("tool_reply_dropped"))
+    assert any(e["status"] == "timeout" for e in gw.events("tool_call"))
+    # still usable
+    got, served = answer("call_tool('add', a=2, b=2)")
+    assert got["result"] == 4
+    assert gw.stop() == 0
+
+
+def test_invalid_tool_lists_are_refused_at_open(gateway):
+    bad = [
+        ([{"name": "x", "parameters": {"type": "array"}}], "tool 'x': parameters must be"),
+        ([{"name": "x"}, {"name": "x"}], "tool 'x': declared twice"),
+        ([{"description": "no name"}], "tool 0: name"),
+        ([{"name": "x", "description": 3}], "tool 'x': description"),
+        ([{"name": "x", "inputSchema": {"required": "a"}}], "tool 'x': parameters.required"),
+        ([{"name": "x", "input_schema": {"properties": {"a": 1}}}], "tool 'x': parameters.properties"),
+        ([1], "tool 0: a tool must be"),
+        ({"name": "x"}, "tools must be a list"),
+    ]
+    for tools, named in bad:
+        reply = gateway.control.open("bad-tools", tools=tools)
+        assert reply["status"] == "error" and reply["ename"] == "InvalidTools", (tools, reply)
+        assert reply["evalue"].startswith(named), (named, reply["evalue"])
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+    assert gateway.events("kernel_launch") == []
 
 
 def test_reopen_with_tools_reconfigures_the_running_kernel(gateway):

@@ -1,0 +1,134 @@
+/*  gw_tools.c - a conversation's tool declarations, checked at open.
+
+    The kernel applies the same rules (kernel-launcher/pykernel/README.md,
+    "Host tools"), but the gateway checks first so that a bad list gets an
+    error reply naming the tool and no kernel is started or changed.
+    OpenAI's wrapped form {"type": "function", "function": {...}} is unwrapped
+    here, so the kernel only ever sees {name, description, parameters}.
+*/
+#include "gw.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TOOL_NAME_MAX 256
+
+static char *
+tool_error (int index, const char *name, const char *fmt, ...)
+{
+    char problem[300];
+    va_list ap;
+    va_start (ap, fmt);
+    vsnprintf (problem, sizeof problem, fmt, ap);
+    va_end (ap);
+    char *out = NULL;
+    int rc = name ? asprintf (&out, "tool '%.200s': %s", name, problem)
+                  : asprintf (&out, "tool %d: %s", index, problem);
+    return rc < 0 ? NULL : out;
+}
+
+/* The schema key in effect: parameters, else the Anthropic and MCP aliases. */
+static json_t *
+tool_schema (json_t *tool)
+{
+    static const char *keys[] = {"parameters", "input_schema", "inputSchema", NULL};
+    for (int i = 0; keys[i]; i++) {
+        json_t *s = json_object_get (tool, keys[i]);
+        if (s && !json_is_null (s))
+            return s;
+    }
+    return NULL;
+}
+
+static bool
+schema_check (json_t *schema, char problem[300])
+{
+    if (!schema)
+        return true; /* no parameters */
+    if (!json_is_object (schema)) {
+        snprintf (problem, 300, "parameters must be a JSON Schema object");
+        return false;
+    }
+    json_t *type = json_object_get (schema, "type");
+    if (type && !(json_is_string (type) && streq (json_string_value (type), "object"))) {
+        snprintf (problem, 300, "parameters must be a JSON Schema of type \"object\"");
+        return false;
+    }
+    json_t *props = json_object_get (schema, "properties");
+    if (props && !json_is_object (props)) {
+        snprintf (problem, 300, "parameters.properties must be an object");
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach (props, key, value)
+        if (!json_is_object (value) && !json_is_boolean (value)) {
+            snprintf (problem, 300, "parameters.properties['%.100s'] must be a JSON Schema", key);
+            return false;
+        }
+    json_t *required = json_object_get (schema, "required");
+    size_t i;
+    json_array_foreach (required, i, value)
+        if (!json_is_string (value))
+            break;
+    if (required && (!json_is_array (required) || i < json_array_size (required))) {
+        snprintf (problem, 300, "parameters.required must be a list of property names");
+        return false;
+    }
+    return true;
+}
+
+json_t *
+gw_tools_validate (const json_t *tools, char **errmsg)
+{
+    *errmsg = NULL;
+    if (!json_is_array (tools)) {
+        *errmsg = strdup ("tools must be a list of {name, description, parameters}");
+        return NULL;
+    }
+    json_t *out = json_array ();
+    json_t *seen = json_object ();
+    size_t index;
+    json_t *tool;
+    json_array_foreach (tools, index, tool) {
+        json_t *fn = json_object_get (tool, "function");
+        const char *type = json_string_value (json_object_get (tool, "type"));
+        if (type && streq (type, "function") && json_is_object (fn))
+            tool = fn; /* OpenAI's wrapped form */
+        if (!json_is_object (tool)) {
+            *errmsg = tool_error ((int) index, NULL, "a tool must be an object {name, description, parameters}");
+            break;
+        }
+        const char *name = json_string_value (json_object_get (tool, "name"));
+        if (!name || !*name || strlen (name) > TOOL_NAME_MAX) {
+            *errmsg = tool_error ((int) index, NULL, "name must be a non-empty string of at most %d characters",
+                                  TOOL_NAME_MAX);
+            break;
+        }
+        json_t *desc = json_object_get (tool, "description");
+        if (desc && !json_is_null (desc) && !json_is_string (desc)) {
+            *errmsg = tool_error ((int) index, name, "description must be a string");
+            break;
+        }
+        char problem[300];
+        if (!schema_check (tool_schema (tool), problem)) {
+            *errmsg = tool_error ((int) index, name, "%s", problem);
+            break;
+        }
+        if (json_object_get (seen, name)) {
+            *errmsg = tool_error ((int) index, name, "declared twice");
+            break;
+        }
+        json_object_set_new (seen, name, json_true ());
+        json_array_append (out, tool);
+    }
+    json_decref (seen);
+    if (*errmsg || index < json_array_size (tools)) {
+        json_decref (out);
+        if (!*errmsg)
+            *errmsg = strdup ("invalid tool list");
+        return NULL;
+    }
+    return out;
+}
