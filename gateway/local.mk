@@ -13,7 +13,8 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \
 	tests/gateway/test_control.py tests/gateway/test_conversation.py \
 	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
-	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py
+	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
+	tests/tools/test_gateway_checks.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv
