@@ -15,15 +15,42 @@ typedef struct {
     json_t *settings;           /* its settings (owned; may be NULL) */
     char **argv;                /* else: this command (owned, NULL-terminated) */
     char *connection_file;      /* for the builtin kernel, as seen inside */
+    char *zygote;               /* spec "zygote": the fork server's socket (owned; may be NULL) */
+    bool forked;                /* runs in a zygote's child: CPython is already up */
 } launch_kernel_t;
 
 void launch_kernel_free (launch_kernel_t *kernel);
 
-/* Reads the gateway's launch spec from fd (until EOF) into policy and
-   kernel; *status_fd gets the spec's status_fd (-1 when absent). Returns 0,
-   or -1 with one line in err. */
-int launch_spec_read (int fd, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
-                      char *err, size_t errlen);
+/* Reads the gateway's launch spec from fd until EOF (at most 1 MiB): a
+   NUL-terminated string to free, or NULL with one line in err. */
+char *launch_spec_read_text (int fd, char *err, size_t errlen);
+
+/* Parses a launch spec into policy and kernel; *status_fd gets the spec's
+   status_fd (-1 when absent, also known on error). Returns 0, or -1 with
+   one line in err. */
+int launch_spec_parse (const char *text, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
+                       char *err, size_t errlen);
+
+/* Confines this process with policy and runs kernel in it (main.c); never
+   returns. status_fd (or -1) gets the status line. Takes both. */
+_Noreturn void launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int status_fd);
+
+/* ---- the fork server (zygote.c) and its client (zygote_client.c) ---- */
+
+/* kennel-launch --zygote PATH [--preload a,b]: serves launch requests on
+   the unix socket PATH until SIGTERM/SIGINT. Returns the exit status. */
+int launch_zygote_serve (const char *socket_path, const char *preload);
+
+/* In a zygote's child, confined, before the kernel runs: the interpreter
+   prepared in the zygote takes this process's environment and fresh
+   random state. 0, or -1 with one line on stderr. */
+int launch_zygote_child_fixup (void);
+
+/* Hands the spec (text) and status_fd to the zygote at kernel->zygote and
+   then proxies for the kernel: forwards signals, returns its exit status
+   (or dies of its signal). Returns -1 without side effects when the zygote
+   cannot be reached (the caller then starts the kernel itself). */
+int launch_zygote_proxy (const char *socket_path, const char *text, int status_fd);
 
 /* One JSON line on fd, then closes it unless it is 0, 1 or 2 (fd < 0: nothing). */
 void launch_status_confined (int fd, const confine_report_t *report);

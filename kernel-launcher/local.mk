@@ -3,7 +3,10 @@ include kernel-launcher/pykernel/local.mk
 
 bin_PROGRAMS += kernel-launcher/kennel-launch
 kernel_launcher_kennel_launch_SOURCES = \
-	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c
+	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
+	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
+	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c
+kernel_launcher_kennel_launch_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
 kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel \
 	-DKENNEL_LAUNCH_PYKERNEL
 kernel_launcher_kennel_launch_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
@@ -15,4 +18,5 @@ tests_security_no_userns_SOURCES = tests/security/no_userns.c
 tests_security_no_userns_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
 EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/security/test_confine.py \
-	tests/security/test_attacks.py tests/security/test_python_kernel.py
+	tests/security/test_attacks.py tests/security/test_python_kernel.py \
+	tests/security/test_zygote.py

@@ -26,6 +26,8 @@ typedef struct {
     bool python;
     bool unconfined;
     const char *connection_file;
+    const char *zygote;         /* --zygote SOCKET_PATH: be the fork server */
+    const char *preload;        /* --preload mod1,mod2 (with --zygote) */
     char **argv;        /* the command after -- */
 } options_t;
 
@@ -36,7 +38,8 @@ usage (FILE *out)
              "usage: kennel-launch [--policy FILE] [--report-fd N] -- CMD [ARGS...]\n"
              "       kennel-launch [--policy FILE] [--report-fd N] --python -f CONNECTION_FILE\n"
              "       kennel-launch --unconfined --python -f CONNECTION_FILE   (no sandbox: development only)\n"
-             "       kennel-launch --spec-fd N                                (the gateway's launch spec)\n");
+             "       kennel-launch --spec-fd N                                (the gateway's launch spec)\n"
+             "       kennel-launch --zygote SOCKET_PATH [--preload MOD1,MOD2]   (fork server for --spec-fd)\n");
 }
 
 static int
@@ -70,6 +73,12 @@ parse_args (int argc, char **argv, options_t *opt)
                 return -1;
             }
             i++;
+        } else if (strcmp (arg, "--zygote") == 0 && next) {
+            opt->zygote = next;
+            i++;
+        } else if (strcmp (arg, "--preload") == 0 && next) {
+            opt->preload = next;
+            i++;
         } else if (strcmp (arg, "--python") == 0)
             opt->python = true;
         else if (strcmp (arg, "--unconfined") == 0)
@@ -85,8 +94,9 @@ parse_args (int argc, char **argv, options_t *opt)
             return -1;
         }
     }
-    int modes = (opt->argv && opt->argv[0]) + opt->python + (opt->spec_fd >= 0);
-    if (modes != 1 || (opt->python && !opt->connection_file) || (opt->unconfined && !opt->python)
+    int modes = (opt->argv && opt->argv[0]) + opt->python + (opt->spec_fd >= 0) + (opt->zygote != NULL);
+    if (modes != 1 || (opt->preload && !opt->zygote)
+        || (opt->zygote && (opt->policy_file || opt->report_fd >= 0 || opt->unconfined)) || (opt->python && !opt->connection_file) || (opt->unconfined && !opt->python)
         || (opt->spec_fd >= 0 && (opt->policy_file || opt->report_fd >= 0))) {
         usage (stderr);
         return -1;
@@ -98,6 +108,8 @@ static int
 run_python (const launch_kernel_t *kernel)
 {
 #ifdef KENNEL_LAUNCH_PYKERNEL
+    if (kernel->forked && launch_zygote_child_fixup () != 0)
+        return EXIT_REFUSED;
     pykernel_options_t options = { .settings = kernel->settings };
     return pykernel_run (kernel->connection_file, &options);
 #else
@@ -142,14 +154,16 @@ run_unconfined (const options_t *opt)
     return status;
 }
 
-/* Builds the policy and the kernel from the command line or the spec. */
+/* Builds the policy and the kernel from the command line or the spec
+   (whose text stays in *text for a zygote). */
 static int
-prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd)
+prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd, char **text)
 {
     char err[512];
     if (opt->spec_fd >= 0) {
-        int rc = launch_spec_read (opt->spec_fd, policy, kernel, status_fd, err, sizeof err);
+        *text = launch_spec_read_text (opt->spec_fd, err, sizeof err);
         close (opt->spec_fd);
+        int rc = *text ? launch_spec_parse (*text, policy, kernel, status_fd, err, sizeof err) : -1;
         if (rc < 0) {
             fprintf (stderr, "kennel-launch: %s\n", err);
             if (*status_fd >= 0 && fcntl (*status_fd, F_GETFD) >= 0)
@@ -195,6 +209,21 @@ prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel
     return 0;
 }
 
+/* A spec that names a zygote: the kernel starts there and this process
+   stays as its proxy. -1: not done (no zygote, or unreachable). */
+static int
+try_zygote (const launch_kernel_t *kernel, const char *text, int status_fd)
+{
+    if (!kernel->zygote)
+        return -1;
+    if (!kernel->builtin_python) {
+        fprintf (stderr, "kennel-launch: the zygote serves only the builtin Python kernel; "
+                         "starting this command directly\n");
+        return -1;
+    }
+    return launch_zygote_proxy (kernel->zygote, text, status_fd);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -203,15 +232,26 @@ main (int argc, char **argv)
         return EXIT_USAGE;
     if (opt.unconfined)
         return run_unconfined (&opt);
+    if (opt.zygote)
+        return launch_zygote_serve (opt.zygote, opt.preload);
 
     confine_policy_t *policy = confine_policy_new ();
     launch_kernel_t kernel = { 0 };
     int status_fd = -1;
-    if (prepare (&opt, policy, &kernel, &status_fd) < 0) {
+    char *text = NULL;
+    int rc = prepare (&opt, policy, &kernel, &status_fd, &text) < 0 ? EXIT_REFUSED : try_zygote (&kernel, text, status_fd);
+    free (text);
+    if (rc >= 0) {
         launch_kernel_free (&kernel);
         confine_policy_destroy (&policy);
-        return EXIT_REFUSED;
+        return rc;
     }
+    launch_confine_and_run (policy, &kernel, status_fd);
+}
+
+_Noreturn void
+launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int status_fd)
+{
     if (status_fd > 2) {
         /* Kept open through confinement, closed after the status line. */
         fcntl (status_fd, F_SETFD, FD_CLOEXEC);
@@ -223,14 +263,14 @@ main (int argc, char **argv)
     if (confine_enter (policy, &report, &error) < 0) {
         fprintf (stderr, "kennel-launch: confinement refused: %s: %s\n", error.stage, error.message);
         launch_status_error (status_fd, error.stage, error.err, error.message);
-        launch_kernel_free (&kernel);
+        launch_kernel_free (kernel);
         confine_policy_destroy (&policy);
-        return EXIT_REFUSED;
+        exit (EXIT_REFUSED);
     }
     /* Confined from here on. */
     launch_status_confined (status_fd, report);
     confine_report_destroy (&report);
-    if (kernel.builtin_python)
+    if (kernel->builtin_python)
         confine_policy_destroy (&policy);
-    run_kernel (&kernel, policy);
+    run_kernel (kernel, policy);
 }

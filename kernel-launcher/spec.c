@@ -1,5 +1,5 @@
 /*  spec.c - the launch spec the gateway writes on --spec-fd (README.md):
-    {"policy", "workspace", "run_dir", "kernel", "env", "status_fd"}. */
+    {"policy", "workspace", "run_dir", "kernel", "env", "status_fd", "zygote"}. */
 #include "launch.h"
 
 #include <errno.h>
@@ -30,6 +30,7 @@ launch_kernel_free (launch_kernel_t *kernel)
             free (*arg);
     free (kernel->argv);
     free (kernel->connection_file);
+    free (kernel->zygote);
     memset (kernel, 0, sizeof *kernel);
 }
 
@@ -79,8 +80,8 @@ read_kernel (const json_t *json, launch_kernel_t *kernel, char *err, size_t errl
     return 0;
 }
 
-static char *
-read_all (int fd, char *err, size_t errlen)
+char *
+launch_spec_read_text (int fd, char *err, size_t errlen)
 {
     size_t cap = 4096, len = 0;
     char *buf = malloc (cap);
@@ -139,6 +140,11 @@ read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kern
             if (!json_is_integer (value) || json_integer_value (value) < 0 || json_integer_value (value) > 1 << 20)
                 return fail (err, errlen, "spec field \"status_fd\" must be a file descriptor number");
             *status_fd = (int) json_integer_value (value);
+        } else if (strcmp (key, "zygote") == 0) {
+            if (!json_is_string (value) || json_string_value (value)[0] != '/')
+                return fail (err, errlen, "spec field \"zygote\" must be an absolute path (a unix socket)");
+            free (kernel->zygote);
+            kernel->zygote = strdup (json_string_value (value));
         } else
             return fail (err, errlen, "launch spec: unknown field \"%s\"", key);
     }
@@ -150,15 +156,12 @@ read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kern
 }
 
 int
-launch_spec_read (int fd, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd, char *err, size_t errlen)
+launch_spec_parse (const char *text, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
+                   char *err, size_t errlen)
 {
     *status_fd = -1;
-    char *text = read_all (fd, err, errlen);
-    if (!text)
-        return -1;
     json_error_t jerr;
     json_t *spec = json_loads (text, JSON_REJECT_DUPLICATES, &jerr);
-    free (text);
     if (!spec)
         return fail (err, errlen, "launch spec: line %d: %s", jerr.line, jerr.text);
     int rc = json_is_object (spec) ? read_fields (spec, policy, kernel, status_fd, err, errlen)
