@@ -52,12 +52,17 @@ s_connection (void)
         perror ("bench_rtt: free ports");
         return NULL;
     }
+    /* tcp on 127.0.0.1 and hmac-sha256 are wire_connection_new's defaults */
     wire_connection_t *conn = wire_connection_new ();
     wire_key_t *key = wire_key_new_random ();
-    conn->transport = strdup ("tcp");
-    conn->ip = strdup ("127.0.0.1");
+    if (!conn || !key) {
+        wire_connection_destroy (&conn);
+        wire_key_destroy (&key);
+        return NULL;
+    }
+    free (conn->key);
     conn->key = strdup (wire_key_text (key));
-    conn->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
+    free (conn->kernel_name);
     conn->kernel_name = strdup ("kennel-bench");
     conn->shell_port = ports[0];
     conn->iopub_port = ports[1];
