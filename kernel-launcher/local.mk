@@ -19,4 +19,4 @@ tests_security_no_userns_CFLAGS = $(AM_CFLAGS) $(SECCOMP_CFLAGS)
 tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
 EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/security/test_confine.py \
 	tests/security/test_attacks.py tests/security/test_python_kernel.py \
-	tests/security/test_zygote.py
+	tests/security/test_zygote.py kernel-launcher/zygote_bench.py
