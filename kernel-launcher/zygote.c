@@ -40,6 +40,7 @@ typedef struct {
     int signal_fd;
     child_t *children;
     size_t count, cap;
+    struct pollfd *polled;      /* the loop's poll set (a child frees it too) */
 } zygote_t;
 
 /* ---- the child: one launch request ------------------------------------ */
@@ -54,6 +55,7 @@ child_drop_zygote (zygote_t *self, int conn)
         if (self->children[i].fd >= 0 && self->children[i].fd != conn)
             close (self->children[i].fd);
     free (self->children);
+    free (self->polled);
     sigset_t none;
     sigemptyset (&none);
     sigprocmask (SIG_SETMASK, &none, NULL);
@@ -224,10 +226,9 @@ zygote_signal (zygote_t *self)
 static void
 zygote_loop (zygote_t *self)
 {
-    struct pollfd *fds = NULL;
     for (;;) {
         size_t n = 2 + self->count;
-        fds = realloc (fds, n * sizeof *fds);
+        struct pollfd *fds = self->polled = realloc (self->polled, n * sizeof *fds);
         fds[0] = (struct pollfd) { .fd = self->listen_fd, .events = POLLIN };
         fds[1] = (struct pollfd) { .fd = self->signal_fd, .events = POLLIN };
         for (size_t i = 0; i < self->count; i++)
@@ -243,7 +244,6 @@ zygote_loop (zygote_t *self)
         if (fds[0].revents & POLLIN)
             zygote_accept (self);
     }
-    free (fds);
 }
 
 /* CPython starts in a known, minimal environment: nothing of the host's
@@ -288,6 +288,7 @@ launch_zygote_serve (const char *socket_path, const char *preload)
         if (self.children[i].fd >= 0)
             close (self.children[i].fd);
     free (self.children);
+    free (self.polled);
     close (self.signal_fd);
     close (self.listen_fd);
     unlink (socket_path);
