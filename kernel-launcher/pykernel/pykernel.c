@@ -190,7 +190,13 @@ pykernel_prepare (void)
 pid_t
 pykernel_fork (void)
 {
-    return pykernel_python_fork ();
+    pid_t pid = pykernel_python_fork ();
+    /* the log's copy of fd 2 was taken in the parent: a fork server's child
+       gets its own fd 2 (and confinement closes the copy), so pykernel_run
+       takes a fresh one */
+    if (pid == 0)
+        pykernel_log_close ();
+    return pid;
 }
 
 int

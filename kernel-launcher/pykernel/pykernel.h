@@ -25,7 +25,8 @@ int pykernel_run (const char *connection_file, const pykernel_options_t *options
 int pykernel_prepare (void);
 
 /* fork() for a prepared process, keeping the embedded interpreter sound in
-   both (as os.fork() does). The child then calls pykernel_run(). -1 with
+   both (as os.fork() does). The child then calls pykernel_run(), which
+   logs to the fd 2 it has then (a fork server may replace it). -1 with
    errno when not prepared or fork fails. */
 pid_t pykernel_fork (void);
 

@@ -243,3 +243,21 @@ def test_preloaded_numpy_is_shared_but_seeded_per_kernel(scratch, kernels):
         assert draws[0] != draws[1]
     finally:
         z.stop()
+
+
+def test_kernel_log_lines_reach_the_proxys_stderr(zygote, kernels):
+    # a message signed with another key is dropped with one log line on the
+    # kernel's own stderr: with the zygote that is the proxy's fd 2
+    k = kernels(zygote.path)
+    assert k.run("1") == ("ok", "")
+    other = BlockingKernelClient()
+    info = connection(str(k.run_dir / "k"))
+    info["key"] = "not-the-key"
+    other.load_connection_info(info)
+    other.start_channels()
+    other.execute("print('never')")
+    time.sleep(0.5)
+    other.stop_channels()
+    k.kc.shutdown()
+    assert k.proc.wait(timeout=20) == 0
+    assert "kennel-pykernel" in k.proc.stderr.read()
