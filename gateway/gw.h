@@ -52,6 +52,7 @@ typedef struct {
     double launch_timeout;      /* s to wait for the launcher's status line */
     size_t max_message_bytes;
     int max_tool_calls;      /* tool calls per execution */
+    int warm_pool;           /* pre-started kernels without identity; 0 = none */
     bool log_tool_arguments; /* tool_call log lines carry the arguments */
     char *launcher;  /* path of kennel-launch */
     json_t *confine; /* extra confine policy fields passed through, object */
@@ -99,6 +100,9 @@ gw_launch_t *gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec,
    process is reaped later by the loop (gw_launch_reap_all at exit). Frees self
    once reaped. */
 void gw_launch_abandon (gw_launch_t **self_p);
+/* Hands a running launch to another owner (a warm-pool kernel claimed by a
+   conversation): later events go to the new callbacks. */
+void gw_launch_rebind (gw_launch_t *self, gw_launch_fn *on_status, gw_launch_fn *on_exit, void *arg);
 /* Waits (bounded) for every abandoned launcher; for a clean exit. */
 void gw_launch_reap_all (double timeout_s);
 gw_launch_state_t gw_launch_state (const gw_launch_t *self);
@@ -144,6 +148,45 @@ void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
 bool gw_conv_idle_expired (const gw_conv_t *self, double now);
 /* Internal to gw_conv.c and gw_relay.c */
 void gw_conv_kernel_start (gw_conv_t *self);
+/* The launch spec of a kernel (confine policy from the config and policy,
+   the builtin kernel's settings with tools). */
+json_t *gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *policy,
+                        json_t *tools, const char *workspace, const char *run_dir);
+/* A fresh run dir under runs (short random name) with a kernel.json of a
+   fresh kernel key. 0, or -1 with *errmsg. */
+int gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, wire_connection_t **kconn,
+                         char **errmsg);
+
+/* ---- gw_pool: the warm pool ------------------------------------------- */
+
+/* A kernel started and confined ahead of need, with no identity: default
+   policy, no tools, a workspace in dir (state/pool/<random>/workspace, its
+   log beside it). A conversation that claims it renames dir to its own. */
+typedef struct {
+    void *pool;
+    char *dir;
+    char *run_dir;
+    wire_connection_t *kconn;
+    gw_launch_t *launch;
+    double started;
+    zsock_t *probe; /* DEALER asking the kernel for kernel_info until it answers */
+    bool ready;     /* confined and answering: a claim only binds, never waits for Python */
+} gw_warm_t;
+
+typedef struct gw_pool gw_pool_t;
+/* Starts filling in the background (one launch at a time, after the
+   conversations' own launches). */
+gw_pool_t *gw_pool_new (gw_server_t *server, int size);
+void gw_pool_destroy (gw_pool_t **self_p);
+/* Whether a conversation of this kernel and policy can take a pooled kernel:
+   the sandbox and settings fixed at pool time must be the defaults. */
+bool gw_pool_fits (const gw_config_t *config, const char *kernel, const gw_policy_t *policy);
+/* A ready kernel, detached from the pool (which refills), or NULL. */
+gw_warm_t *gw_pool_claim (gw_pool_t *self);
+/* Kills the launch (if any) and removes what is left of the dirs. */
+void gw_warm_destroy (gw_warm_t **self_p);
+/* {size, ready, starting, claimed} */
+json_t *gw_pool_info (gw_pool_t *self);
 
 /* ---- gw_server: the loop, the control socket, the table --------------- */
 
@@ -165,6 +208,7 @@ struct gw_server {
     gw_launch_t *probe;  /* the start-up confinement probe while it runs */
     int launching;           /* launch slots in use (gw_conv.c) */
     zlistx_t *launch_queue;  /* gw_conv_t* waiting for a slot */
+    gw_pool_t *pool;         /* NULL when warm_pool is 0 or in kernelspec mode */
     char *probe_dir;
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;
@@ -216,6 +260,8 @@ void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *ca
 /* Sends kennel_configure_request {tools} to the kernel (now, or first
    thing when it is ready). */
 void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);
+/* The same with the tool timeout too (tool_timeout <= 0: left as it is). */
+void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
 /* Publishes status "starting" (fresh kernel announced to clients). */
 void gw_relay_announce_starting (gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);

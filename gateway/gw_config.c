@@ -288,7 +288,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", "max_tool_calls", "log_tool_arguments", NULL};
+                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", NULL};
     if (!json_is_object (file)) {
         *errmsg = format_error ("config %s: must be a JSON object", path);
         goto done;
@@ -339,6 +339,10 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     if (config_number (file, "max_tool_calls", 1, &v, errmsg) < 0)
         goto done;
     self->max_tool_calls = (int) v;
+    v = self->warm_pool;
+    if (config_number (file, "warm_pool", 0, &v, errmsg) < 0)
+        goto done;
+    self->warm_pool = (int) v;
     json_t *log_args = json_object_get (file, "log_tool_arguments");
     if (log_args && !json_is_boolean (log_args)) {
         *errmsg = format_error ("config %s: log_tool_arguments must be true or false", path);
@@ -394,6 +398,7 @@ gw_config_load (const char *path, char **errmsg)
     self->launch_timeout = 30;
     self->max_message_bytes = wire_limits_default.max_message_bytes;
     self->max_tool_calls = 10000;
+    self->warm_pool = 2;
     self->launcher = default_launcher ();
     /* a conversation's workspace is a host directory, which no host here
        can give a disk quota (confine/README.md "quota"): the gateway asks

@@ -301,51 +301,65 @@ on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static json_t *
-launch_spec (gw_conv_t *self)
+json_t *
+gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *p, json_t *tools,
+                const char *workspace, const char *run_dir)
 {
-    json_t *policy = json_deep_copy (self->server->config->confine);
-    json_object_set_new (policy, "memory_bytes", json_integer (self->policy.memory_bytes));
-    json_object_set_new (policy, "pids", json_integer (self->policy.pids));
-    json_object_set_new (policy, "workspace_bytes", json_integer (self->policy.workspace_bytes));
-    json_object_set_new (policy, "network", json_string (self->policy.network));
+    json_t *policy = json_deep_copy (config->confine);
+    json_object_set_new (policy, "memory_bytes", json_integer (p->memory_bytes));
+    json_object_set_new (policy, "pids", json_integer (p->pids));
+    json_object_set_new (policy, "workspace_bytes", json_integer (p->workspace_bytes));
+    json_object_set_new (policy, "network", json_string (p->network));
     json_t *kernel;
-    json_t *configured = json_object_get (self->server->config->kernels, self->kernel_name);
+    json_t *configured = json_object_get (config->kernels, kernel_name);
     if (configured)
         kernel = json_pack ("{s:O}", "argv", json_object_get (configured, "argv"));
     else {
-        json_t *settings = json_pack ("{s:s, s:f, s:O}", "builtins", self->policy.builtins, "tool_timeout",
-                                      self->policy.tool_timeout, "tools", self->tools);
-        if (self->policy.imports)
-            json_object_set (settings, "imports", self->policy.imports);
+        json_t *settings = json_pack ("{s:s, s:f, s:O}", "builtins", p->builtins, "tool_timeout", p->tool_timeout,
+                                      "tools", tools);
+        if (p->imports)
+            json_object_set (settings, "imports", p->imports);
         kernel = json_pack ("{s:s, s:o}", "builtin", "python", "settings", settings);
     }
-    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", "policy", policy, "workspace", self->workspace, "run_dir",
-                      self->run_dir, "kernel", kernel, "env", self->policy.env);
+    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", "policy", policy, "workspace", workspace, "run_dir", run_dir,
+                      "kernel", kernel, "env", p->env);
 }
 
 static int make_dir (const char *path, mode_t mode, char **errmsg);
 
-/* A new run dir for every kernel: the previous one belonged to a kernel
-   (which may still be dying) and is removed, never reused, so nothing it
-   left there (a symlink named kernel.json) can redirect the gateway. */
-static int
-run_dir_renew (gw_conv_t *self, char **errmsg)
+int
+gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, wire_connection_t **kconn,
+                     char **errmsg)
 {
-    if (self->run_dir)
-        gw_fs_remove_tree (self->run_dir);
-    free (self->run_dir);
     char rnd[33];
     wire_id_new (rnd);
     rnd[16] = 0;
-    self->run_dir = path_join (self->runs, rnd);
-    if (strlen (self->run_dir) + 8 > 107) {
-        if (asprintf (errmsg, "the state dir %s is too long for ipc socket paths (107 bytes)",
-                      self->server->state_dir) < 0)
+    *run_dir = path_join (runs, rnd);
+    *kconn = NULL;
+    if (strlen (*run_dir) + 8 > 107) {
+        if (asprintf (errmsg, "the state dir of %s is too long for ipc socket paths (107 bytes)", runs) < 0)
             *errmsg = NULL;
         return -1;
     }
-    return make_dir (self->run_dir, 0700, errmsg);
+    if (make_dir (*run_dir, 0700, errmsg) < 0)
+        return -1;
+    wire_key_t *key = wire_key_new_random ();
+    wire_connection_t *kc = wire_connection_new ();
+    gw_set_string (&kc->transport, "ipc");
+    gw_set_string (&kc->ip, KERNEL_IP_INSIDE);
+    kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
+    gw_set_string (&kc->key, wire_key_text (key));
+    gw_set_string (&kc->kernel_name, kernel_name);
+    wire_key_destroy (&key);
+    char *kpath = path_join (*run_dir, "kernel.json");
+    int rc = wire_connection_save (kc, kpath);
+    free (kpath);
+    *kconn = kc;
+    if (rc < 0) {
+        *errmsg = strdup ("cannot write the kernel's connection file");
+        return -1;
+    }
+    return 0;
 }
 
 /* Starts a kernel now if a launch slot is free, else when one is. */
@@ -369,34 +383,26 @@ gw_conv_kernel_start (gw_conv_t *self)
     zlistx_add_end (self->server->launch_queue, self);
 }
 
-/* A fresh run dir, kernel key and kernel.json; the launcher started. */
+/* A fresh run dir, kernel key and kernel.json; the launcher started. The
+   previous run dir belonged to a kernel (which may still be dying) and is
+   removed, never reused, so nothing it left there (a symlink named
+   kernel.json) can redirect the gateway. */
 static void
 kernel_launch (gw_conv_t *self)
 {
     char *errmsg = NULL;
-    if (run_dir_renew (self, &errmsg) < 0) {
+    if (self->run_dir)
+        gw_fs_remove_tree (self->run_dir);
+    free (self->run_dir);
+    self->run_dir = NULL;
+    wire_connection_destroy (&self->kconn);
+    if (gw_kernel_files_new (self->runs, self->kernel_name, &self->run_dir, &self->kconn, &errmsg) < 0) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
         free (errmsg);
         return;
     }
-    wire_key_t *key = wire_key_new_random ();
-    wire_connection_t *kc = wire_connection_new ();
-    gw_set_string (&kc->transport, "ipc");
-    gw_set_string (&kc->ip, KERNEL_IP_INSIDE);
-    kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
-    gw_set_string (&kc->key, wire_key_text (key));
-    gw_set_string (&kc->kernel_name, self->kernel_name);
-    char *kpath = path_join (self->run_dir, "kernel.json");
-    int rc = wire_connection_save (kc, kpath);
-    free (kpath);
-    wire_connection_destroy (&self->kconn);
-    self->kconn = kc;
-    wire_key_destroy (&key);
-    if (rc < 0) {
-        kernel_failed (self, "cannot write the kernel's connection file");
-        return;
-    }
-    json_t *spec = launch_spec (self);
+    json_t *spec = gw_kernel_spec (self->server->config, self->kernel_name, &self->policy, self->tools,
+                                   self->workspace, self->run_dir);
     self->launch = gw_launch_start (self->server->loop, self->server->config->launcher, spec, self->log_path,
                                     on_launch_status, on_launch_exit, self, &errmsg);
     json_decref (spec);
@@ -428,6 +434,61 @@ make_dir (const char *path, mode_t mode, char **errmsg)
     return 0;
 }
 
+/* ---- the warm pool's side -------------------------------------------------
+   A pooled kernel fits a conversation whose sandbox and settings are the
+   defaults (gw_pool_fits). Its directory (state/pool/<random>: workspace,
+   kernel.log) is renamed to the conversation's: the sandbox bound the
+   workspace directory itself, not its path, so the kernel keeps seeing it
+   at /workspace, and the launcher's log fd follows the file. A conversation
+   whose directory already exists (a workspace kept at close) starts cold. */
+
+static gw_warm_t *
+warm_claim (gw_conv_t *self, const wire_connection_t *fixed)
+{
+    struct stat st;
+    if (fixed || !self->server->pool || !gw_pool_fits (self->server->config, self->kernel_name, &self->policy)
+        || lstat (self->dir, &st) == 0)
+        return NULL;
+    gw_warm_t *warm = gw_pool_claim (self->server->pool);
+    if (warm && rename (warm->dir, self->dir) < 0) {
+        gw_log ("warning", "{s:s, s:s, s:s}", "conversation", self->id, "what", "cannot adopt a pooled kernel's directory",
+                "reason", strerror (errno));
+        gw_warm_destroy (&warm);
+    }
+    if (warm) {
+        free (warm->dir);
+        warm->dir = NULL; /* now ours */
+    }
+    return warm;
+}
+
+/* The kernel is ours from here: its events come to us, the relay's
+   handshake makes it ready, and kennel_configure_request (queued before
+   anything of the client's) binds the tools and tool timeout. */
+static void
+warm_adopt (gw_conv_t *self, gw_warm_t *warm)
+{
+    self->run_dir = warm->run_dir;
+    self->kconn = warm->kconn;
+    self->launch = warm->launch;
+    warm->run_dir = NULL;
+    warm->kconn = NULL;
+    warm->launch = NULL;
+    double age = gw_now () - warm->started;
+    gw_warm_destroy (&warm);
+    gw_launch_rebind (self->launch, on_launch_status, on_launch_exit, self);
+    self->kstate = K_STARTING;
+    self->kernels_started = 1;
+    self->launch_timer = zloop_timer (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
+                                      on_launch_timeout, self);
+    gw_log ("kernel_claimed", "{s:s, s:i, s:f}", "conversation", self->id, "pid",
+            (int) gw_launch_kernel_pid (self->launch), "pool_age", age);
+    double default_timeout = self->server->config->defaults.tool_timeout;
+    if (json_array_size (self->tools) > 0 || self->policy.tool_timeout != default_timeout)
+        gw_relay_configure (self->relay, self->tools, self->policy.tool_timeout);
+    on_launch_status (self->launch, self);
+}
+
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
              const wire_connection_t *fixed, char **errmsg)
@@ -448,9 +509,11 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->dir = path_join (convs, id);
     self->workspace = path_join (self->dir, "workspace");
     self->log_path = path_join (self->dir, "kernel.log");
-    int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0
-             || make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0;
+    int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0;
     free (convs);
+    gw_warm_t *warm = rc ? NULL : warm_claim (self, fixed);
+    if (!rc && !warm)
+        rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0;
     if (rc) {
         gw_conv_destroy (&self, true);
         return NULL;
@@ -465,10 +528,14 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->relay = gw_relay_new (self, server, server->transport, ipc_prefix ? ipc_prefix : server->ip, fixed, errmsg);
     free (ipc_prefix);
     if (!self->relay) {
+        gw_warm_destroy (&warm);
         gw_conv_destroy (&self, false);
         return NULL;
     }
-    gw_conv_kernel_start (self);
+    if (warm)
+        warm_adopt (self, warm);
+    else
+        gw_conv_kernel_start (self);
     return self;
 }
 

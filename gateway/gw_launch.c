@@ -522,3 +522,11 @@ gw_proc_reset_peak (pid_t pid)
         close (fd);
     }
 }
+
+void
+gw_launch_rebind (gw_launch_t *self, gw_launch_fn *on_status, gw_launch_fn *on_exit, void *arg)
+{
+    self->on_status = on_status;
+    self->on_exit = on_exit;
+    self->arg = arg;
+}

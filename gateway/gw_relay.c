@@ -1168,8 +1168,16 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
             zclock_sleep (50);
         rc = rc == -1 ? -1 : port;
     }
-    else
-        rc = zsock_bind (s, "tcp://%s:*", ip);
+    else {
+        /* port 0: the kernel picks a free port in one bind. czmq's own ":*"
+           walks its dynamic range one bind at a time from the bottom, which
+           took seconds per conversation with thousands of ports in use */
+        rc = zsock_bind (s, "tcp://%s:0", ip) == 0 ? 0 : -1;
+        char *endpoint = rc == 0 ? zsock_last_endpoint (s) : NULL;
+        const char *colon = endpoint ? strrchr (endpoint, ':') : NULL;
+        rc = colon ? atoi (colon + 1) : -1;
+        freen (endpoint);
+    }
     if (rc <= 0) {
         if (asprintf (errmsg, "cannot bind the %s socket on %s %s port %d: %s", channel_names[ch], transport, ip,
                       port, zmq_strerror (zmq_errno ()))
@@ -1318,8 +1326,11 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
     zloop_reader (self->server->loop, self->kernel[WIRE_IOPUB], on_kernel_iopub, self);
     zloop_reader (self->server->loop, self->kernel[WIRE_STDIN], on_kernel_stdin, self);
     zloop_reader (self->server->loop, self->kernel[WIRE_CONTROL], on_kernel_control, self);
+    /* repeated until the answer and an iopub message arrived: the first
+       probe's busy/idle can be published before our SUB's subscription
+       reached the kernel (a warm kernel answers at once) */
     probe_send (self);
-    self->probe_timer = zloop_timer (self->server->loop, 200, 0, on_probe_timer, self);
+    self->probe_timer = zloop_timer (self->server->loop, 50, 0, on_probe_timer, self);
     return 0;
 }
 
@@ -1380,10 +1391,21 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
 void
 gw_relay_configure_tools (gw_relay_t *self, json_t *tools)
 {
+    gw_relay_configure (self, tools, 0);
+}
+
+void
+gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout)
+{
     /* the kernel answers between executions; its reply (our session) is
        consumed like the readiness probe's, a refusal is logged */
     wire_msg_t *m = wire_msg_new (self->session, "kennel_configure_request", NULL);
-    wire_msg_set_content (m, json_pack ("{s:O}", "tools", tools));
+    json_t *content = json_object ();
+    if (tools)
+        json_object_set (content, "tools", tools);
+    if (tool_timeout > 0)
+        json_object_set_new (content, "tool_timeout", json_real (tool_timeout));
+    wire_msg_set_content (m, content);
     zmsg_t *msg = wire_msg_encode (m, self->key);
     wire_msg_destroy (&m);
     if (msg)

@@ -269,6 +269,8 @@ gw_server_run (gw_server_t *self)
         probe_start (self);
     if (!self->kernel_mode)
         zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
+    if (!self->kernel_mode && self->config->warm_pool > 0)
+        self->pool = gw_pool_new (self, self->config->warm_pool);
     zloop_start (self->loop);
     gw_log ("stopping", "{s:i, s:b}", "conversations", (int) zhashx_size (self->conversations), "signal",
             zsys_interrupted != 0);
@@ -336,6 +338,7 @@ gw_server_destroy (gw_server_t **self_p)
         gw_server_close_conv (self, id, false, "shutdown");
     zlistx_destroy (&ids);
     probe_cleanup (self);
+    gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);
     zhashx_destroy (&self->conversations);
     zlistx_destroy (&self->launch_queue);

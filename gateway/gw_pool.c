@@ -1,0 +1,272 @@
+/*  gw_pool.c - the warm pool: kernels started and confined ahead of need.
+
+    A pooled kernel has no identity: it runs with the operator's default
+    policy and no tools, its workspace is state/pool/<random>/workspace, and
+    its key is its own (the client-facing conversation key is made when a
+    conversation claims it). gw_conv binds the rest at claim time
+    (gw_conv.c, "the warm pool's side"). A claimed kernel leaves the pool for
+    good: it serves exactly one conversation in its life.
+
+    Refilling never blocks the loop: one launch at a time (a fork+exec, the
+    confinement happens in the launcher), and only while no conversation is
+    waiting for a launch slot. A launch that fails is retried after a pause.
+*/
+#include "gw.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define POOL_CHECK_MS 100
+#define POOL_RETRY_S 5.0
+
+struct gw_pool {
+    gw_server_t *server;
+    int size;
+    zlistx_t *kernels; /* gw_warm_t*, owned */
+    int timer;
+    double retry_at;
+    int claimed;
+};
+
+static char *
+pool_path (const gw_pool_t *self, const char *leaf)
+{
+    char *out;
+    if (asprintf (&out, "%s/pool%s%s", self->server->state_dir, leaf ? "/" : "", leaf ? leaf : "") < 0)
+        return NULL;
+    return out;
+}
+
+static void
+warm_probe_close (gw_warm_t *self, zloop_t *loop)
+{
+    if (!self->probe)
+        return;
+    zloop_reader_end (loop, self->probe);
+    zsock_destroy (&self->probe);
+}
+
+void
+gw_warm_destroy (gw_warm_t **self_p)
+{
+    gw_warm_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->probe)
+        warm_probe_close (self, ((gw_pool_t *) self->pool)->server->loop);
+    gw_launch_abandon (&self->launch);
+    if (self->run_dir)
+        gw_fs_remove_tree (self->run_dir);
+    if (self->dir)
+        gw_fs_remove_tree (self->dir);
+    free (self->run_dir);
+    free (self->dir);
+    wire_connection_destroy (&self->kconn);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+warm_remove (gw_pool_t *self, gw_warm_t *warm)
+{
+    void *handle = zlistx_find (self->kernels, warm);
+    if (handle)
+        zlistx_detach (self->kernels, handle);
+    gw_warm_destroy (&warm);
+}
+
+/* The kernel answered our kernel_info_request: Python is up. */
+static int
+on_warm_answer (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_warm_t *warm = arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    zmsg_destroy (&msg);
+    warm_probe_close (warm, loop);
+    warm->ready = true;
+    gw_log ("pool_ready", "{s:i, s:f}", "pid", (int) gw_launch_kernel_pid (warm->launch), "seconds",
+            gw_now () - warm->started);
+    return 0;
+}
+
+/* Asks the confined kernel for kernel_info on its shell socket (the message
+   waits in the DEALER's queue until the kernel has bound it). */
+static int
+warm_probe (gw_warm_t *warm, zloop_t *loop)
+{
+    wire_error_t err;
+    wire_key_t *key = wire_connection_key (warm->kconn, &err);
+    warm->probe = zsock_new (ZMQ_DEALER);
+    if (!key || !warm->probe) {
+        wire_key_destroy (&key);
+        return -1;
+    }
+    zsock_set_linger (warm->probe, 0);
+    zsock_set_sndtimeo (warm->probe, 0);
+    char session[33];
+    wire_id_new (session);
+    wire_msg_t *m = wire_msg_new (session, "kernel_info_request", NULL);
+    int rc = zsock_connect (warm->probe, "ipc://%s/k-%d", warm->run_dir, warm->kconn->shell_port);
+    if (rc == 0)
+        rc = wire_msg_send (m, zsock_resolve (warm->probe), key);
+    wire_msg_destroy (&m);
+    wire_key_destroy (&key);
+    if (rc == 0)
+        rc = zloop_reader (loop, warm->probe, on_warm_answer, warm);
+    return rc;
+}
+
+static void
+on_warm_status (gw_launch_t *launch, void *arg)
+{
+    gw_warm_t *warm = arg;
+    gw_pool_t *self = warm->pool;
+    if (gw_launch_state (launch) != GW_LAUNCH_CONFINED) {
+        gw_log ("pool_failed", "{s:s}", "reason", gw_launch_error (launch) ?: "launch failed");
+        self->retry_at = gw_now () + POOL_RETRY_S;
+        warm_remove (self, warm);
+        return;
+    }
+    if (warm_probe (warm, self->server->loop) < 0) {
+        gw_log ("pool_failed", "{s:s}", "reason", "cannot ask the pooled kernel for kernel_info");
+        self->retry_at = gw_now () + POOL_RETRY_S;
+        warm_remove (self, warm);
+    }
+}
+
+static void
+on_warm_exit (gw_launch_t *launch, void *arg)
+{
+    gw_warm_t *warm = arg;
+    gw_pool_t *self = warm->pool;
+    gw_log ("pool_exit", "{s:s}", "status", gw_launch_cause (launch));
+    self->retry_at = gw_now () + POOL_RETRY_S; /* a kernel that dies unused: do not spin */
+    warm_remove (self, warm);
+}
+
+static int
+make_dir (const char *path, mode_t mode)
+{
+    return mkdir (path, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* One more pooled kernel: its dirs, run dir and key, the launcher. */
+static void
+pool_launch (gw_pool_t *self)
+{
+    gw_warm_t *warm = calloc (1, sizeof *warm);
+    warm->pool = self;
+    warm->started = gw_now ();
+    char rnd[33];
+    wire_id_new (rnd);
+    rnd[16] = 0;
+    char *top = pool_path (self, NULL);
+    warm->dir = pool_path (self, rnd);
+    char *workspace = NULL, *log_path = NULL, *runs = NULL, *errmsg = NULL;
+    if (asprintf (&workspace, "%s/workspace", warm->dir) < 0 || asprintf (&log_path, "%s/kernel.log", warm->dir) < 0
+        || asprintf (&runs, "%s/run", self->server->state_dir) < 0)
+        errmsg = strdup ("out of memory");
+    else if (make_dir (top, 0711) < 0 || make_dir (runs, 0711) < 0 || make_dir (warm->dir, 0711) < 0
+             || make_dir (workspace, 0700) < 0) {
+        if (asprintf (&errmsg, "cannot create %s: %s", warm->dir, strerror (errno)) < 0)
+            errmsg = NULL;
+    }
+    else if (gw_kernel_files_new (runs, "python", &warm->run_dir, &warm->kconn, &errmsg) == 0) {
+        const gw_config_t *config = self->server->config;
+        json_t *tools = json_array ();
+        json_t *spec = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, warm->run_dir);
+        json_decref (tools);
+        warm->launch = gw_launch_start (self->server->loop, config->launcher, spec, log_path, on_warm_status,
+                                        on_warm_exit, warm, &errmsg);
+        json_decref (spec);
+    }
+    free (top), free (workspace), free (log_path), free (runs);
+    if (!warm->launch) {
+        gw_log ("pool_failed", "{s:s}", "reason", errmsg ? errmsg : "launch failed");
+        free (errmsg);
+        self->retry_at = gw_now () + POOL_RETRY_S;
+        gw_warm_destroy (&warm);
+        return;
+    }
+    gw_log ("pool_launch", "{s:i}", "launcher_pid", (int) gw_launch_pid (warm->launch));
+    zlistx_add_end (self->kernels, warm);
+}
+
+static int
+on_pool_check (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_pool_t *self = arg;
+    gw_server_t *server = self->server;
+    if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_now () < self->retry_at
+        || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0)
+        return 0;
+    for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
+        if (!w->ready)
+            return 0; /* one launch at a time */
+    pool_launch (self);
+    return 0;
+}
+
+gw_pool_t *
+gw_pool_new (gw_server_t *server, int size)
+{
+    gw_pool_t *self = calloc (1, sizeof *self);
+    self->server = server;
+    self->size = size;
+    self->kernels = zlistx_new ();
+    self->timer = zloop_timer (server->loop, POOL_CHECK_MS, 0, on_pool_check, self);
+    return self;
+}
+
+void
+gw_pool_destroy (gw_pool_t **self_p)
+{
+    gw_pool_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->timer)
+        zloop_timer_end (self->server->loop, self->timer);
+    gw_warm_t *warm;
+    while ((warm = zlistx_detach (self->kernels, NULL)))
+        gw_warm_destroy (&warm);
+    zlistx_destroy (&self->kernels);
+    char *top = pool_path (self, NULL);
+    if (top)
+        rmdir (top);
+    free (top);
+    free (self);
+    *self_p = NULL;
+}
+
+bool
+gw_pool_fits (const gw_config_t *config, const char *kernel, const gw_policy_t *p)
+{
+    const gw_policy_t *d = &config->defaults;
+    return streq (kernel, "python") && p->memory_bytes == d->memory_bytes && p->pids == d->pids
+           && p->workspace_bytes == d->workspace_bytes && streq (p->network, d->network)
+           && streq (p->builtins, d->builtins) && json_equal (p->env, d->env)
+           && (p->imports == d->imports || (p->imports && d->imports && json_equal (p->imports, d->imports)));
+}
+
+gw_warm_t *
+gw_pool_claim (gw_pool_t *self)
+{
+    for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
+        if (w->ready && gw_launch_state (w->launch) == GW_LAUNCH_CONFINED) {
+            zlistx_detach_cur (self->kernels);
+            self->claimed++;
+            return w;
+        }
+    return NULL;
+}
+
+json_t *
+gw_pool_info (gw_pool_t *self)
+{
+    int ready = 0, starting = 0;
+    for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
+        w->ready ? ready++ : starting++;
+    return json_pack ("{s:i, s:i, s:i, s:i}", "size", self->size, "ready", ready, "starting", starting, "claimed",
+                      self->claimed);
+}
