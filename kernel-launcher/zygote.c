@@ -246,20 +246,42 @@ zygote_loop (zygote_t *self)
     }
 }
 
-/* CPython starts in a known, minimal environment: nothing of the host's
-   reaches the heap that every kernel inherits; the kernel gets its own
-   environment after confinement (launch_zygote_child_fixup). BLAS and
-   OpenMP pools stay at one thread so the zygote remains single-threaded. */
+/* CPython starts in the sandbox's fixed minimal environment (confine's
+   env.c), so that what a preloaded module caches at import (HOME, TMPDIR,
+   the locale) agrees with the sandbox, and nothing of the host's reaches the
+   heap every kernel inherits; the kernel gets its exact environment after
+   confinement (launch_zygote_child_fixup). BLAS and OpenMP pools stay at
+   one thread so the zygote remains single-threaded. */
 static void
 zygote_environment (void)
 {
+    static const char *fixed[][2] = {
+        { "PATH", "/usr/local/bin:/usr/bin:/bin" }, { "SHELL", "/bin/sh" }, { "HOME", "/workspace" },
+        { "USER", "sandbox" }, { "LOGNAME", "sandbox" }, { "LANG", "C.UTF-8" }, { "TERM", "dumb" },
+        { "TMPDIR", "/tmp" }, { "MPLBACKEND", "Agg" }, { "OPENBLAS_NUM_THREADS", "1" },
+        { "OMP_NUM_THREADS", "1" }, { "MKL_NUM_THREADS", "1" },
+    };
     clearenv ();
-    setenv ("LANG", "C.UTF-8", 1);
-    setenv ("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
-    setenv ("OPENBLAS_NUM_THREADS", "1", 1);
-    setenv ("OMP_NUM_THREADS", "1", 1);
-    setenv ("MKL_NUM_THREADS", "1", 1);
-    setenv ("MPLBACKEND", "Agg", 1);
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        setenv (fixed[i][0], fixed[i][1], 1);
+}
+
+/* A module that started a thread makes every fork a gamble (a lock held by
+   that thread stays held in the child): say so. */
+static void
+zygote_check_threads (void)
+{
+    FILE *status = fopen ("/proc/self/status", "re");
+    char line[128];
+    int threads = 0;
+    while (status && fgets (line, sizeof line, status))
+        if (sscanf (line, "Threads: %d", &threads) == 1)
+            break;
+    if (status)
+        fclose (status);
+    if (threads > 1)
+        fprintf (stderr, "kennel-launch: zygote: WARNING: %d threads after --preload; forking a "
+                         "multi-threaded process can deadlock its children\n", threads);
 }
 
 int
@@ -268,6 +290,7 @@ launch_zygote_serve (const char *socket_path, const char *preload)
     zygote_environment ();
     if (pykernel_prepare () != 0 || launch_zygote_preload (preload) != 0)
         return 1;
+    zygote_check_threads ();
     zygote_t self = { .listen_fd = zygote_listen (socket_path) };
     if (self.listen_fd < 0)
         return 1;
