@@ -3,8 +3,8 @@
 The C side owns sockets, keys, signing, threads and the message loop. It calls
 configure(settings_json) once, then dispatch(msg_type, content_json,
 header_json) for every shell request, and gives us the `_kennel` module
-(publish, stdin_request, flush_output). This file is compiled into the binary
-and runs as a private module that is not in sys.modules.
+(publish, stdin_request, write_stream, flush_output). This file is compiled
+into the binary and runs as a private module that is not in sys.modules.
 
 User code runs in one persistent namespace (the `__main__` module). Its
 `__builtins__` is a private mapping: the builtins of the chosen profile plus
@@ -20,7 +20,8 @@ import _kennel
 
 _publish_raw = _kennel.publish
 _stdin_request = _kennel.stdin_request
-_flush_fds = _kennel.flush_output
+_write_stream = _kennel.write_stream
+_flush_output = _kennel.flush_output
 sys.modules.pop("_kennel", None)
 del _kennel
 
@@ -30,9 +31,6 @@ _OWN_FILE = (lambda: 0).__code__.co_filename
 
 _VERSION = "0.1.0"
 _SESSION = 1                      # history "session": one per kernel process
-_STREAM_FLUSH_BYTES = 64 * 1024   # publish a stream message at this size
-_STREAM_MAX_MESSAGE = 1024 * 1024  # never more than this in one message
-_STREAM_FLUSH_SECONDS = 0.1       # a partial buffer waits at most this long
 _TOOL_DEFAULT_TIMEOUT = 60.0       # s, when the settings name none
 # the gateway answers a call its host leaves unanswered after the tool
 # timeout; this backstop only covers a gateway that never does
@@ -106,11 +104,11 @@ def _quiet():
 
 
 def _publish(msg_type, content, metadata=None):
-    """One iopub message, after any pending stream output so order is kept."""
+    """One iopub message. The C side publishes queued stream text (Python's
+    and fd 1/2's) before it, so order is kept."""
     if _state.forked:
         _publish_from_child(msg_type, content)
         return
-    _streams.flush()
     _publish_raw(msg_type, _dumps(content), None if metadata is None else _dumps(metadata))
 
 
@@ -166,24 +164,15 @@ def _after_fork_in_child():
 
 
 class _Streams:
-    """Python-level stdout/stderr: one ordered buffer of both streams, so
-    interleaved writes reach the client in the order they were made. Flushed
-    before any other output, before the reply, at the end of a request, when
-    large, and by a timer thread when a partial write waits too long."""
+    """Python-level stdout/stderr. Text goes to the C side's one ordered
+    queue (_kennel.write_stream), which also holds what fd 1 and 2 received:
+    a buffer kept here could only be published after fd output that arrived
+    meanwhile, so `print("a"); os.system("echo b")` would show b first. The
+    C output thread publishes the queue within milliseconds; flush() (before
+    any other output, input() and the reply) publishes it at once."""
 
     def __init__(self):
-        self._lock = None
-        self._chunks = []          # [name, [texts]] runs of one stream
-        self._size = 0
-        self._wake = None
-        self._thread = None
         self._child_pending = {}
-
-    def _ensure_sync(self):
-        if self._lock is None:
-            threading = _lazy("threading")
-            self._lock = threading.RLock()
-            self._wake = threading.Event()
 
     def write(self, name, text):
         if not text or _quiet():
@@ -191,36 +180,7 @@ class _Streams:
         if _state.forked:
             self._child_write(name, text)
             return
-        self._ensure_sync()
-        with self._lock:
-            if self._chunks and self._chunks[-1][0] == name:
-                self._chunks[-1][1].append(text)
-            else:
-                self._chunks.append([name, [text]])
-            self._size += len(text)
-            big = self._size >= _STREAM_FLUSH_BYTES
-        if big:
-            self.flush()
-        else:
-            self._start_timer()
-
-    def _start_timer(self):
-        if self._thread is None:
-            threading = _lazy("threading")
-            self._thread = threading.Thread(target=self._timer, name="kennel-output", daemon=True)
-            self._thread.start()
-        self._wake.set()
-
-    def _timer(self):
-        time = _lazy("time")
-        while True:
-            self._wake.wait()
-            time.sleep(_STREAM_FLUSH_SECONDS)
-            self._wake.clear()
-            try:
-                self.flush(only_if_pending=True)
-            except Exception:
-                pass
+        _write_stream(name, text)
 
     def _child_write(self, name, text):
         """In a forked child: whole lines straight to the inherited fd (so
@@ -231,28 +191,14 @@ class _Streams:
             _write_fd(1 if name == "stdout" else 2, pending[:cut])
         self._child_pending[name] = pending[cut:]
 
-    def flush(self, only_if_pending=False):
+    def flush(self):
         if _state.forked:
             for name, pending in list(self._child_pending.items()):
                 if pending:
                     _write_fd(1 if name == "stdout" else 2, pending)
             self._child_pending = {}
             return
-        if self._lock is None:
-            if not only_if_pending:
-                _flush_fds()
-            return
-        with self._lock:
-            if only_if_pending and not self._chunks:
-                return
-            chunks, self._chunks, self._size = self._chunks, [], 0
-            # what C code wrote to fd 1/2 before this came first
-            _flush_fds()
-            for name, texts in chunks:
-                text = "".join(texts)
-                for start in range(0, len(text), _STREAM_MAX_MESSAGE):
-                    piece = text[start:start + _STREAM_MAX_MESSAGE]
-                    _publish_raw("stream", _dumps({"name": name, "text": piece}), None)
+        _flush_output()
 
 
 _streams = _Streams()
@@ -693,7 +639,7 @@ def _call_tool(spec, arguments, extra):
     timeout = _state.tool_timeout + _TOOL_BACKSTOP_SECONDS
     # one call at a time on the stdin socket, also from user threads
     with _tool_lock():
-        _streams.flush(only_if_pending=True)
+        _streams.flush()
         try:
             reply_type, reply_json = _stdin_request("tool_request", content, timeout)
         except TimeoutError:

@@ -23,8 +23,14 @@ kernel_launcher_pykernel_libpykernel_la_CPPFLAGS = $(AM_CPPFLAGS) \
 kernel_launcher_pykernel_libpykernel_la_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
 kernel_launcher_pykernel_libpykernel_la_LIBADD = wire/libwire.la \
 	$(PYTHON_LIBS) $(CZMQ_LIBS) $(ZMQ_LIBS) $(JANSSON_LIBS) $(SODIUM_LIBS) -lpthread
-EXTRA_DIST += kernel-launcher/pykernel/kernel.py kernel-launcher/pykernel/README.md \
-	tests/kernel/test_c_channels.py
+EXTRA_DIST += kernel-launcher/pykernel/kernel.py kernel-launcher/pykernel/README.md
+# the kernel's pytest folder (tests/local.mk runs it)
+EXTRA_DIST += tests/kernel/conftest.py tests/kernel/kernelclient.py \
+	tests/kernel/test_builtins.py tests/kernel/test_c_channels.py \
+	tests/kernel/test_conformance.py tests/kernel/test_execute.py \
+	tests/kernel/test_interrupt.py tests/kernel/test_introspection.py \
+	tests/kernel/test_output.py tests/kernel/test_profiles.py tests/kernel/test_rich.py \
+	tests/kernel/test_stdin.py
 CLEANFILES += kernel-launcher/pykernel/kernel_py.h kernel-launcher/pykernel/kernel_py.h.pyc \
 	kernel-launcher/pykernel/kernel_py.h.tmp
 

@@ -4,26 +4,12 @@ A kernelspec for the unconfined dev mode (`kennel-launch --unconfined
 --python -f {connection_file}`) is written into a temporary JUPYTER_PATH that
 this whole session uses, so jupyter_kernel_test and KernelManager find it by
 name and nothing is installed on the machine."""
-import importlib.util
 import json
 import os
 
 import pytest
 
-from kernelclient import KERNEL_NAME, start_kernel, stop_kernel
-
-
-def _root_conftest():
-    """tests/conftest.py (its built() knows where the programs are); loaded
-    by path because every conftest.py is a module named "conftest"."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py")
-    spec = importlib.util.spec_from_file_location("kennel_tests_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-built = _root_conftest().built
+from kernelclient import KERNEL_NAME, built, start_kernel, stop_kernel
 
 
 def write_kernelspec(root):

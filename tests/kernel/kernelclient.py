@@ -1,5 +1,10 @@
 """Helpers for the kernel's tests: start a kennel kernel (the kernelspec that
-conftest.py installs) with jupyter_client and collect what requests produce."""
+conftest.py installs) with jupyter_client and collect what requests produce.
+
+Test files import helpers from here, never `from conftest import`: every
+test folder has a conftest.py, and when the whole tests/ tree is collected
+that name can be another folder's."""
+import importlib.util
 import json
 import os
 import queue
@@ -12,6 +17,19 @@ from jupyter_client.manager import start_new_kernel
 
 KERNEL_NAME = "kennel-dev"
 TIMEOUT = 30
+
+
+def _root_conftest():
+    """tests/conftest.py (its built() knows where the programs are), loaded
+    by path under a name of its own."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py")
+    spec = importlib.util.spec_from_file_location("kennel_tests_root_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+built = _root_conftest().built
 
 
 class Kernel:

@@ -40,6 +40,70 @@ def test_fd_output_comes_before_later_python_output(kernel):
     assert stream_text(outputs) == "from C\nfrom Python\n"
 
 
+def _stream_runs(outputs):
+    """(name, text) per run of one stream (however the kernel cut it into
+    messages) and (msg_type, text/plain) for other outputs, in order."""
+    seen = []
+    for m in outputs:
+        if m["msg_type"] != "stream":
+            seen.append((m["msg_type"], m["content"]["data"]["text/plain"]))
+        elif seen and seen[-1][0] == m["content"]["name"]:
+            seen[-1] = (seen[-1][0], seen[-1][1] + m["content"]["text"])
+        else:
+            seen.append((m["content"]["name"], m["content"]["text"]))
+    return seen
+
+
+def test_python_fd_and_subprocess_output_keep_their_order(kernel):
+    """print, os.write to the fds, a subprocess and sys.stderr interleaved:
+    each stream arrives in the order written, and a Python-level write comes
+    after everything fd 1 and 2 received before it (both fds). Two raw fd
+    writes to different fds with nothing Python-level between them are only
+    ordered per fd (README: the output thread drains fd 1, then fd 2)."""
+    code = ("import os, sys\n"
+            "print('p1')\n"
+            "os.write(1, b'w2\\n')\n"
+            "os.system('echo s3')\n"
+            "print('p4')\n"
+            "sys.stderr.write('e1\\n')\n"
+            "os.write(2, b'w-e2\\n')\n"
+            "os.system('echo s-e3 >&2')\n"
+            "print('p5')\n"
+            "os.system('echo s6; echo s-e4 >&2')\n"
+            "sys.stderr.write('e5\\n')\n"
+            "print('p7', flush=True)\n"
+            "os.write(1, b'w8\\n')\n")
+    for _ in range(3):  # timing varies between runs: the order must not
+        reply, outputs = kernel.execute(code)
+        assert reply["status"] == "ok", reply
+        assert stream_text(outputs, "stdout") == "p1\nw2\ns3\np4\np5\ns6\np7\nw8\n"
+        assert stream_text(outputs, "stderr") == "e1\nw-e2\ns-e3\ns-e4\ne5\n"
+        # each line's place in arrival order across both streams
+        lines = [line for _, text in _stream_runs(outputs) for line in text.splitlines()]
+        position = {line: i for i, line in enumerate(lines)}
+        # a Python-level write follows all fd output written before it
+        assert position["e1"] > position["p4"]
+        assert position["p5"] > max(position["e1"], position["w-e2"], position["s-e3"])
+        assert min(position["s6"], position["s-e4"]) > position["p5"]
+        assert position["e5"] > max(position["s6"], position["s-e4"])
+        assert position["p7"] > position["e5"]
+        assert position["w8"] > position["p7"]
+
+
+def test_rich_output_and_the_result_come_after_earlier_fd_output(kernel):
+    code = ("import os\n"
+            "print('a')\n"
+            "os.system('echo b')\n"
+            "display('c')\n"
+            "os.write(2, b'd\\n')\n"
+            "'e'")
+    reply, outputs = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    seen = _stream_runs(outputs)
+    assert seen == [("stdout", "a\nb\n"), ("display_data", "'c'"), ("stderr", "d\n"),
+                    ("execute_result", "'e'")]
+
+
 def test_subprocess_output_reaches_the_client(kernel):
     reply, outputs = kernel.execute("import subprocess\nsubprocess.run(['echo', 'child says hi'])"
                                     ";")

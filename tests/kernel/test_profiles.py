@@ -3,8 +3,7 @@ path the gateway uses: `kennel-launch --spec-fd N` with kernel settings
 (confined with the default policy)."""
 import pytest
 
-from conftest import built
-from kernelclient import TIMEOUT, ConfinedKernel
+from kernelclient import TIMEOUT, ConfinedKernel, built
 
 
 @pytest.fixture
