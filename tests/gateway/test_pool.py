@@ -77,14 +77,18 @@ def test_claims_bind_identity_tools_and_settings_and_the_pool_refills(make_gatew
 def test_a_policy_that_needs_another_sandbox_starts_cold(make_gateway):
     gw = make_gateway(config={"warm_pool": 1})
     wait_pool(gw, 1)
+    clients = {}
     for cid, policy in [("mem", {"memory_bytes": 512 << 20}), ("net", {"network": "loopback"}),
                         ("env", {"env": {"A": "1"}}), ("nb", {"builtins": "notebook"})]:
-        _, _, kc = open_timed(gw, cid, policy=policy)
+        _, _, clients[cid] = open_timed(gw, cid, policy=policy)
     assert gw.events("kernel_claimed") == []
     assert pool_info(gw)["ready"] == 1
-    # env reached the cold kernel, as a pooled one could not have had it
-    r, out = execute(kc, "import os; print(os.environ.get('A'))")
-    assert stdout_of(out) == "None\n"  # (kc is the last: builtins notebook, no env)
+    # the cold kernel has what a pooled one could not have had
+    r, out = execute(clients["env"], "import os; print(os.environ.get('A'))")
+    assert stdout_of(out) == "1\n", out
+    # and a default policy still takes the pooled one
+    open_timed(gw, "plain")
+    assert [e["conversation"] for e in gw.events("kernel_claimed")] == ["plain"]
     assert gw.stop() == 0
 
 
