@@ -261,3 +261,17 @@ def test_kernel_log_lines_reach_the_proxys_stderr(zygote, kernels):
     k.kc.shutdown()
     assert k.proc.wait(timeout=20) == 0
     assert "kennel-pykernel" in k.proc.stderr.read()
+
+
+def test_stopping_the_zygote_ends_its_kernels_and_their_proxies(scratch, kernels):
+    z = Zygote(scratch)
+    k = kernels(z.path)
+    assert k.run("1") == ("ok", "")
+    z.stop()
+    assert not os.path.exists(z.path)
+    assert k.proc.wait(timeout=20) == 125
+    assert "connection lost" in k.proc.stderr.read()
+    deadline = time.time() + 10
+    while alive(k.status["pid"]) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not alive(k.status["pid"])
