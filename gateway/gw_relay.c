@@ -88,6 +88,12 @@ struct gw_relay {
     bool kernel_ready;
     bool probe_shell_ok;
     bool probe_iopub_ok;
+    /* the kernel routes stdin messages (tool_request, input_request) by our
+       identity: its ROUTER drops them until our stdin DEALER's handshake is
+       done, which may come later than shell's (each reconnects on its own
+       timer while a cold kernel binds). So readiness waits for it too. */
+    bool probe_stdin_ok;
+    zsock_t *stdin_monitor; /* PAIR receiving the stdin DEALER's handshake event */
     int probe_timer;
 };
 
@@ -390,7 +396,7 @@ probe_stop (gw_relay_t *self)
 static void
 probe_check (gw_relay_t *self)
 {
-    if (self->kernel_ready || !self->probe_shell_ok || !self->probe_iopub_ok)
+    if (self->kernel_ready || !self->probe_shell_ok || !self->probe_iopub_ok || !self->probe_stdin_ok)
         return;
     probe_stop (self);
     self->kernel_ready = true;
@@ -1240,10 +1246,50 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
 }
 
 static void
+stdin_monitor_stop (gw_relay_t *self)
+{
+    if (!self->stdin_monitor)
+        return;
+    zloop_reader_end (self->server->loop, self->stdin_monitor);
+    if (self->kernel[WIRE_STDIN])
+        zmq_socket_monitor (zsock_resolve (self->kernel[WIRE_STDIN]), NULL, 0);
+    zsock_destroy (&self->stdin_monitor);
+}
+
+static int
+on_stdin_monitor (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    zmsg_t *event = zmsg_recv (sock);
+    zmsg_destroy (&event);
+    stdin_monitor_stop (self);
+    self->probe_stdin_ok = true;
+    probe_check (self);
+    return 0;
+}
+
+/* Watches the stdin DEALER for its handshake; before it connects. */
+static int
+stdin_monitor_start (gw_relay_t *self, zsock_t *dealer)
+{
+    char endpoint[64];
+    snprintf (endpoint, sizeof endpoint, "inproc://kennel-stdin-%p", (void *) self);
+    if (zmq_socket_monitor (zsock_resolve (dealer), endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0)
+        return -1;
+    self->stdin_monitor = zsock_new (ZMQ_PAIR);
+    if (!self->stdin_monitor || zsock_connect (self->stdin_monitor, "%s", endpoint) < 0) {
+        zsock_destroy (&self->stdin_monitor);
+        return -1;
+    }
+    return zloop_reader (self->server->loop, self->stdin_monitor, on_stdin_monitor, self);
+}
+
+static void
 kernel_sockets_close (gw_relay_t *self)
 {
     probe_stop (self);
-    self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = false;
+    stdin_monitor_stop (self);
+    self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = self->probe_stdin_ok = false;
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (self->kernel[ch]) {
             zloop_reader_end (self->server->loop, self->kernel[ch]);
@@ -1313,6 +1359,8 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
             zsock_set_subscribe (s, "");
         else
             zsock_set_identity (s, KERNEL_IDENTITY);
+        if (ch == WIRE_STDIN && stdin_monitor_start (self, s) < 0)
+            self->probe_stdin_ok = true; /* cannot watch: do not wait for it */
         if (zsock_connect (s, "ipc://%s/k-%d", run_dir, ports[ch]) < 0) {
             if (asprintf (errmsg, "cannot connect to the kernel's %s socket in %s", channel_names[ch], run_dir) < 0)
                 *errmsg = NULL;
