@@ -11,6 +11,7 @@ import pathlib
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -321,6 +322,7 @@ class KennelGateway:
 
     def __init__(self, builddir, workdir, extra_config=None, env=None):
         self.builddir = pathlib.Path(builddir)
+        pathlib.Path(workdir).mkdir(parents=True, exist_ok=True)
         self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-bench-"))
         os.chmod(self.state, 0o711)
         self.conn_file = pathlib.Path(workdir) / "gateway.json"
@@ -338,6 +340,10 @@ class KennelGateway:
         deadline = time.time() + 30
         while not self.conn_file.exists():
             if self.proc.poll() is not None or time.time() > deadline:
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                self.proc.wait()
+                shutil.rmtree(self.state, ignore_errors=True)
                 raise RuntimeError(f"kennel serve did not start; see {self.log_file}")
             time.sleep(0.01)
         self.control = Control(self.conn_file, self.proc)
@@ -411,6 +417,25 @@ class Ipykernel:
 
     def pss(self):
         return sum(pss_kb(p) for p in descendants(self.pid))
+
+    def wait_bound(self, timeout):
+        """True once all five ports accept a connection (the kernel is past
+        binding), False when the kernel died first (jupyter_client's
+        free-port race lost: EADDRINUSE). A client must never talk to a
+        kernel that died before binding: its DEALER send can block for good."""
+        info = self.connection
+        ports = [info[k] for k in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")]
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if not self.km.is_alive():
+                return False
+            try:
+                for port in ports:
+                    socket.create_connection((info["ip"], port), timeout=0.5).close()
+                return True
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"ipykernel {self.pid} did not bind its ports within {timeout} s")
 
     def stop(self):
         self.km.shutdown_kernel(now=True)
