@@ -2,16 +2,20 @@
 
     kennel serve [--connection-file F] [--state-dir D] [--config F]
                  [--ip 127.0.0.1] [--transport tcp|ipc] [--log-file F]
-    kennel kernel -f CONNECTION_FILE [--config F] [--log-file F]
+    kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]
     kennel info [--connection-file F] [--state-dir D]
     kennel selftest [--config F] [--log-file F]
-    kennel install-kernelspec [--user | --prefix DIR]
+    kennel install-kernelspec [--user | --prefix DIR] [--tools F]
+
+    The tools of kernelspec mode come from --tools, else from the path in
+    KENNEL_TOOLS (which install-kernelspec --tools writes to the spec's env).
 */
 #include "gw.h"
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <string.h>
@@ -51,10 +55,10 @@ usage (FILE *out)
 {
     fprintf (out, "usage: kennel serve [--connection-file F] [--state-dir D] [--config F] [--ip IP]\n"
                   "                    [--transport tcp|ipc] [--log-file F]\n"
-                  "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F]\n"
+                  "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]\n"
                   "       kennel info [--connection-file F] [--state-dir D]\n"
                   "       kennel selftest [--config F] [--log-file F]\n"
-                  "       kennel install-kernelspec [--user | --prefix DIR]\n");
+                  "       kennel install-kernelspec [--user | --prefix DIR] [--tools F]\n");
 }
 
 typedef struct {
@@ -64,6 +68,7 @@ typedef struct {
     const char *ip;
     const char *transport;
     const char *log_file;
+    const char *tools; /* kernelspec mode only */
 } serve_opts_t;
 
 static int
@@ -73,7 +78,8 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
         = {{"connection-file", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
            {"config", required_argument, NULL, 'C'},          {"ip", required_argument, NULL, 'i'},
            {"transport", required_argument, NULL, 't'},       {"log-file", required_argument, NULL, 'l'},
-           {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
+           {"tools", required_argument, NULL, 'T'},           {"help", no_argument, NULL, 'h'},
+           {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long (argc, argv, "f:h", longopts, NULL)) != -1) {
@@ -97,6 +103,9 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
         case 'l':
             o->log_file = optarg;
             break;
+        case 'T':
+            o->tools = optarg;
+            break;
         case 'h':
             usage (stdout);
             exit (0);
@@ -110,6 +119,17 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
         return -1;
     }
     return 0;
+}
+
+/* --tools belongs to kernelspec mode; elsewhere a host declares tools in
+   conversation_open, so the flag is refused rather than ignored. */
+static int
+refuse_tools (const serve_opts_t *o, const char *cmd)
+{
+    if (!o->tools)
+        return 0;
+    fprintf (stderr, "kennel %s: --tools is for `kennel kernel`; a host declares tools in conversation_open\n", cmd);
+    return -1;
 }
 
 static void
@@ -139,6 +159,8 @@ cmd_serve (int argc, char **argv)
     serve_opts_t o = {.ip = "127.0.0.1", .transport = "tcp"};
     if (parse_opts (argc, argv, &o) < 0)
         return 2;
+    if (refuse_tools (&o, "serve") < 0)
+        return 2;
     setup_process (o.log_file);
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (o.config, &errmsg);
@@ -167,6 +189,30 @@ cmd_serve (int argc, char **argv)
     return rc;
 }
 
+/* A tools file: a JSON list of declarations, checked as conversation_open
+   checks them. The list, or NULL + *errmsg naming the file (and the tool). */
+static json_t *
+tools_file_load (const char *path, char **errmsg)
+{
+    json_error_t jerr;
+    json_t *list = json_load_file (path, 0, &jerr);
+    if (!list) {
+        /* jansson's line is -1 when the file could not be opened */
+        int rc = jerr.line > 0 ? asprintf (errmsg, "tools file %s: %s (line %d)", path, jerr.text, jerr.line)
+                               : asprintf (errmsg, "tools file %s: %s", path, jerr.text);
+        if (rc < 0)
+            *errmsg = NULL;
+        return NULL;
+    }
+    char *problem = NULL;
+    json_t *tools = gw_tools_validate (list, &problem);
+    json_decref (list);
+    if (!tools && asprintf (errmsg, "tools file %s: %s", path, problem ? problem : "invalid tool list") < 0)
+        *errmsg = NULL;
+    free (problem);
+    return tools;
+}
+
 /* Kernelspec mode: one conversation on the ports a front end chose. */
 static void
 on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
@@ -189,18 +235,33 @@ cmd_kernel (int argc, char **argv)
         fprintf (stderr, "kennel kernel: -f CONNECTION_FILE is required\n");
         return 2;
     }
+    /* checked before anything starts, so a bad file is one line and exit 2 */
+    const char *tools_path = o.tools ? o.tools : getenv ("KENNEL_TOOLS");
+    json_t *tools = NULL;
+    if (tools_path && *tools_path) {
+        char *problem = NULL;
+        tools = tools_file_load (tools_path, &problem);
+        if (!tools) {
+            fprintf (stderr, "kennel kernel: %s\n", problem ? problem : "cannot read the tools file");
+            free (problem);
+            return 2;
+        }
+    }
     setup_process (o.log_file);
     /* a front end that dies (kill -9 of jupyter console) takes its kernel
        along, as ipykernel's parent poller does: SIGTERM is a clean exit */
     prctl (PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid () == 1)
+    if (getppid () == 1) {
+        json_decref (tools);
         return 1;
+    }
     char *errmsg = NULL;
     wire_error_t err;
     wire_connection_t *conn = wire_connection_load (o.connection_file, &err, &errmsg);
     if (!conn) {
         fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : wire_strerror (err));
         free (errmsg);
+        json_decref (tools);
         return 2;
     }
     gw_config_t *config = gw_config_load (o.config, &errmsg);
@@ -208,6 +269,7 @@ cmd_kernel (int argc, char **argv)
         fprintf (stderr, "kennel: %s\n", errmsg);
         free (errmsg);
         wire_connection_destroy (&conn);
+        json_decref (tools);
         return 2;
     }
     /* private state for this one kernel, removed on exit */
@@ -222,12 +284,14 @@ cmd_kernel (int argc, char **argv)
         server->kernel_mode = true;
         gw_policy_t policy;
         gw_policy_copy (&policy, &server->config->defaults);
-        gw_conv_t *conv = gw_conv_new (server, "kernel", "python", NULL, &policy, conn, &errmsg);
+        /* declared exactly as conversation_open with these tools would */
+        gw_conv_t *conv = gw_conv_new (server, "kernel", "python", tools, &policy, conn, &errmsg);
         gw_policy_clear (&policy);
         if (conv) {
             zhashx_insert (server->conversations, "kernel", conv);
             gw_conv_when_ready (conv, on_kernel_ready, server);
-            gw_log ("kernel_mode", "{s:s, s:i}", "connection_file", o.connection_file, "pid", (int) getpid ());
+            gw_log ("kernel_mode", "{s:s, s:i, s:i}", "connection_file", o.connection_file, "pid", (int) getpid (),
+                    "tools", (int) json_array_size (tools));
             rc = gw_server_run (server);
         }
         else
@@ -241,6 +305,7 @@ cmd_kernel (int argc, char **argv)
         rmdir (state_dir);
     free (state_dir);
     wire_connection_destroy (&conn);
+    json_decref (tools);
     gw_log_close ();
     return rc;
 }
@@ -249,7 +314,7 @@ static int
 cmd_info (int argc, char **argv)
 {
     serve_opts_t o = {0};
-    if (parse_opts (argc, argv, &o) < 0)
+    if (parse_opts (argc, argv, &o) < 0 || refuse_tools (&o, "info") < 0)
         return 2;
     zsys_init ();
     zsys_set_logstream (NULL);
@@ -310,9 +375,12 @@ cmd_info (int argc, char **argv)
 static int
 cmd_install_kernelspec (int argc, char **argv)
 {
-    static const struct option longopts[]
-        = {{"user", no_argument, NULL, 'u'}, {"prefix", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"user", no_argument, NULL, 'u'},
+                                             {"prefix", required_argument, NULL, 'p'},
+                                             {"tools", required_argument, NULL, 'T'},
+                                             {NULL, 0, NULL, 0}};
     const char *prefix = PREFIX_DIR;
+    const char *tools_arg = NULL;
     bool user = false;
     int c;
     optind = 1;
@@ -321,10 +389,28 @@ cmd_install_kernelspec (int argc, char **argv)
             user = true;
         else if (c == 'p')
             prefix = optarg;
+        else if (c == 'T')
+            tools_arg = optarg;
         else {
             usage (stderr);
             return 2;
         }
+    }
+    /* the kernel starts in the front end's directory: the spec holds an
+       absolute path, checked now so a bad file fails here and not at start */
+    char tools_path[PATH_MAX];
+    if (tools_arg) {
+        char *problem = NULL;
+        json_t *tools = realpath (tools_arg, tools_path) ? tools_file_load (tools_path, &problem) : NULL;
+        if (!tools) {
+            if (problem)
+                fprintf (stderr, "kennel install-kernelspec: %s\n", problem);
+            else
+                fprintf (stderr, "kennel install-kernelspec: tools file %s: %s\n", tools_arg, strerror (errno));
+            free (problem);
+            return 2;
+        }
+        json_decref (tools);
     }
     char *base = NULL;
     if (user) {
@@ -350,6 +436,8 @@ cmd_install_kernelspec (int argc, char **argv)
     json_t *spec = json_pack ("{s:[s,s,s,s], s:s, s:s, s:s, s:{s:s}}", "argv", n > 0 ? self : "kennel", "kernel", "-f",
                               "{connection_file}", "display_name", "Python 3 (kennel)", "language", "python",
                               "interrupt_mode", "message", "metadata", "kennel", "confined");
+    if (tools_arg)
+        json_object_set_new (spec, "env", json_pack ("{s:s}", "KENNEL_TOOLS", tools_path));
     char cmd[8500];
     snprintf (cmd, sizeof cmd, "%s", dir);
     int rc = 1;
@@ -389,7 +477,7 @@ main (int argc, char **argv)
         return cmd_info (argc - 1, argv + 1);
     if (streq (cmd, "selftest")) {
         serve_opts_t o = {0};
-        if (parse_opts (argc - 1, argv + 1, &o) < 0)
+        if (parse_opts (argc - 1, argv + 1, &o) < 0 || refuse_tools (&o, "selftest") < 0)
             return 2;
         setup_process (o.log_file ? o.log_file : "/dev/null");
         return gw_selftest_run (o.config);

@@ -1,20 +1,22 @@
 """Step 5: kernelspec mode (`kennel kernel -f`) and install-kernelspec, driven
-by jupyter_client's own kernel manager and by jupyter_kernel_test."""
+by jupyter_client's own kernel manager and by jupyter_kernel_test; tools from
+a file (--tools, KENNEL_TOOLS) served by the front end's stdin_hook."""
 import json
 import os
 import subprocess
 import unittest
 
 import jupyter_kernel_test as jkt
-from jupyter_client.manager import start_new_kernel
+import pytest
+from jupyter_client.manager import KernelManager, start_new_kernel
 
 from gwtest import built, execute, execute_started, gone, launcher, stdout_of
 
 
-def install_test_spec(tmp_path):
+def install_test_spec(tmp_path, extra=()):
     """Installs the real kernelspec with install-kernelspec, then points it at
     the test launcher through a config file (the only change)."""
-    out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(tmp_path)],
+    out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(tmp_path), *extra],
                          capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
     spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "kennel"
@@ -62,6 +64,110 @@ def test_kernel_mode_with_kernel_manager(tmp_path, monkeypatch):
         pid = km.provisioner.process.pid
         km.shutdown_kernel(now=False)
     assert gone(pid)
+
+
+TOOLS = [{"name": "add", "description": "Adds a and b.",
+          "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                         "required": ["a", "b"]}},
+         # Anthropic's alias, as a kernelspec author may paste it
+         {"name": "fail", "description": "Always refuses.", "input_schema": {"type": "object"}}]
+
+
+def serve_tools(kc, served):
+    """A stdin_hook that answers add with a + b and fail with an error reply."""
+    def hook(msg):
+        assert msg["msg_type"] == "tool_request", msg
+        c = msg["content"]
+        served.append(c["name"])
+        if c["name"] == "add":
+            reply = {"call_id": c["call_id"], "status": "ok", "result": c["arguments"]["a"] + c["arguments"]["b"]}
+        else:
+            reply = {"call_id": c["call_id"], "status": "error", "ename": "Refused", "evalue": "not today"}
+        kc.stdin_channel.send(kc.session.msg("tool_reply", reply, parent=msg["header"]))
+    return hook
+
+
+def test_kernelspec_tools_served_by_the_front_end(tmp_path, monkeypatch):
+    """install-kernelspec --tools puts KENNEL_TOOLS (absolute) in the spec's
+    env; the kernel declares those tools and the front end's stdin_hook
+    serves their calls."""
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS))
+    monkeypatch.chdir(tmp_path)  # a relative --tools path is made absolute
+    monkeypatch.setenv("JUPYTER_PATH", install_test_spec(tmp_path, ["--tools", "tools.json"]))
+    spec = json.loads((tmp_path / "share/jupyter/kernels/kennel/kernel.json").read_text())
+    assert spec["env"] == {"KENNEL_TOOLS": str(tmp_path / "tools.json")}
+    km, kc = start_new_kernel(kernel_name="kennel", startup_timeout=60)
+    try:
+        served, outputs = [], []
+        code = ("print(tools.add(2, b=40))\n"
+                "try:\n    tools.fail()\nexcept ToolError as e:\n    print('error', e.ename, e.evalue)\n"
+                "print(sorted(tools))")
+        reply = kc.execute_interactive(code, timeout=30, allow_stdin=True, stdin_hook=serve_tools(kc, served),
+                                       output_hook=outputs.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        assert stdout_of(outputs) == "42\nerror Refused not today\n['add', 'fail']\n"
+        assert served == ["add", "fail"]
+        assert reply["metadata"]["kennel"]["tool_calls"] == 2
+        # the gateway's own checks apply as for any conversation
+        reply = kc.execute_interactive("tools.add(1, 2)", timeout=30, allow_stdin=False, output_hook=outputs.append)
+        assert reply["content"]["ename"] == "ToolError"
+        assert "ToolUnavailable" in reply["content"]["evalue"]
+    finally:
+        kc.stop_channels()
+        pid = km.provisioner.process.pid
+        km.shutdown_kernel(now=False)
+    assert gone(pid)
+
+
+def test_kernelspec_bad_tools_file_fails_at_start(tmp_path, monkeypatch):
+    """A bad tools file: the kernel exits 2 at once with one line naming the
+    file and the tool, and the front end sees a kernel that died."""
+    bad = tmp_path / "bad-tools.json"
+    bad.write_text(json.dumps([TOOLS[0], {"name": "broken", "parameters": {"type": "array"}}]))
+    monkeypatch.setenv("JUPYTER_PATH", install_test_spec(tmp_path))
+    spec_file = tmp_path / "share/jupyter/kernels/kennel/kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["env"] = {"KENNEL_TOOLS": str(bad)}
+    spec_file.write_text(json.dumps(spec))
+    km = KernelManager(kernel_name="kennel")
+    with open(tmp_path / "kernel-output", "w") as out:
+        km.start_kernel(stdout=out, stderr=out)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        with pytest.raises(RuntimeError, match="died"):
+            kc.wait_for_ready(timeout=20)
+        assert km.provisioner.process.wait(timeout=5) == 2
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()
+    lines = (tmp_path / "kernel-output").read_text().splitlines()
+    assert lines == [f"kennel kernel: tools file {bad}: tool 'broken': "
+                     "parameters must be a JSON Schema of type \"object\""], lines
+
+
+def test_tools_flag_wins_and_install_checks(tmp_path):
+    """--tools wins over KENNEL_TOOLS; install-kernelspec refuses a bad file
+    and writes nothing; JSON syntax errors name the file and line."""
+    kennel = str(built("gateway/kennel"))
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(TOOLS))
+    bad.write_text('[{"name": "x"},\n oops]')
+    out = subprocess.run([kennel, "kernel", "-f", str(tmp_path / "none.json"), "--tools", str(bad)],
+                         env=dict(os.environ, KENNEL_TOOLS=str(good)), capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"kennel kernel: tools file {bad}: ") and "(line 2)" in out.stderr, out.stderr
+    # the good file passes the check, so the next failure is the missing connection file
+    out = subprocess.run([kennel, "kernel", "-f", str(tmp_path / "none.json"), "--tools", str(good)],
+                         env=dict(os.environ, KENNEL_TOOLS=str(bad)), capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2 and "tools file" not in out.stderr and "none.json" in out.stderr, out.stderr
+    out = subprocess.run([kennel, "install-kernelspec", "--prefix", str(tmp_path / "p"), "--tools", str(bad)],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2 and str(bad) in out.stderr, out.stderr
+    assert not (tmp_path / "p").exists()
+    out = subprocess.run([kennel, "install-kernelspec", "--prefix", str(tmp_path / "p"),
+                          "--tools", str(tmp_path / "missing.json")], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 2 and "missing.json: No such file" in out.stderr, out.stderr
 
 
 class KennelKernelTests(jkt.KernelTests):
