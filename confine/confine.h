@@ -168,6 +168,12 @@ int confine_enter (const confine_policy_t *policy, confine_report_t **report, co
    rlimits.c). Harmless otherwise. 0 or -1 (errno). */
 int confine_exec_limits (const confine_policy_t *policy);
 
+/* Ends this process by signal sig the way a process killed by it ends
+   (default action, unblocked, core dumps off), so that a supervisor's own
+   caller sees the confined process's death. Returns 128 + sig, the shell's
+   code for it, only if the signal did not end the process. */
+int confine_die_by_signal (int sig);
+
 /* Self-tests of the pure parts (policy, report); 0 when they pass. */
 int confine_selftest (bool verbose);
 

@@ -49,6 +49,21 @@ pid_block_signals (sigset_t *old)
     sigprocmask (SIG_BLOCK, &set, old);
 }
 
+/* Takes the signals of set (blocked) one by one, passing every one but
+   SIGCHLD on to child, and returns when SIGCHLD comes. */
+static void
+forward_until_sigchld (const sigset_t *set, pid_t child)
+{
+    for (;;) {
+        siginfo_t info;
+        int sig = sigwaitinfo (set, &info);
+        if (sig == SIGCHLD)
+            return;
+        if (sig > 0)
+            kill (child, sig);
+    }
+}
+
 _Noreturn void
 pid_init_run (confine_ctx_t *ctx, pid_t child)
 {
@@ -60,14 +75,7 @@ pid_init_run (confine_ctx_t *ctx, pid_t child)
         if (sigismember (&set, sig))
             sigaction (sig, &sa, NULL);
     for (;;) {
-        siginfo_t info;
-        int sig = sigwaitinfo (&set, &info);
-        if (sig < 0)
-            continue;
-        if (sig != SIGCHLD) {
-            kill (child, sig);
-            continue;
-        }
+        forward_until_sigchld (&set, child);
         int status;
         pid_t pid;
         while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
@@ -79,21 +87,25 @@ pid_init_run (confine_ctx_t *ctx, pid_t child)
     }
 }
 
+int
+confine_die_by_signal (int sig)
+{
+    struct rlimit none = { 0, 0 };
+    setrlimit (RLIMIT_CORE, &none);
+    signal (sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset (&set);
+    sigaddset (&set, sig);
+    sigprocmask (SIG_UNBLOCK, &set, NULL);
+    raise (sig);
+    return 128 + sig;
+}
+
 _Noreturn static void
 end_like (int status)
 {
-    if (WIFSIGNALED (status)) {
-        int sig = WTERMSIG (status);
-        struct rlimit none = { 0, 0 };
-        setrlimit (RLIMIT_CORE, &none);
-        signal (sig, SIG_DFL);
-        sigset_t set;
-        sigemptyset (&set);
-        sigaddset (&set, sig);
-        sigprocmask (SIG_UNBLOCK, &set, NULL);
-        raise (sig);
-        exit (128 + sig);
-    }
+    if (WIFSIGNALED (status))
+        exit (confine_die_by_signal (WTERMSIG (status)));
     exit (WIFEXITED (status) ? WEXITSTATUS (status) : 1);
 }
 
@@ -103,14 +115,7 @@ pid_waiter_run (confine_ctx_t *ctx, pid_t init, pid_t child)
     sigset_t set;
     wait_set (&set);
     for (;;) {
-        siginfo_t info;
-        int sig = sigwaitinfo (&set, &info);
-        if (sig < 0)
-            continue;
-        if (sig != SIGCHLD) {
-            kill (child, sig);
-            continue;
-        }
+        forward_until_sigchld (&set, child);
         int init_status;
         pid_t pid = waitpid (init, &init_status, WNOHANG);
         if (pid != init)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -69,16 +68,7 @@ end_like (int status)
         return WEXITSTATUS (status);
     if (!WIFSIGNALED (status))
         return EXIT_REFUSED;
-    int sig = WTERMSIG (status);
-    struct rlimit none = { 0, 0 };
-    setrlimit (RLIMIT_CORE, &none);
-    signal (sig, SIG_DFL);
-    sigset_t set;
-    sigemptyset (&set);
-    sigaddset (&set, sig);
-    sigprocmask (SIG_UNBLOCK, &set, NULL);
-    raise (sig);
-    return 128 + sig;
+    return confine_die_by_signal (WTERMSIG (status));
 }
 
 /* Start forwarding once the waiter's pidfd is known (signals that came

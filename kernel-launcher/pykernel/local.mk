@@ -13,6 +13,7 @@ kernel_launcher_pykernel_libpykernel_la_SOURCES = \
 	kernel-launcher/pykernel/pykernel_utf8.c \
 	kernel-launcher/pykernel/pykernel_iopub.c \
 	kernel-launcher/pykernel/pykernel_output.c \
+	kernel-launcher/pykernel/pykernel_thread.c \
 	kernel-launcher/pykernel/pykernel_beat.c \
 	kernel-launcher/pykernel/pykernel_control.c \
 	kernel-launcher/pykernel/pykernel_python.c \

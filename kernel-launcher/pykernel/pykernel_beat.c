@@ -6,16 +6,13 @@
 #include "pykernel_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct pykernel_beat {
     zsock_t *sock;
-    int stop_pipe[2];
-    pthread_t thread;
+    pykernel_thread_t worker;
 };
 
 static void *
@@ -26,7 +23,7 @@ s_thread (void *arg)
     for (;;) {
         zmq_pollitem_t items[2] = {
             { .socket = handle, .events = ZMQ_POLLIN },
-            { .fd = self->stop_pipe[0], .events = ZMQ_POLLIN },
+            { .fd = self->worker.stop_pipe[0], .events = ZMQ_POLLIN },
         };
         int rc = zmq_poll (items, 2, -1);
         if (rc < 0 && errno == EINTR)
@@ -47,13 +44,7 @@ pykernel_beat_new (zsock_t *sock)
     if (!self)
         return NULL;
     self->sock = sock;
-    if (pipe2 (self->stop_pipe, O_CLOEXEC) != 0) {
-        free (self);
-        return NULL;
-    }
-    if (pthread_create (&self->thread, NULL, s_thread, self) != 0) {
-        close (self->stop_pipe[0]);
-        close (self->stop_pipe[1]);
+    if (pykernel_thread_start (&self->worker, s_thread, self) != 0) {
         free (self);
         return NULL;
     }
@@ -66,11 +57,7 @@ pykernel_beat_destroy (pykernel_beat_t **self_p)
     pykernel_beat_t *self = *self_p;
     if (!self)
         return;
-    ssize_t rc = write (self->stop_pipe[1], "x", 1);
-    (void) rc;
-    pthread_join (self->thread, NULL);
-    close (self->stop_pipe[0]);
-    close (self->stop_pipe[1]);
+    pykernel_thread_stop (&self->worker);
     zsock_destroy (&self->sock);
     free (self);
     *self_p = NULL;

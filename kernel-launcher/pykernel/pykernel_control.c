@@ -6,7 +6,6 @@
 #include "pykernel_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +19,7 @@ struct pykernel_control {
     zsock_t *sock;
     pykernel_shared_t *shared;
     wire_replay_t *replay;
-    int stop_pipe[2];
-    pthread_t thread;
+    pykernel_thread_t worker;
 };
 
 static void
@@ -81,7 +79,7 @@ s_thread (void *arg)
     for (;;) {
         zmq_pollitem_t items[2] = {
             { .socket = zsock_resolve (self->sock), .events = ZMQ_POLLIN },
-            { .fd = self->stop_pipe[0], .events = ZMQ_POLLIN },
+            { .fd = self->worker.stop_pipe[0], .events = ZMQ_POLLIN },
         };
         long timeout = -1;
         if (deadline) {
@@ -125,14 +123,7 @@ pykernel_control_new (zsock_t *sock, pykernel_shared_t *shared)
     self->sock = sock;
     self->shared = shared;
     self->replay = wire_replay_new (4096);
-    if (!self->replay || pipe2 (self->stop_pipe, O_CLOEXEC) != 0) {
-        wire_replay_destroy (&self->replay);
-        free (self);
-        return NULL;
-    }
-    if (pthread_create (&self->thread, NULL, s_thread, self) != 0) {
-        close (self->stop_pipe[0]);
-        close (self->stop_pipe[1]);
+    if (!self->replay || pykernel_thread_start (&self->worker, s_thread, self) != 0) {
         wire_replay_destroy (&self->replay);
         free (self);
         return NULL;
@@ -146,11 +137,7 @@ pykernel_control_destroy (pykernel_control_t **self_p)
     pykernel_control_t *self = *self_p;
     if (!self)
         return;
-    ssize_t rc = write (self->stop_pipe[1], "x", 1);
-    (void) rc;
-    pthread_join (self->thread, NULL);
-    close (self->stop_pipe[0]);
-    close (self->stop_pipe[1]);
+    pykernel_thread_stop (&self->worker);
     zsock_destroy (&self->sock);
     wire_replay_destroy (&self->replay);
     free (self);

@@ -5,6 +5,7 @@
     pykernel_utf8     cuts captured bytes into valid UTF-8 text
     pykernel_iopub    the iopub PUB socket shared by threads behind a mutex
     pykernel_output   fd 1 and 2 captured through pipes, published as streams
+    pykernel_thread   a worker thread stopped through a pipe (beat, control, output)
     pykernel_beat     the heartbeat thread
     pykernel_control  the control thread (interrupt, shutdown, kernel_info)
     pykernel_python   embedded CPython, the _kennel module, kernel.py
@@ -34,6 +35,16 @@ void pykernel_log_close (void);
 void pykernel_log (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 /* The fd the log writes to (the original fd 2). */
 int pykernel_log_fd (void);
+
+/* For the self-tests: when cond is false, logs "PART self-test failed:
+   COND (line N)" and counts it in the caller's int failures. */
+#define PYKERNEL_CHECK(part, cond)                                                                 \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            pykernel_log ("%s self-test failed: %s (line %d)", part, #cond, __LINE__);             \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
 
 /* ---- utf8 --------------------------------------------------------------- */
 
@@ -83,6 +94,23 @@ void pykernel_output_write (pykernel_output_t *self, int which, const char *text
 /* Flushes, stops the thread and puts the original fd 1 and 2 back. */
 void pykernel_output_destroy (pykernel_output_t **self_p);
 int pykernel_output_test (bool verbose);
+
+/* ---- worker thread ------------------------------------------------------ */
+
+/* A thread whose loop polls stop_pipe[0] with its own fds and returns once
+   that is readable. Embedded in its owner; zeroed means not running. */
+typedef struct {
+    pthread_t id;
+    int stop_pipe[2];
+    bool running;
+} pykernel_thread_t;
+
+/* Opens the stop pipe and starts run (arg). 0, or -1 (errno) with nothing
+   left open. */
+int pykernel_thread_start (pykernel_thread_t *self, void *(*run) (void *), void *arg);
+/* Tells the thread to stop, joins it and closes the pipe; does nothing when
+   it is not running. */
+void pykernel_thread_stop (pykernel_thread_t *self);
 
 /* ---- heartbeat ---------------------------------------------------------- */
 

@@ -119,13 +119,7 @@ int
 pykernel_iopub_test (bool verbose)
 {
     int failures = 0;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            pykernel_log ("iopub self-test failed: %s (line %d)", #cond, __LINE__);                \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#define CHECK(cond) PYKERNEL_CHECK ("iopub", cond)
     wire_error_t err;
     wire_key_t *key = wire_key_new (NULL, "secret", 6, &err);
     zsock_t *pub = zsock_new_pub ("inproc://pykernel-iopub-test");

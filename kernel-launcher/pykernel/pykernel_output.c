@@ -46,10 +46,8 @@ struct pykernel_output {
     char *buffer;    /* OUTPUT_CHUNK + 4 bytes */
     run_t *runs;     /* the queue, oldest first */
     size_t run_count, run_cap, queued;
-    int stop_pipe[2];
     int kick_pipe[2]; /* Python text queued: the thread publishes it soon */
-    pthread_t thread;
-    bool thread_started;
+    pykernel_thread_t worker;
 };
 
 /* Appends valid UTF-8 text to the queue. Lock held. */
@@ -178,7 +176,7 @@ s_thread (void *arg)
         struct pollfd fds[4] = {
             { .fd = hung_up[0] ? -1 : self->read_fd[0], .events = POLLIN },
             { .fd = hung_up[1] ? -1 : self->read_fd[1], .events = POLLIN },
-            { .fd = self->stop_pipe[0], .events = POLLIN },
+            { .fd = self->worker.stop_pipe[0], .events = POLLIN },
             { .fd = self->kick_pipe[0], .events = POLLIN },
         };
         int rc = poll (fds, 4, -1);
@@ -253,24 +251,21 @@ pykernel_output_new (pykernel_iopub_t *iopub)
     pthread_mutex_init (&self->lock, NULL);
     self->saved_fd[0] = self->saved_fd[1] = -1;
     self->read_fd[0] = self->read_fd[1] = -1;
-    self->stop_pipe[0] = self->stop_pipe[1] = -1;
     self->kick_pipe[0] = self->kick_pipe[1] = -1;
     self->buffer = malloc (OUTPUT_CHUNK + 4);
     fflush (stdout);
     fflush (stderr);
-    if (!self->buffer || pipe2 (self->stop_pipe, O_CLOEXEC) != 0
-        || pipe2 (self->kick_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || s_capture (self, 0) != 0
+    if (!self->buffer || pipe2 (self->kick_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || s_capture (self, 0) != 0
         || s_capture (self, 1) != 0) {
         pykernel_log ("capturing fd 1 and 2: %s", strerror (errno));
         pykernel_output_destroy (&self);
         return NULL;
     }
-    if (pthread_create (&self->thread, NULL, s_thread, self) != 0) {
+    if (pykernel_thread_start (&self->worker, s_thread, self) != 0) {
         pykernel_log ("starting the output thread failed");
         pykernel_output_destroy (&self);
         return NULL;
     }
-    self->thread_started = true;
     return self;
 }
 
@@ -298,18 +293,12 @@ pykernel_output_destroy (pykernel_output_t **self_p)
             dup2 (self->saved_fd[i], i + 1);
             close (self->saved_fd[i]);
         }
-    if (self->thread_started) {
-        ssize_t rc = write (self->stop_pipe[1], "x", 1);
-        (void) rc;
-        pthread_join (self->thread, NULL);
-    }
+    pykernel_thread_stop (&self->worker);
     if (self->read_fd[0] >= 0 && self->read_fd[1] >= 0)
         s_drain_all (self, true);
     for (int i = 0; i < 2; i++) {
         if (self->read_fd[i] >= 0)
             close (self->read_fd[i]);
-        if (self->stop_pipe[i] >= 0)
-            close (self->stop_pipe[i]);
         if (self->kick_pipe[i] >= 0)
             close (self->kick_pipe[i]);
     }
@@ -326,13 +315,7 @@ int
 pykernel_output_test (bool verbose)
 {
     int failures = 0;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            pykernel_log ("output self-test failed: %s (line %d)", #cond, __LINE__);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#define CHECK(cond) PYKERNEL_CHECK ("output", cond)
     pykernel_log_init ();
     wire_error_t err;
     wire_key_t *key = wire_key_new (NULL, "k", 1, &err);

@@ -95,13 +95,7 @@ int
 pykernel_utf8_test (bool verbose)
 {
     int failures = 0;
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            pykernel_log ("utf8 self-test failed: %s (line %d)", #cond, __LINE__);                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#define CHECK(cond) PYKERNEL_CHECK ("utf8", cond)
     /* "é" is C3 A9, "€" is E2 82 AC, U+1F600 is F0 9F 98 80 */
     CHECK (pykernel_utf8_complete_prefix ("abc", 3) == 3);
     CHECK (pykernel_utf8_complete_prefix ("a\xC3", 2) == 1);
