@@ -54,6 +54,8 @@ typedef struct {
     int max_tool_calls;      /* tool calls per execution */
     int warm_pool;           /* pre-started kernels without identity; 0 = none */
     bool log_tool_arguments; /* tool_call log lines carry the arguments */
+    bool fork_server;        /* fork_server.enabled: one zygote for python kernels */
+    json_t *fork_preload;    /* fork_server.preload: module names, array */
     char *launcher;  /* path of kennel-launch */
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
@@ -188,6 +190,41 @@ void gw_warm_destroy (gw_warm_t **self_p);
 /* {size, ready, starting, claimed} */
 json_t *gw_pool_info (gw_pool_t *self);
 
+/* ---- gw_capacity: conversations the fds and ZeroMQ sockets allow ------- */
+
+typedef struct {
+    int64_t nofile;    /* RLIMIT_NOFILE (soft) at start */
+    int max_sockets;   /* ZMQ_MAX_SOCKETS of czmq's context */
+    int by_fds;        /* conversations the fds allow (warm pool deducted) */
+    int by_sockets;    /* the same for ZeroMQ sockets */
+    int conversations; /* the least of those and max_conversations */
+    int max_conversations, pool, launches; /* from the config */
+} gw_capacity_t;
+
+/* From the process's limits (raised in main.c) and the config. */
+void gw_capacity_init (gw_capacity_t *self, const gw_config_t *config);
+/* 0 when one more conversation fits; else -1 with *evalue (malloc'd)
+   naming the limit (ename CapacityError). */
+int gw_capacity_check (gw_capacity_t *self, int open_conversations, char **evalue);
+/* Whether one more kernel's sockets fit in the fds left now. */
+bool gw_capacity_fds_room (const gw_capacity_t *self, int open_conversations);
+json_t *gw_capacity_json (gw_capacity_t *self);
+
+/* ---- gw_zygote: the fork server ---------------------------------------- */
+
+typedef struct gw_zygote gw_zygote_t;
+/* Starts `launcher --zygote <state>/zygote.sock [--preload ...]`; readiness
+   and restarts are handled in the server's loop. */
+gw_zygote_t *gw_zygote_new (gw_server_t *server);
+/* Stops it (SIGTERM, bounded wait, SIGKILL) and removes the socket. */
+void gw_zygote_destroy (gw_zygote_t **self_p);
+/* The socket while the zygote is ready, else NULL (self may be NULL). */
+const char *gw_zygote_socket (const gw_zygote_t *self);
+/* Adds "zygote" to a builtin kernel's launch spec when ready. */
+void gw_zygote_apply (const gw_zygote_t *self, json_t *spec);
+/* {enabled, ready, preload, pid, restarts} for gateway_info. */
+json_t *gw_zygote_info (const gw_zygote_t *self, const gw_config_t *config);
+
 /* ---- gw_server: the loop, the control socket, the table --------------- */
 
 struct gw_server {
@@ -209,6 +246,8 @@ struct gw_server {
     int launching;           /* launch slots in use (gw_conv.c) */
     zlistx_t *launch_queue;  /* gw_conv_t* waiting for a slot */
     gw_pool_t *pool;         /* NULL when warm_pool is 0 or in kernelspec mode */
+    gw_capacity_t capacity;  /* what the fd and socket limits allow */
+    gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
     char *probe_dir;
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;

@@ -6,7 +6,8 @@
        "interrupt_grace": 2, "launch_timeout": 30,
        "max_message_bytes": 67108864, "launcher": "/usr/bin/kennel-launch",
        "confine": {extra confine policy fields, e.g. "allow_degraded"},
-       "kernels": {"name": {"argv": ["cmd", "-f", "{connection_file}"]}}}
+       "kernels": {"name": {"argv": ["cmd", "-f", "{connection_file}"]}},
+       "fork_server": {"enabled": true, "preload": ["numpy"]}}
     Unknown keys are errors, so a typo never silently leaves a limit unset.
     A request's policy may lower a limit, never raise it above the maximum.
 */
@@ -273,6 +274,8 @@ config_number (json_t *file, const char *name, double min, double *out, char **e
     return 0;
 }
 
+static int fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errmsg);
+
 static int
 config_apply_file (gw_config_t *self, const char *path, char **errmsg)
 {
@@ -288,7 +291,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", NULL};
+                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", NULL};
     if (!json_is_object (file)) {
         *errmsg = format_error ("config %s: must be a JSON object", path);
         goto done;
@@ -349,6 +352,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         goto done;
     }
     self->log_tool_arguments = json_is_true (log_args);
+    if (fork_server_apply (self, json_object_get (file, "fork_server"), path, errmsg) < 0)
+        goto done;
     json_t *launcher = json_object_get (file, "launcher");
     if (launcher) {
         if (!json_is_string (launcher)) {
@@ -384,6 +389,51 @@ done:
     return rc;
 }
 
+/* "fork_server": {"enabled": bool, "preload": ["module", ...]} */
+static int
+fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errmsg)
+{
+    if (!fs)
+        return 0;
+    const char *key;
+    json_t *value;
+    if (!json_is_object (fs)) {
+        *errmsg = format_error ("config %s: fork_server must be an object", path);
+        return -1;
+    }
+    json_object_foreach (fs, key, value) {
+        if (streq (key, "enabled")) {
+            if (!json_is_boolean (value)) {
+                *errmsg = format_error ("config %s: fork_server.enabled must be true or false", path);
+                return -1;
+            }
+            self->fork_server = json_is_true (value);
+        }
+        else if (streq (key, "preload")) {
+            size_t i;
+            json_t *mod;
+            if (!json_is_array (value)) {
+                *errmsg = format_error ("config %s: fork_server.preload must be a list of module names", path);
+                return -1;
+            }
+            json_array_foreach (value, i, mod) {
+                const char *m = json_string_value (mod);
+                if (!m || !*m || strspn (m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != strlen (m)) {
+                    *errmsg = format_error ("config %s: fork_server.preload[%zu] must be a module name", path, i);
+                    return -1;
+                }
+            }
+            json_decref (self->fork_preload);
+            self->fork_preload = json_deep_copy (value);
+        }
+        else {
+            *errmsg = format_error ("config %s: unknown key \"fork_server.%s\"", path, key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 gw_config_t *
 gw_config_load (const char *path, char **errmsg)
 {
@@ -399,6 +449,8 @@ gw_config_load (const char *path, char **errmsg)
     self->max_message_bytes = wire_limits_default.max_message_bytes;
     self->max_tool_calls = 10000;
     self->warm_pool = 2;
+    self->fork_server = true;
+    self->fork_preload = json_array ();
     self->launcher = default_launcher ();
     /* a conversation's workspace is a host directory, which no host here
        can give a disk quota (confine/README.md "quota"): the gateway asks
@@ -422,6 +474,7 @@ gw_config_destroy (gw_config_t **self_p)
     free (self->launcher);
     json_decref (self->confine);
     json_decref (self->kernels);
+    json_decref (self->fork_preload);
     free (self);
     *self_p = NULL;
 }

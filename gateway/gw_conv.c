@@ -403,6 +403,7 @@ kernel_launch (gw_conv_t *self)
     }
     json_t *spec = gw_kernel_spec (self->server->config, self->kernel_name, &self->policy, self->tools,
                                    self->workspace, self->run_dir);
+    gw_zygote_apply (self->server->zygote, spec);
     self->launch = gw_launch_start (self->server->loop, self->server->config->launcher, spec, self->log_path,
                                     on_launch_status, on_launch_exit, self, &errmsg);
     json_decref (spec);

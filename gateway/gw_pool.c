@@ -176,6 +176,7 @@ pool_launch (gw_pool_t *self)
         const gw_config_t *config = self->server->config;
         json_t *tools = json_array ();
         json_t *spec = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, warm->run_dir);
+        gw_zygote_apply (self->server->zygote, spec);
         json_decref (tools);
         warm->launch = gw_launch_start (self->server->loop, config->launcher, spec, log_path, on_warm_status,
                                         on_warm_exit, warm, &errmsg);
@@ -199,7 +200,8 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
     gw_pool_t *self = arg;
     gw_server_t *server = self->server;
     if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_now () < self->retry_at
-        || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0)
+        || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0
+        || !gw_capacity_fds_room (&server->capacity, (int) zhashx_size (server->conversations)))
         return 0;
     for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
         if (!w->ready)

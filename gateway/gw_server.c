@@ -118,6 +118,8 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->conversations = zhashx_new ();
     self->launch_queue = zlistx_new ();
     wire_id_new (self->session);
+    gw_capacity_init (&self->capacity, self->config);
+    gw_log ("capacity", "{s:o}", "capacity", gw_capacity_json (&self->capacity));
     return self;
 }
 
@@ -269,6 +271,8 @@ gw_server_run (gw_server_t *self)
         probe_start (self);
     if (!self->kernel_mode)
         zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
+    if (!self->kernel_mode && self->config->fork_server)
+        self->zygote = gw_zygote_new (self);
     if (!self->kernel_mode && self->config->warm_pool > 0)
         self->pool = gw_pool_new (self, self->config->warm_pool);
     zloop_start (self->loop);
@@ -340,6 +344,7 @@ gw_server_destroy (gw_server_t **self_p)
     probe_cleanup (self);
     gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);
+    gw_zygote_destroy (&self->zygote); /* after the kernels: it would end them */
     zhashx_destroy (&self->conversations);
     zlistx_destroy (&self->launch_queue);
     if (self->control) {

@@ -5,7 +5,8 @@ gateway_kennel_SOURCES = \
 	gateway/gw.h gateway/main.c gateway/gw_log.c gateway/gw_config.c \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_conv.c \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
-	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_pool.c
+	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_pool.c gateway/gw_capacity.c \
+	gateway/gw_zygote.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -14,7 +15,8 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_control.py tests/gateway/test_conversation.py \
 	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
-	tests/gateway/test_pool.py tests/tools/test_gateway_checks.py
+	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
+	tests/tools/test_gateway_checks.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv

@@ -79,7 +79,7 @@ class Control:
 
 
 class Gateway:
-    def __init__(self, tmp_path, config=None, transport="tcp"):
+    def __init__(self, tmp_path, config=None, transport="tcp", preexec_fn=None):
         self.dir = tmp_path
         # the confined kernel's host uid must traverse to its workspace:
         # pytest's tmp dirs are 0700, so the state dir lives in /tmp
@@ -100,7 +100,7 @@ class Gateway:
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
                    LSAN_OPTIONS=f"suppressions={HERE.parent / 'lsan.supp'}",
                    KENNEL_TEST_SECRET="the gateway's environment never reaches a kernel")
-        self.proc = subprocess.Popen(cmd, env=env)
+        self.proc = subprocess.Popen(cmd, env=env, preexec_fn=preexec_fn)
         deadline = time.time() + 20
         while not self.conn_file.exists():
             if self.proc.poll() is not None or time.time() > deadline:

@@ -1,0 +1,112 @@
+/*  gw_capacity.c - how many conversations this process's file descriptors
+    and ZeroMQ sockets allow, so that conversation_open refuses (ename
+    CapacityError) instead of czmq aborting in zsock_new when a socket or its
+    fds cannot be made (seen by the bench at ~1,050 conversations with
+    RLIMIT_NOFILE 20000).
+
+    The static figure (from the limits at start) bounds the table; near the
+    fd limit the open fds are counted for real (/proc/self/fd), because
+    client connections and kernel restarts also take fds.
+*/
+#include "gw.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/resource.h>
+
+/* Measured on an idle conversation (tests/gateway/test_capacity.py): its five
+   client listeners and its kernel-facing ipc sockets with their mailboxes,
+   the launcher's pipes and pidfd. A client that connects adds one fd per
+   channel, which the slack below and the live count absorb. */
+#define FDS_PER_CONV     19
+#define SOCKETS_PER_CONV 12
+/* the control socket, the log, ZeroMQ's own threads, launches in flight */
+#define FD_RESERVE       64
+#define SOCKET_RESERVE   16
+/* a new conversation needs this many free fds when counted for real */
+#define FD_SLACK         (2 * FDS_PER_CONV + 8)
+
+static int
+count_open_fds (void)
+{
+    DIR *d = opendir ("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir (d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir (d);
+    return n - 1; /* the directory's own fd */
+}
+
+/* Re-read at each check: an operator may change the limit of a running
+   daemon (prlimit), and getrlimit costs one syscall. */
+static void
+capacity_compute (gw_capacity_t *self)
+{
+    struct rlimit nofile = {0};
+    getrlimit (RLIMIT_NOFILE, &nofile);
+    self->nofile = nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > INT32_MAX ? INT32_MAX : (int64_t) nofile.rlim_cur;
+    int64_t by_fds = (self->nofile - FD_RESERVE - 4 * self->launches) / FDS_PER_CONV - self->pool;
+    int64_t by_sockets = ((int64_t) self->max_sockets - SOCKET_RESERVE) / SOCKETS_PER_CONV - self->pool;
+    self->by_fds = by_fds < 0 ? 0 : (int) (by_fds > INT32_MAX ? INT32_MAX : by_fds);
+    self->by_sockets = by_sockets < 0 ? 0 : (int) by_sockets;
+    self->conversations = self->max_conversations;
+    if (self->by_fds < self->conversations)
+        self->conversations = self->by_fds;
+    if (self->by_sockets < self->conversations)
+        self->conversations = self->by_sockets;
+}
+
+void
+gw_capacity_init (gw_capacity_t *self, const gw_config_t *config)
+{
+    self->max_sockets = zmq_ctx_get (zsys_init (), ZMQ_MAX_SOCKETS);
+    self->max_conversations = config->max_conversations;
+    self->pool = config->warm_pool;
+    self->launches = config->max_parallel_launches;
+    capacity_compute (self);
+}
+
+json_t *
+gw_capacity_json (gw_capacity_t *self)
+{
+    capacity_compute (self);
+    return json_pack ("{s:i, s:I, s:i, s:i, s:i}", "conversations", self->conversations, "rlimit_nofile",
+                      (json_int_t) self->nofile, "zmq_max_sockets", self->max_sockets, "by_fds", self->by_fds,
+                      "by_sockets", self->by_sockets);
+}
+
+/* Whether a kernel's sockets (a new conversation, a pooled kernel) fit in
+   the fds left; counted only once the table is past half the estimate. */
+bool
+gw_capacity_fds_room (const gw_capacity_t *self, int open_conversations)
+{
+    if ((int64_t) open_conversations * FDS_PER_CONV * 2 < self->nofile - FD_RESERVE)
+        return true;
+    int used = count_open_fds ();
+    return used < 0 || self->nofile - used >= FD_SLACK;
+}
+
+int
+gw_capacity_check (gw_capacity_t *self, int open_conversations, char **evalue)
+{
+    capacity_compute (self);
+    int rc = 0;
+    if (open_conversations >= self->by_fds)
+        rc = asprintf (evalue, "RLIMIT_NOFILE %lld allows %d conversations (about %d fds each)",
+                       (long long) self->nofile, self->by_fds, FDS_PER_CONV);
+    else if (open_conversations >= self->by_sockets)
+        rc = asprintf (evalue, "ZMQ_MAX_SOCKETS %d allows %d conversations (about %d sockets each)",
+                       self->max_sockets, self->by_sockets, SOCKETS_PER_CONV);
+    else if (!gw_capacity_fds_room (self, open_conversations))
+        rc = asprintf (evalue, "RLIMIT_NOFILE %lld: fewer than %d file descriptors left for a new conversation",
+                       (long long) self->nofile, FD_SLACK);
+    else
+        return 0;
+    if (rc < 0)
+        *evalue = NULL;
+    return -1;
+}
