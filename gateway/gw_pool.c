@@ -104,6 +104,7 @@ warm_probe (gw_warm_t *warm, zloop_t *loop)
     }
     zsock_set_linger (warm->probe, 0);
     zsock_set_sndtimeo (warm->probe, 0);
+    zsock_set_reconnect_ivl (warm->probe, 5); /* as the relay's (gw_relay.c) */
     char session[33];
     wire_id_new (session);
     wire_msg_t *m = wire_msg_new (session, "kernel_info_request", NULL);

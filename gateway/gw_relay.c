@@ -1355,6 +1355,10 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
         zsock_t *s = zsock_new (ch == WIRE_IOPUB ? ZMQ_SUB : ZMQ_DEALER);
         zsock_set_linger (s, 0);
         zsock_set_sndtimeo (s, 0);
+        /* the kernel binds its ipc sockets a moment after the status line:
+           ZeroMQ's default 100 ms before retrying a refused connect was
+           most of a cold open here (~220 -> ~60 ms, gateway/README.md) */
+        zsock_set_reconnect_ivl (s, 5);
         if (ch == WIRE_IOPUB)
             zsock_set_subscribe (s, "");
         else
