@@ -389,6 +389,7 @@ def section_memory_kennel(run):
             raise RuntimeError(f"expected {level} conversations' processes under the gateway, found {len(per_conv)}")
         out[str(level)] = {"per_conversation_mb": sum(per_conv) / level / 1024,
                            "max_mb": max(per_conv) / 1024, "gateway_mb": gateway_kb / 1024,
+                           "fork_server_mb": run.gateway.fork_server_pss() / 1024,
                            "processes_per_conversation": sorted(
                                len(p) for p in run.gateway.conversation_processes().values())[0]}
         log(f"kennel PSS at {level}: {out[str(level)]}")

@@ -361,16 +361,44 @@ class KennelGateway:
         return self.control.requests([("conversation_close_request", {"conversation_id": i}) for i in ids],
                                      in_flight=in_flight)
 
+    def fork_server_pid(self, kids=None):
+        """The daemon's zygote (`kennel-launch --zygote`), or None."""
+        kids = kids if kids is not None else children_map()
+        for pid in kids.get(self.proc.pid, ()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"--zygote" in f.read().split(b"\0"):
+                        return pid
+            except OSError:
+                continue
+        return None
+
     def conversation_processes(self):
         """{launcher pid: [its processes]}: each conversation's kernel-launch
-        (the waiter), the sandbox's init and the kernel."""
+        (the waiter, or with the fork server the proxy), the sandbox's init
+        and the kernel. With the fork server the waiter, init and kernel are
+        the zygote's descendants, not the proxy's: each proxy is paired with
+        one of the zygote's children (the pairing is arbitrary, the sums are
+        not), and the zygote itself is left out like the daemon."""
         kids = children_map()
-        return {pid: descendants(pid, kids) for pid in kids.get(self.proc.pid, ())}
+        zygote = self.fork_server_pid(kids)
+        launchers = [pid for pid in kids.get(self.proc.pid, ()) if pid != zygote]
+        forked = kids.get(zygote, []) if zygote else []
+        out = {pid: descendants(pid, kids) for pid in launchers}
+        proxies = [pid for pid in launchers if len(out[pid]) == 1]  # no sandbox below: a zygote's proxy
+        for proxy, child in zip(proxies, forked):
+            out[proxy] += descendants(child, kids)
+        return out
 
     def pss(self):
         """(gateway PSS kB, [PSS kB summed over each conversation's processes])."""
         per_conv = [sum(pss_kb(p) for p in procs) for procs in self.conversation_processes().values()]
         return pss_kb(self.proc.pid), per_conv
+
+    def fork_server_pss(self):
+        """The zygote's own PSS in kB (0 without one): shared by all kernels."""
+        zygote = self.fork_server_pid()
+        return pss_kb(zygote) if zygote else 0
 
     def stop(self):
         self.control.close()
