@@ -98,6 +98,12 @@ typedef void (gw_launch_fn) (gw_launch_t *launch, void *arg);
    line read from fd 4; stdout and stderr go to log_path. NULL with *errmsg. */
 gw_launch_t *gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *log_path,
                               gw_launch_fn *on_status, gw_launch_fn *on_exit, void *arg, char **errmsg);
+/* In a forked child whose fds are in place: a new session that dies with the
+   gateway, default signals, an environment with nothing of the gateway's
+   (PATH and the sanitizers' settings only), then exec of launcher with argv.
+   Never returns (exit 125 when the gateway is already gone, 127 when exec
+   fails). Used for kernels' launchers and for the zygote. */
+_Noreturn void gw_launch_exec (const char *launcher, const char *const argv[]);
 /* Kills the whole process group with SIGKILL and forgets the callbacks; the
    process is reaped later by the loop (gw_launch_reap_all at exit). Frees self
    once reaped. */

@@ -246,6 +246,17 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
         dup2 (logfd, 2);
     }
     closefrom (STATUS_FD + 1);
+    char fdarg[8];
+    snprintf (fdarg, sizeof fdarg, "%d", SPEC_FD);
+    const char *argv[] = {launcher, "--spec-fd", fdarg, NULL};
+    gw_launch_exec (launcher, argv);
+}
+
+/* The last steps of every child that runs kennel-launch (a kernel's launcher
+   here, the zygote in gw_zygote.c), once its fds are in place. */
+_Noreturn void
+gw_launch_exec (const char *launcher, const char *const argv[])
+{
     setsid ();
     /* a gateway killed with SIGKILL must not leave launchers behind;
        SIGTERM lets the launcher stop its kernel and remove its cgroup */
@@ -259,8 +270,6 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     signal (SIGINT, SIG_DFL);
     signal (SIGTERM, SIG_DFL);
     signal (SIGPIPE, SIG_DFL);
-    char fdarg[8];
-    snprintf (fdarg, sizeof fdarg, "%d", SPEC_FD);
     /* a clean environment: nothing of the gateway's (tokens, keys) reaches
        even the launcher; only a sanitizer build's own settings pass */
     char *envp[8];
@@ -274,7 +283,6 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
             envp[n++] = kept[i];
     }
     envp[n] = NULL;
-    const char *argv[] = {launcher, "--spec-fd", fdarg, NULL};
     if (strchr (launcher, '/'))
         execve (launcher, (char *const *) argv, envp);
     else

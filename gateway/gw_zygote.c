@@ -53,35 +53,8 @@ child_exec (const char *launcher, const char *socket_path, const char *preload, 
     }
     dup2 (err_w, 2);
     closefrom (3);
-    setsid ();
-    prctl (PR_SET_PDEATHSIG, SIGTERM); /* a SIGKILLed gateway leaves no zygote */
-    if (getppid () == 1)
-        _exit (125);
-    sigset_t none;
-    sigemptyset (&none);
-    sigprocmask (SIG_SETMASK, &none, NULL);
-    signal (SIGINT, SIG_DFL);
-    signal (SIGTERM, SIG_DFL);
-    signal (SIGPIPE, SIG_DFL);
-    /* the launchers' environment (gw_launch.c): nothing of the gateway's */
-    char *envp[8];
-    int n = 0;
-    envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
-    const char *keep[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", NULL};
-    static char kept[3][1024];
-    for (int i = 0; keep[i]; i++) {
-        const char *v = getenv (keep[i]);
-        if (v && snprintf (kept[i], sizeof kept[i], "%s=%s", keep[i], v) < (int) sizeof kept[i])
-            envp[n++] = kept[i];
-    }
-    envp[n] = NULL;
     const char *argv[] = {launcher, "--zygote", socket_path, preload ? "--preload" : NULL, preload, NULL};
-    if (strchr (launcher, '/'))
-        execve (launcher, (char *const *) argv, envp);
-    else
-        execvpe (launcher, (char *const *) argv, envp);
-    dprintf (2, "kennel: exec %s --zygote: %s\n", launcher, strerror (errno));
-    _exit (127);
+    gw_launch_exec (launcher, argv);
 }
 
 static void
