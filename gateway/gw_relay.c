@@ -541,19 +541,29 @@ iopub_idle_seen (gw_relay_t *self, zmsg_t *msg)
     json_decref (content);
 }
 
+/* A message from the kernel, verified with the kernel key (and its replay
+   cache); NULL when there was none or it was bad (dropped and logged). */
+static zmsg_t *
+recv_from_kernel (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
+{
+    zmsg_t *msg = zmsg_recv (sock);
+    if (!msg)
+        return NULL;
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    if (err != WIRE_OK) {
+        log_bad (self, channel_names[channel], err, "kernel");
+        zmsg_destroy (&msg);
+    }
+    return msg;
+}
+
 static int
 on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
 {
     gw_relay_t *self = arg;
-    zmsg_t *msg = zmsg_recv (sock);
+    zmsg_t *msg = recv_from_kernel (self, sock, WIRE_SHELL);
     if (!msg)
         return 0;
-    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
-    if (err != WIRE_OK) {
-        log_bad (self, "shell", err, "kernel");
-        zmsg_destroy (&msg);
-        return 0;
-    }
     if (is_probe_answer (self, msg)) {
         own_reply_check (self, msg);
         self->probe_shell_ok = true;
@@ -561,6 +571,7 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         zmsg_destroy (&msg);
         return 0;
     }
+    wire_error_t err;
     json_t *header = wire_frames_peek (msg, 0, &err);
     const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
     void *handle = NULL;
@@ -661,15 +672,9 @@ static int
 on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
 {
     gw_relay_t *self = arg;
-    zmsg_t *msg = zmsg_recv (sock);
+    zmsg_t *msg = recv_from_kernel (self, sock, WIRE_IOPUB);
     if (!msg)
         return 0;
-    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
-    if (err != WIRE_OK) {
-        log_bad (self, "iopub", err, "kernel");
-        zmsg_destroy (&msg);
-        return 0;
-    }
     if (!self->kernel_ready) {
         self->probe_iopub_ok = true;
         probe_check (self);
@@ -678,6 +683,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
         zmsg_destroy (&msg);
         return 0;
     }
+    wire_error_t err;
     json_t *header = wire_frames_peek (msg, 0, &err);
     const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
     bool marker = false;
