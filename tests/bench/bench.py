@@ -27,10 +27,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benchlib as B  # noqa: E402
 
-FULL = dict(cold=15, rtt=1000, rtt_warmup=100, c_rtt=2000, c_warmup=200, tool_calls=200,
+FULL = dict(cold=15, floor=30, rtt=1000, rtt_warmup=100, c_rtt=2000, c_warmup=200, tool_calls=200,
             memory=[1, 10, 100], ipy_memory=[1, 10, 100], tp_conversations=50, tp_warmup=1.0, tp_seconds=5.0,
             scale_max=2000, ipy_scale_max=100, scale_budget=1800)
-SMOKE = dict(cold=1, rtt=20, rtt_warmup=2, c_rtt=50, c_warmup=5, tool_calls=3,
+SMOKE = dict(cold=1, floor=2, rtt=20, rtt_warmup=2, c_rtt=50, c_warmup=5, tool_calls=3,
              memory=[1, 2], ipy_memory=[1], tp_conversations=2, tp_warmup=0.1, tp_seconds=0.4,
              scale_max=3, ipy_scale_max=1, scale_budget=60)
 SCALE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 300, 400, 500, 750, 1000, 1250, 1500, 1750, 2000]
@@ -262,11 +262,31 @@ def section_warm(run):
 
 # ---- 3. execute round trip ---------------------------------------------------------
 
-def rtt_samples(kc, warmup, n):
-    B.roundtrip(kc, "x = 0", 30)
+def rtt_samples(kc, warmup, n, roundtrip=B.roundtrip):
+    roundtrip(kc, "x = 0", 30)
     for _ in range(warmup):
-        B.roundtrip(kc, "x = x + 1", 30)
-    return [B.roundtrip(kc, "x = x + 1", 30) for _ in range(n)]
+        roundtrip(kc, "x = x + 1", 30)
+    return [roundtrip(kc, "x = x + 1", 30) for _ in range(n)]
+
+
+def client_rtts(run, connection, side):
+    """The jupyter_client round trips of one kernel: BlockingKernelClient, the
+    lean Session client, and the fresh-client floor of a start (row 2)."""
+    kc = B.client(connection, ready=30)
+    try:
+        samples = rtt_samples(kc, run.c["rtt_warmup"], run.c["rtt"])
+    finally:
+        B.stop_client(kc)
+    lean = B.SessionClient(connection)
+    try:
+        lean_samples = rtt_samples(lean, run.c["rtt_warmup"], run.c["rtt"],
+                                   roundtrip=lambda c, code, timeout: c.roundtrip(code, timeout))
+    finally:
+        lean.close()
+    for key, values in (("execute_rtt_ms", samples), ("execute_rtt_session_ms", lean_samples),
+                        ("client_floor_ms", B.client_floor(connection, run.c["floor"]))):
+        run.results.setdefault(key, {})[side] = B.summary(values)
+        log(f"{key} {side}", run.results[key][side])
 
 
 def c_rtt(run, target):
@@ -281,11 +301,7 @@ def c_rtt(run, target):
 
 def section_rtt_kennel(run):
     reply = run.kennel_open(["bench-rtt"])[0]
-    kc = B.client(reply["connection"], ready=30)
-    try:
-        samples = rtt_samples(kc, run.c["rtt_warmup"], run.c["rtt"])
-    finally:
-        B.stop_client(kc)
+    client_rtts(run, reply["connection"], "kennel")
     conn_file = run.workdir / "rtt-connection.json"
     conn_file.write_text(json.dumps(reply["connection"]))
     cpu_before = B.cpu_seconds(run.gateway.proc.pid)
@@ -296,7 +312,6 @@ def section_rtt_kennel(run):
                                      / (via["n"] + run.c["c_warmup"] + 1))
     run.gateway.close(["bench-rtt"])
     direct = c_rtt(run, None)
-    run.put("execute_rtt_ms", {"kennel": B.summary(samples)})
     run.put("c_client_rtt_us", {"kennel_via_gateway": via, "kennel_direct_unconfined": direct})
     run.put("gateway_added_us", {"median": via["p50_us"] - direct["p50_us"], "p99": None,
                                  "note": "p50 of the C client through the gateway minus straight to an "
@@ -306,14 +321,8 @@ def section_rtt_kennel(run):
 def section_rtt_ipykernel(run):
     run.ipy_grow(1)
     kernel = run.ipy_fleet[0]
-    kc = B.client(kernel.connection, ready=30)
-    try:
-        samples = rtt_samples(kc, run.c["rtt_warmup"], run.c["rtt"])
-    finally:
-        B.stop_client(kc)
-    run.results.setdefault("execute_rtt_ms", {})["ipykernel"] = B.summary(samples)
+    client_rtts(run, kernel.connection, "ipykernel")
     run.results.setdefault("c_client_rtt_us", {})["ipykernel"] = c_rtt(run, kernel.connection_file)
-    log("execute_rtt_ms ipykernel", B.summary(samples))
 
 
 # ---- 4. tool calls -----------------------------------------------------------------
@@ -533,7 +542,9 @@ def table_rows(res):
         rows.append(("2 warm start, from the pool (ms)", _num(warm["kennel"]["median"]), _num(warm["kennel"]["p99"]),
                      "(cold) " + _num(cold_i["median"]), _num(cold_i["p99"]),
                      _ratio(warm["kennel"]["median"], cold_i["median"])))
+    timed("1-2 of which: fresh client, 1st execute, running kernel (ms)", "client_floor_ms")
     timed("3 execute round trip, jupyter_client (ms)", "execute_rtt_ms")
+    timed("3 same, jupyter_client Session, sync sockets (ms)", "execute_rtt_session_ms")
     c = res.get("c_client_rtt_us", {})
     via, ipy = c.get("kennel_via_gateway"), c.get("ipykernel")
     if via:
@@ -600,7 +611,7 @@ def smoke_problems(res):
         if not isinstance(value, (int, float)) or value != value:
             problems.append(f"{path}: no number ({value!r})")
 
-    for key in ("cold_start_ms", "execute_rtt_ms"):
+    for key in ("cold_start_ms", "execute_rtt_ms", "execute_rtt_session_ms", "client_floor_ms"):
         for side in ("kennel", "ipykernel"):
             need(f"{key}.{side}.median", (res.get(key, {}).get(side) or {}).get("median"))
     for key, missing in (("warm_start_ms", NO_POOL), ("tool_call_ms", NO_TOOLS)):

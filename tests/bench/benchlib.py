@@ -204,6 +204,87 @@ def stop_client(kc):
     kc.stop_channels()
 
 
+class SessionClient:
+    """The leanest way to drive a kernel with jupyter_client: its Session
+    (HMAC signing, JSON, date handling) on plain blocking zmq sockets, no
+    asyncio loop per call. BlockingKernelClient runs an asyncio loop (with
+    nest_asyncio) for every get_*_msg; this client shows what the same
+    library costs without that. Same code for both kernels."""
+
+    def __init__(self, connection, ready=30):
+        info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection.items()}
+        self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
+        self.ctx = zmq.Context.instance()
+        self.ctx.set(zmq.MAX_SOCKETS, 65536)
+        url = f"{info['transport']}://{info['ip']}" + ("-" if info["transport"] == "ipc" else ":")
+        self.shell = self.ctx.socket(zmq.DEALER)
+        self.shell.connect(f"{url}{info['shell_port']}")
+        self.iopub = self.ctx.socket(zmq.SUB)
+        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.iopub.connect(f"{url}{info['iopub_port']}")
+        try:
+            self._ready(ready)
+        except BaseException:
+            self.close()
+            raise
+
+    def _recv(self, sock, deadline):
+        if not sock.poll(int(_left(deadline) * 1000) + 1):
+            raise TimeoutError("no answer in time")
+        return self.session.recv(sock, mode=zmq.NOBLOCK)[1]
+
+    def _ready(self, timeout):
+        """kernel_info until its reply AND its iopub status are in (see _ready)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            msg_id = self.session.send(self.shell, "kernel_info_request", {})["header"]["msg_id"]
+            while self._recv(self.shell, deadline)["parent_header"].get("msg_id") != msg_id:
+                pass
+            try:
+                probe = min(deadline, time.perf_counter() + 0.2)
+                while self._recv(self.iopub, probe)["parent_header"].get("msg_id") != msg_id:
+                    pass
+                return
+            except TimeoutError:
+                _left(deadline)
+
+    def roundtrip(self, code, timeout):
+        """As roundtrip(): request sent -> execute_reply and iopub idle."""
+        start = time.perf_counter()
+        deadline = start + timeout
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                   "allow_stdin": False, "stop_on_error": True}
+        msg_id = self.session.send(self.shell, "execute_request", content)["header"]["msg_id"]
+        while True:
+            reply = self._recv(self.shell, deadline)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                _check_ok(reply)
+                break
+        while True:
+            msg = self._recv(self.iopub, deadline)
+            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                    and msg["content"]["execution_state"] == "idle"):
+                return time.perf_counter() - start
+
+    def close(self):
+        self.shell.close(linger=0)
+        self.iopub.close(linger=0)
+
+
+def client_floor(connection, n, timeout=30):
+    """What a fresh BlockingKernelClient costs by itself at the start of a
+    conversation: connect to an already-running, already-used kernel and get
+    the first execute_reply of `x = 1`, n times (seconds)."""
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        kc = client(connection)
+        execute_reply(kc, "x = 1", timeout)
+        samples.append(time.perf_counter() - start)
+        stop_client(kc)
+    return samples
+
+
 async def _busy_loop(kc, code, stop_at, done):
     """Closed loop on one conversation: next request as soon as the last one
     has its reply and its idle. done collects completion times (the first
