@@ -3,10 +3,11 @@
     caller (P)                          sandbox init (C, pid 1)        confined (D)
     no_new_privs, cgroup dirs
     clone(NEWUSER|NS|PID|NET|IPC|UTS) ─▶ waits for GO
-    uid/gid maps, move C into cgroup
-    GO ───────────────────────────────▶ cgroupns, switch to uid 1000,
-                                        mounts + pivot_root, hostname,
-                                        lo up, caps, rlimits, Landlock,
+    uid/gid maps
+    GO ───────────────────────────────▶ switch to uid 1000,
+    move C into its cgroups             mounts + pivot_root, hostname,
+                                        lo up; waits for CGROUP
+    CGROUP ───────────────────────────▶ cgroupns, caps, rlimits, Landlock,
                                         seccomp; fork ──────────────▶ setsid, env, fds
     ◀──────────────────────────────────────────────────────────── READY (+ creds: host pid)
     PID ─────────────────────────────────────────────────────────▶ returns 0
@@ -14,7 +15,13 @@
     exit like D                         report D's status, exit
 
     Any failure before READY comes back to P as an ERROR message naming the
-    layer; P reaps C and returns -1, so nothing untrusted ever ran. */
+    layer; P reaps C and returns -1, so nothing untrusted ever ran.
+
+    Moving a process into a cgroup waits for an RCU grace period (v1 here:
+    5-15 ms for the first controller), so C does the steps that do not need
+    its cgroup meanwhile. It still enters its cgroup namespace only once it
+    is in its cgroups (the namespace's root is the cgroup it is in then),
+    and nothing it runs before CGROUP is untrusted. */
 #include "private.h"
 
 #include <errno.h>
@@ -142,11 +149,16 @@ child_main (confine_ctx_t *ctx, const sigset_t *caller_mask)
                         "own pid namespace; an init reaps orphans, forwards signals, and takes every process down "
                         "with the confined one");
     mounts_sources_t *sources = NULL;
-    if (env_setup (ctx) < 0 || cgroupns_enter (ctx) < 0 || !(sources = mounts_open (ctx))
-        || userns_switch_user (ctx) < 0 || watch_parent (ctx) < 0 || mounts_setup (ctx, sources) < 0
-        || uts_setup (ctx) < 0 || net_setup (ctx) < 0 || ipc_setup (ctx) < 0
-        || caps_drop_bounding (ctx) < 0 || caps_drop_all (ctx) < 0 || rlimits_setup (ctx) < 0
-        || landlock_setup (ctx) < 0 || seccomp_setup (ctx) < 0)
+    /* setresuid from an unmapped id to 1000 keeps the namespace's
+       capabilities: cgroupns_enter can come after the mounts */
+    if (env_setup (ctx) < 0 || !(sources = mounts_open (ctx)) || userns_switch_user (ctx) < 0
+        || watch_parent (ctx) < 0 || mounts_setup (ctx, sources) < 0 || uts_setup (ctx) < 0 || net_setup (ctx) < 0
+        || ipc_setup (ctx) < 0)
+        child_fail (ctx);
+    if (confine_msg_recv (ctx->sync_fd, &msg, NULL, false) < 0 || msg.type != CONFINE_MSG_CGROUP)
+        _exit (1);
+    if (cgroupns_enter (ctx) < 0 || caps_drop_bounding (ctx) < 0 || caps_drop_all (ctx) < 0
+        || rlimits_setup (ctx) < 0 || landlock_setup (ctx) < 0 || seccomp_setup (ctx) < 0)
         child_fail (ctx);
     pid_t pid = fork ();
     if (pid < 0) {
@@ -174,6 +186,20 @@ refuse (confine_ctx_t *ctx, const sigset_t *old_mask, pid_t child, int sync_fd)
     if (old_mask)
         sigprocmask (SIG_SETMASK, old_mask, NULL);
     confine_report_destroy (&ctx->report);
+    return -1;
+}
+
+/* P: C into its cgroups while C sets up its mounts, then CGROUP. If C
+   failed meanwhile (the move then fails too), C's own error names the
+   cause. */
+static int
+move_to_cgroup (confine_ctx_t *ctx, pid_t child)
+{
+    if (cgroup_attach (ctx, child) == 0 && confine_msg_send (ctx->sync_fd, CONFINE_MSG_CGROUP, 0, NULL) == 0)
+        return 0;
+    confine_msg_t msg;
+    if (confine_msg_recv (ctx->sync_fd, &msg, NULL, true) == 0 && msg.type == CONFINE_MSG_ERROR)
+        *ctx->error = msg.error;
     return -1;
 }
 
@@ -244,8 +270,8 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
     }
     close (sp[1]);
     ctx.sync_fd = sp[0];
-    if (userns_write_maps (&ctx, child) < 0 || cgroup_attach (&ctx, child) < 0
-        || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL) < 0)
+    if (userns_write_maps (&ctx, child) < 0 || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL) < 0
+        || move_to_cgroup (&ctx, child) < 0)
         return refuse (&ctx, &old_mask, child, ctx.sync_fd);
 
     confine_msg_t msg;

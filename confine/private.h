@@ -67,7 +67,12 @@ int fds_close_others (const confine_policy_t *policy, int keep);
 int fds_setup (confine_ctx_t *ctx);
 
 /* Messages on the SOCK_SEQPACKET pair between the waiter and the sandbox. */
-typedef enum { CONFINE_MSG_GO = 1, CONFINE_MSG_ERROR, CONFINE_MSG_READY, CONFINE_MSG_PID, CONFINE_MSG_EXIT } confine_msg_type_t;
+/* GO: the id maps are written; CGROUP: the sandbox is in its cgroups (sent
+   after GO: the move waits for an RCU grace period, ~5-15 ms, that the
+   sandbox spends on its mounts meanwhile). */
+typedef enum {
+    CONFINE_MSG_GO = 1, CONFINE_MSG_ERROR, CONFINE_MSG_READY, CONFINE_MSG_PID, CONFINE_MSG_EXIT, CONFINE_MSG_CGROUP
+} confine_msg_type_t;
 typedef struct {
     confine_msg_type_t type;
     int value;                  /* PID: host pid; EXIT: wait status */
