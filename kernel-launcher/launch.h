@@ -54,6 +54,9 @@ int launch_zygote_proxy (const char *socket_path, const char *text, int status_f
 
 /* One JSON line on fd, then closes it unless it is 0, 1 or 2 (fd < 0: nothing). */
 void launch_status_confined (int fd, const confine_report_t *report);
+/* The same in two steps: the line made now, written (and taken) later. */
+json_t *launch_status_confined_json (const confine_report_t *report);
+void launch_status_write (int fd, json_t *line);
 void launch_status_error (int fd, const char *stage, int err, const char *message);
 
 #endif

@@ -104,14 +104,36 @@ parse_args (int argc, char **argv, options_t *opt)
     return 0;
 }
 
+/* The built-in kernel's status line waits until its sockets are bound
+   (pykernel's on_bound): the gateway connects as soon as it reads it, and a
+   connect to a socket not bound yet is retried only after ZeroMQ's
+   reconnect interval. Written at the latest when the kernel returns. */
+static struct {
+    int fd;
+    json_t *line;
+} s_status = { -1, NULL };
+
+static void
+status_flush (void *arg)
+{
+    (void) arg;
+    launch_status_write (s_status.fd, s_status.line);
+    s_status.fd = -1;
+    s_status.line = NULL;
+}
+
 static int
 run_python (const launch_kernel_t *kernel)
 {
 #ifdef KENNEL_LAUNCH_PYKERNEL
-    if (kernel->forked && launch_zygote_child_fixup () != 0)
+    if (kernel->forked && launch_zygote_child_fixup () != 0) {
+        status_flush (NULL);
         return EXIT_REFUSED;
-    pykernel_options_t options = { .settings = kernel->settings };
-    return pykernel_run (kernel->connection_file, &options);
+    }
+    pykernel_options_t options = { .settings = kernel->settings, .on_bound = status_flush };
+    int status = pykernel_run (kernel->connection_file, &options);
+    status_flush (NULL);
+    return status;
 #else
     /* Until kernel-launcher/pykernel's library lands in this tree. */
     fprintf (stderr, "kennel-launch: this build has no built-in Python kernel (%s)\n", kernel->connection_file);
@@ -268,7 +290,12 @@ launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int s
         exit (EXIT_REFUSED);
     }
     /* Confined from here on. */
-    launch_status_confined (status_fd, report);
+    if (kernel->builtin_python) {
+        s_status.fd = status_fd;
+        s_status.line = launch_status_confined_json (report);
+    }
+    else
+        launch_status_confined (status_fd, report);
     confine_report_destroy (&report);
     if (kernel->builtin_python)
         confine_policy_destroy (&policy);

@@ -43,13 +43,29 @@ write_line (int fd, json_t *json)
     done (fd);
 }
 
+json_t *
+launch_status_confined_json (const confine_report_t *report)
+{
+    return json_pack ("{s:s, s:i, s:o}", "status", "confined", "pid", (int) report->pid, "layers",
+                      confine_report_json (report));
+}
+
+void
+launch_status_write (int fd, json_t *line)
+{
+    if (fd < 0 || !line) {
+        json_decref (line);
+        return;
+    }
+    write_line (fd, line);
+}
+
 void
 launch_status_confined (int fd, const confine_report_t *report)
 {
     if (fd < 0)
         return;
-    write_line (fd, json_pack ("{s:s, s:i, s:o}", "status", "confined", "pid", (int) report->pid,
-                               "layers", confine_report_json (report)));
+    write_line (fd, launch_status_confined_json (report));
 }
 
 void

@@ -1970,13 +1970,15 @@ def _internal_error(reply_type, exc):
 
 # ---- start-up -------------------------------------------------------------------
 
-# Modules the execute path imports lazily. The first execution used to import
-# them (linecache, tokenize, token, ast: ~4 ms unconfined, ~8 ms in the
-# sandbox, where every file open crosses the mount namespace and Landlock);
-# kernel.py is loaded by pykernel_prepare, i.e. in the fork server before it
-# forks or in a pooled kernel before it is claimed, so paying here takes that
-# off a conversation's first reply.
-_WARM_MODULES = ("linecache", "io", "tokenize", "ast", "__future__", "traceback")
+# Modules that configure() and the execute path import lazily. configure()
+# (getpass, signal: ~4 ms) runs after the fork server's fork, and the first
+# execution imported the rest (linecache, tokenize, token, ast: ~4 ms
+# unconfined, ~8 ms in the sandbox, where every file open crosses the mount
+# namespace and Landlock). kernel.py is loaded by pykernel_prepare, i.e. in
+# the fork server before it forks, so paying here takes that off every
+# conversation's start.
+_WARM_MODULES = ("linecache", "io", "tokenize", "ast", "__future__", "traceback", "getpass", "signal",
+                 "types")
 
 
 def _warm_up():

@@ -107,6 +107,8 @@ s_start (kernel_t *self, const char *connection_file, const pykernel_options_t *
     }
     if (s_bind_all (self) != 0)
         return -1;
+    if (options && options->on_bound)
+        options->on_bound (options->on_bound_arg);
 
     sigset_t sigint, old;
     sigemptyset (&sigint);

@@ -10,6 +10,12 @@ typedef struct {
     /* Settings handed to kernel.py's configure(): builtins profile ("agent",
        "notebook", "none"), imports policy, tools. NULL = defaults. Borrowed. */
     const json_t *settings;
+    /* Called once the five sockets are bound, before CPython is started or
+       configured (NULL: none). kennel-launch writes its status line here,
+       so the gateway connects to sockets that exist and its handshake
+       overlaps the kernel's own start. */
+    void (*on_bound) (void *arg);
+    void *on_bound_arg;
 } pykernel_options_t;
 
 /* Serves the kernel described by connection_file until shutdown_request.
