@@ -10,6 +10,10 @@
     Refilling never blocks the loop: one launch at a time (a fork+exec, the
     confinement happens in the launcher), and only while no conversation is
     waiting for a launch slot. A launch that fails is retried after a pause.
+    A refill also waits POOL_QUIET_S after a claim: the conversation that
+    claimed sends its first requests right after its open reply, and a
+    launch (fork, cgroup move, namespaces: tens of ms of CPU on a small
+    host) competing with them made warm starts 2-5x slower.
 */
 #include "gw.h"
 
@@ -19,6 +23,7 @@
 
 #define POOL_CHECK_MS 100
 #define POOL_RETRY_S 5.0
+#define POOL_QUIET_S 0.25
 
 struct gw_pool {
     gw_server_t *server;
@@ -27,6 +32,7 @@ struct gw_pool {
     int timer;
     double retry_at;
     int claimed;
+    double claimed_at;
 };
 
 static char *
@@ -201,6 +207,7 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
     gw_pool_t *self = arg;
     gw_server_t *server = self->server;
     if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_now () < self->retry_at
+        || gw_now () < self->claimed_at + POOL_QUIET_S
         || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0
         || !gw_capacity_fds_room (&server->capacity, (int) zhashx_size (server->conversations)))
         return 0;
@@ -259,6 +266,7 @@ gw_pool_claim (gw_pool_t *self)
         if (w->ready && gw_launch_state (w->launch) == GW_LAUNCH_CONFINED) {
             zlistx_detach_cur (self->kernels);
             self->claimed++;
+            self->claimed_at = gw_now ();
             return w;
         }
     return NULL;
