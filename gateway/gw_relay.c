@@ -1388,7 +1388,7 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
        probe's busy/idle can be published before our SUB's subscription
        reached the kernel (a warm kernel answers at once) */
     probe_send (self);
-    self->probe_timer = zloop_timer (self->server->loop, 50, 0, on_probe_timer, self);
+    self->probe_timer = zloop_timer (self->server->loop, 10, 0, on_probe_timer, self);
     return 0;
 }
 
