@@ -1,15 +1,24 @@
 # rules for kernel-launcher/ (see kernel-launcher/README.md)
 include kernel-launcher/pykernel/local.mk
 
-bin_PROGRAMS += kernel-launcher/kennel-launch
+# kennel-launch: the small front the gateway execs per kernel (the zygote's
+# proxy, no CPython); it execs kennel-launch-full, next to it, for the rest.
+bin_PROGRAMS += kernel-launcher/kennel-launch kernel-launcher/kennel-launch-full
 kernel_launcher_kennel_launch_SOURCES = \
+	kernel-launcher/launch.h kernel-launcher/front.c kernel-launcher/spec.c kernel-launcher/status.c \
+	kernel-launcher/zygote.h kernel-launcher/zygote_client.c kernel-launcher/zygote_wire.c
+kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
+# useless without the full launcher: building one builds both
+EXTRA_kernel_launcher_kennel_launch_DEPENDENCIES = kernel-launcher/kennel-launch-full$(EXEEXT)
+
+kernel_launcher_kennel_launch_full_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
 	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c
-kernel_launcher_kennel_launch_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
-kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel \
+kernel_launcher_kennel_launch_full_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
+kernel_launcher_kennel_launch_full_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel \
 	-DKENNEL_LAUNCH_PYKERNEL
-kernel_launcher_kennel_launch_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
+kernel_launcher_kennel_launch_full_LDADD = confine/libconfine.la kernel-launcher/pykernel/libpykernel.la \
 	$(PYTHON_LIBS) $(JANSSON_LIBS)
 
 # tests/security: a harness that simulates a host without user namespaces

@@ -102,7 +102,10 @@ def scratch():
     """A world-traversable scratch directory (binaries, policies)."""
     path = pathlib.Path(tempfile.mkdtemp(prefix="kennel-sec-"))
     path.chmod(0o755)
-    for name, rel in (("kennel-launch", "kernel-launcher/kennel-launch"), ("no_userns", "tests/security/no_userns")):
+    # kennel-launch execs kennel-launch-full from its own directory
+    for name, rel in (("kennel-launch", "kernel-launcher/kennel-launch"),
+                      ("kennel-launch-full", "kernel-launcher/kennel-launch-full"),
+                      ("no_userns", "tests/security/no_userns")):
         shutil.copy(built(rel), path / name)
         (path / name).chmod(0o755)
     yield path
