@@ -24,6 +24,38 @@ void gw_log_close (void);
 /* event "open", fields as for json_pack ("{s:s, s:i}", ...), or NULL. */
 void gw_log (const char *event, const char *fmt, ...);
 
+/* ---- gw_io: one epoll set for the conversations' sockets and fds -------- */
+
+/* zloop polls its whole set on every wake-up; sockets and fds registered
+   here sit in one epoll set that zloop sees as a single fd, so a wake-up
+   costs O(ready) (gw_io.c). Handlers have zloop's signatures. */
+typedef struct gw_io gw_io_t;
+/* NULL with errno when the epoll set cannot be made. */
+gw_io_t *gw_io_new (zloop_t *loop);
+void gw_io_destroy (gw_io_t **self_p);
+/* The set registered on loop, or NULL (then use zloop directly). */
+gw_io_t *gw_io_of (zloop_t *loop);
+/* 0, or -1 with errno (EEXIST: registered already; epoll_ctl's). */
+int gw_io_reader (gw_io_t *self, zsock_t *sock, zloop_reader_fn *handler, void *arg);
+void gw_io_reader_end (gw_io_t *self, zsock_t *sock);
+/* A plain fd (item->fd, POLLIN); item stays the caller's. */
+int gw_io_poller (gw_io_t *self, zmq_pollitem_t *item, zloop_fn *handler, void *arg);
+void gw_io_poller_end (gw_io_t *self, int fd);
+/* Call after sending on a registered socket: a send may consume the
+   wake-up of messages waiting to be read, so the socket is re-checked. */
+void gw_io_sent (gw_io_t *self, zsock_t *sock);
+int gw_io_size (const gw_io_t *self); /* registered sockets and fds */
+
+/* ---- gw_peek: one string field of a JSON frame, no tree ---------------- */
+
+/* The string value of key in the JSON object data, as jansson would decode
+   it, copied into out (cut to out_size - 1 like snprintf). Its length (>=
+   out_size: cut), or -1 when absent, not a string or not valid JSON. */
+int gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size);
+/* The same on frame delimiter + offset of a wire message (2 header, 3
+   parent header, 4 metadata, 5 content). */
+int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
+
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 
 /* A conversation's effective limits and kernel settings. */
@@ -126,9 +158,23 @@ const char *gw_launch_error (const gw_launch_t *self);
 void gw_launch_kill (gw_launch_t *self);
 /* Sends sig to the kernel (falls back to the launcher). */
 int gw_launch_signal (gw_launch_t *self, int sig);
+/* ---- gw_proc: a kernel's cost from /proc -------------------------------- */
+
 /* Kernel cpu seconds (utime+stime of the kernel and reaped children), rss, peak rss. */
 void gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_rss_bytes);
 void gw_proc_reset_peak (pid_t pid);
+/* One execution's reading: /proc/PID/stat held open from start to end. */
+typedef struct {
+    int stat_fd; /* -1 when none */
+    pid_t pid;
+    double cpu_start;
+} gw_proc_watch_t;
+/* Opens and reads the kernel's stat, resets its peak rss. */
+void gw_proc_watch_start (gw_proc_watch_t *self, pid_t pid);
+/* cpu seconds since the start and the peak rss since then (0 when the
+   kernel is gone); closes the fd. */
+void gw_proc_watch_end (gw_proc_watch_t *self, double *cpu_seconds, int64_t *max_rss_bytes);
+void gw_proc_watch_close (gw_proc_watch_t *self);
 
 /* ---- gw_conv: one conversation ----------------------------------------- */
 
@@ -255,6 +301,7 @@ struct gw_server {
     gw_capacity_t capacity;  /* what the fd and socket limits allow */
     gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
     char *probe_dir;
+    gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;
     bool stopping;

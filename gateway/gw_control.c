@@ -24,6 +24,7 @@ reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
     wire_msg_t *reply = wire_msg_new (self->session, type, req);
     wire_msg_set_content (reply, content);
     wire_msg_send (reply, self->control, self->key);
+    gw_io_sent (self->io, self->control); /* often sent from a launch's callback, not the control handler */
     wire_msg_destroy (&reply);
 }
 

@@ -86,6 +86,26 @@ gw_launch_error (const gw_launch_t *self)
     return self->error ? self->error : "";
 }
 
+/* The launch's fds go in the conversations' epoll set when the loop has
+   one (gw_io.c), so an idle conversation's pidfd costs a wake-up nothing. */
+static void
+watch (gw_launch_t *self, zmq_pollitem_t *item, zloop_fn *handler)
+{
+    gw_io_t *io = gw_io_of (self->loop);
+    if (io && gw_io_poller (io, item, handler, self) == 0)
+        return;
+    zloop_poller (self->loop, item, handler, self);
+}
+
+static void
+unwatch (gw_launch_t *self, zmq_pollitem_t *item)
+{
+    gw_io_t *io = gw_io_of (self->loop);
+    if (io)
+        gw_io_poller_end (io, item->fd);
+    zloop_poller_end (self->loop, item); /* when it went to zloop (no match: nothing) */
+}
+
 static void
 describe_status (int status, char *out, size_t size)
 {
@@ -104,7 +124,7 @@ static void
 status_close (gw_launch_t *self)
 {
     if (self->status_item.fd >= 0) {
-        zloop_poller_end (self->loop, &self->status_item);
+        unwatch (self, &self->status_item);
         close (self->status_item.fd);
         self->status_item.fd = -1;
     }
@@ -199,7 +219,7 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     pid_t rc = waitpid (self->pid, &status, WNOHANG);
     if (rc == 0)
         return 0;
-    zloop_poller_end (self->loop, &self->pid_item);
+    unwatch (self, &self->pid_item);
     close (self->pid_item.fd);
     self->pid_item.fd = -1;
     self->exited = true;
@@ -343,7 +363,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     self->status_buf = malloc (STATUS_MAX);
     fcntl (status_pipe[0], F_SETFL, O_NONBLOCK);
     self->status_item = (zmq_pollitem_t){NULL, status_pipe[0], ZMQ_POLLIN, 0};
-    zloop_poller (loop, &self->status_item, on_status_readable, self);
+    watch (self, &self->status_item, on_status_readable);
     self->pid_item = (zmq_pollitem_t){NULL, pidfd_open_ (pid), ZMQ_POLLIN, 0};
     if (self->pid_item.fd < 0) {
         /* cannot watch it: kill it rather than leave an unwatched kernel */
@@ -354,7 +374,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
         *errmsg = strdup ("launch: pidfd_open failed (Linux >= 5.3 is required)");
         return NULL;
     }
-    zloop_poller (loop, &self->pid_item, on_pidfd_readable, self);
+    watch (self, &self->pid_item, on_pidfd_readable);
     return self;
 }
 
@@ -365,7 +385,7 @@ launch_free (gw_launch_t *self)
         zloop_timer_end (self->loop, self->kill_timer);
     status_close (self);
     if (self->pid_item.fd >= 0) {
-        zloop_poller_end (self->loop, &self->pid_item);
+        unwatch (self, &self->pid_item);
         close (self->pid_item.fd);
     }
     json_decref (self->status);
@@ -474,61 +494,6 @@ gw_launch_reap_all (double timeout_s)
         launch_free (self);
     }
     zlistx_destroy (&abandoned_list);
-}
-
-/* /proc/PID/stat fields 14-17 (utime stime cutime cstime) and status VmRSS/VmHWM. */
-void
-gw_proc_usage (pid_t pid, double *cpu_seconds, int64_t *rss_bytes, int64_t *max_rss_bytes)
-{
-    *cpu_seconds = 0;
-    *rss_bytes = *max_rss_bytes = 0;
-    if (pid <= 0)
-        return;
-    char path[64], buf[2048];
-    snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-    FILE *f = fopen (path, "r");
-    if (f) {
-        size_t n = fread (buf, 1, sizeof buf - 1, f);
-        buf[n] = 0;
-        fclose (f);
-        char *p = strrchr (buf, ')'); /* comm may contain spaces */
-        unsigned long long ut, st;
-        long long cut, cst;
-        if (p && sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st, &cut,
-                         &cst) == 4)
-            *cpu_seconds = (double) (ut + st + (unsigned long long) cut + (unsigned long long) cst)
-                           / (double) sysconf (_SC_CLK_TCK);
-    }
-    snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
-    f = fopen (path, "r");
-    if (f) {
-        char line[256];
-        long long kb;
-        while (fgets (line, sizeof line, f)) {
-            if (sscanf (line, "VmRSS: %lld kB", &kb) == 1)
-                *rss_bytes = kb * 1024;
-            else if (sscanf (line, "VmHWM: %lld kB", &kb) == 1)
-                *max_rss_bytes = kb * 1024;
-        }
-        fclose (f);
-    }
-}
-
-/* Resets the kernel's peak RSS (VmHWM) so that the next reading is the
-   peak of one execution, not of the kernel's life (proc(5) clear_refs). */
-void
-gw_proc_reset_peak (pid_t pid)
-{
-    if (pid <= 0)
-        return;
-    char path[64];
-    snprintf (path, sizeof path, "/proc/%d/clear_refs", (int) pid);
-    int fd = open (path, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t rc = write (fd, "5", 1);
-        (void) rc; /* without the permission the peak is the kernel's lifetime peak */
-        close (fd);
-    }
 }
 
 void

@@ -33,7 +33,7 @@ typedef struct {
     bool silent;
     bool started;
     double started_at;
-    double cpu_start;
+    gw_proc_watch_t usage; /* the kernel's /proc/PID/stat while it runs */
     int64_t output_bytes;
     bool truncated;
     int tool_calls;
@@ -107,6 +107,7 @@ exec_destroy (gw_exec_t **self_p)
     gw_exec_t *self = *self_p;
     if (!self)
         return;
+    gw_proc_watch_close (&self->usage);
     free (self->msg_id);
     json_decref (self->header);
     zmsg_destroy (&self->ids);
@@ -147,6 +148,34 @@ frame_at (zmsg_t *msg, int index)
     return f;
 }
 
+/* A string field of a frame (gw_peek: no JSON tree), in a peek_t: its own
+   buffer when it fits, else malloc'd. text NULL when absent. */
+typedef struct {
+    char buf[256];
+    char *heap;
+    const char *text;
+} peek_t;
+
+static const char *
+peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
+{
+    pk->heap = NULL;
+    int n = gw_peek_frame (msg, offset, key, pk->buf, sizeof pk->buf);
+    pk->text = n < 0 ? NULL : pk->buf;
+    if (n >= (int) sizeof pk->buf && (pk->heap = malloc ((size_t) n + 1))) {
+        gw_peek_frame (msg, offset, key, pk->heap, (size_t) n + 1);
+        pk->text = pk->heap;
+    }
+    return pk->text;
+}
+
+static void
+peek_free (peek_t *pk)
+{
+    free (pk->heap);
+    pk->heap = NULL;
+}
+
 /* Signs the four JSON frames of an already verified message with key. */
 static void
 resign (zmsg_t *msg, const wire_key_t *key)
@@ -174,7 +203,9 @@ log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *fr
 static void
 send_or_drop (gw_relay_t *self, zmsg_t **msg_p, zsock_t *sock, const char *channel)
 {
-    if (zmsg_send (msg_p, sock) == 0 && !*msg_p)
+    int rc = zmsg_send (msg_p, sock);
+    gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
+    if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);
     gw_log ("dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel, "reason",
@@ -247,11 +278,8 @@ exec_start_head (gw_relay_t *self)
         return;
     e->started = true;
     e->started_at = gw_now ();
-    int64_t rss, hwm;
     gw_launch_t *launch = gw_conv_launch (self->conv);
-    pid_t pid = launch ? gw_launch_kernel_pid (launch) : 0;
-    gw_proc_usage (pid, &e->cpu_start, &rss, &hwm);
-    gw_proc_reset_peak (pid);
+    gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
     if (timeout > 0)
         e->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000), 1, on_exec_timeout, self);
@@ -274,12 +302,11 @@ static json_t *
 exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
 {
     double cpu = 0, wall = e->started ? gw_now () - e->started_at : 0;
-    int64_t rss = 0, hwm = 0;
+    int64_t hwm = 0;
     gw_launch_t *launch = gw_conv_launch (self->conv);
-    if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED) {
-        gw_proc_usage (gw_launch_kernel_pid (launch), &cpu, &rss, &hwm);
-        cpu -= e->cpu_start;
-    }
+    if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED)
+        gw_proc_watch_end (&e->usage, &cpu, &hwm);
+    gw_proc_watch_close (&e->usage);
     return json_pack ("{s:f, s:f, s:I, s:I, s:b, s:i, s:s}", "wall_seconds", wall, "cpu_seconds", cpu < 0 ? 0 : cpu,
                       "max_rss_bytes", (json_int_t) hwm, "output_bytes", (json_int_t) e->output_bytes,
                       "output_truncated", e->truncated, "tool_calls", e->tool_calls, "state", state);
@@ -322,6 +349,7 @@ exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue
                                             evalue, "user_expressions", "payload"));
     json_object_set_new (reply->metadata, "kennel", exec_cost (self, e, state));
     wire_msg_send (reply, self->client[WIRE_SHELL], self->key);
+    gw_io_sent (self->server->io, self->client[WIRE_SHELL]);
     wire_msg_destroy (&reply);
     publish_status (self, e->header, "idle");
 }
@@ -373,6 +401,7 @@ probe_send (gw_relay_t *self)
 {
     wire_msg_t *m = wire_msg_new (self->session, "kernel_info_request", NULL);
     wire_msg_send (m, self->kernel[WIRE_SHELL], self->kernel_key);
+    gw_io_sent (self->server->io, self->kernel[WIRE_SHELL]);
     wire_msg_destroy (&m);
 }
 
@@ -409,12 +438,9 @@ probe_check (gw_relay_t *self)
 static bool
 is_probe_answer (gw_relay_t *self, zmsg_t *msg)
 {
-    wire_error_t err;
-    json_t *parent = wire_frames_peek (msg, 1, &err);
-    const char *session = json_string_value (json_object_get (parent, "session"));
-    bool ours = session && streq (session, self->session);
-    json_decref (parent);
-    return ours;
+    char session[sizeof self->session + 1];
+    int n = gw_peek_frame (msg, 3, "session", session, sizeof session);
+    return n >= 0 && (size_t) n < sizeof session && streq (session, self->session);
 }
 
 /* ---- kernel -> client --------------------------------------------------- */
@@ -517,28 +543,20 @@ on_idle_wait_over (zloop_t *loop, int timer_id, void *arg)
 
 /* An idle status on iopub for a tracked execution. */
 static void
-iopub_idle_seen (gw_relay_t *self, zmsg_t *msg)
+iopub_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id)
 {
-    int d = delimiter_index (msg);
-    zframe_t *cf = frame_at (msg, d + 5);
-    json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
-    const char *state = json_string_value (json_object_get (content, "execution_state"));
-    if (state && streq (state, "idle")) {
-        wire_error_t err;
-        json_t *parent = wire_frames_peek (msg, 1, &err);
-        const char *pid = json_string_value (json_object_get (parent, "msg_id"));
-        void *handle = pid ? exec_find (self, pid) : NULL;
-        if (handle) {
-            gw_exec_t *e = zlistx_handle_item (handle);
-            e->idle_seen = true;
-            if (e->timed_out)
-                timeout_report (self, e);
-            if (e->reply)
-                reply_complete (self, handle, e);
-        }
-        json_decref (parent);
+    char state[8];
+    if (gw_peek_frame (msg, 5, "execution_state", state, sizeof state) != 4 || !streq (state, "idle"))
+        return;
+    void *handle = parent_id ? exec_find (self, parent_id) : NULL;
+    if (handle) {
+        gw_exec_t *e = zlistx_handle_item (handle);
+        e->idle_seen = true;
+        if (e->timed_out)
+            timeout_report (self, e);
+        if (e->reply)
+            reply_complete (self, handle, e);
     }
-    json_decref (content);
 }
 
 /* A message from the kernel, verified with the kernel key (and its replay
@@ -571,17 +589,15 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         zmsg_destroy (&msg);
         return 0;
     }
-    wire_error_t err;
-    json_t *header = wire_frames_peek (msg, 0, &err);
-    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    char msg_type[32];
+    int n = gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type);
     void *handle = NULL;
-    if (msg_type && streq (msg_type, "execute_reply")) {
-        json_t *parent = wire_frames_peek (msg, 1, &err);
-        const char *pid = json_string_value (json_object_get (parent, "msg_id"));
-        handle = pid ? exec_find (self, pid) : NULL;
-        json_decref (parent);
+    if (n == 13 && streq (msg_type, "execute_reply")) {
+        peek_t parent_id;
+        if (peek (&parent_id, msg, 3, "msg_id"))
+            handle = exec_find (self, parent_id.text);
+        peek_free (&parent_id);
     }
-    json_decref (header);
     if (handle) {
         gw_exec_t *e = zlistx_handle_item (handle);
         zmsg_destroy (&e->reply);
@@ -621,7 +637,7 @@ stream_cut (zmsg_t *msg, int64_t room)
 /* Output accounting and truncation for iopub messages of the running
    request: false = drop. *marker: send the truncation marker after it. */
 static bool
-iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, bool *marker)
+iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
 {
     static const char *outputs[] = {"stream", "display_data", "update_display_data", "execute_result", "error", NULL};
     int i;
@@ -629,9 +645,6 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, bool *marker)
         ;
     if (!outputs[i])
         return true;
-    wire_error_t err;
-    json_t *parent = wire_frames_peek (msg, 1, &err);
-    const char *pid = json_string_value (json_object_get (parent, "msg_id"));
     gw_exec_t *e = exec_head (self);
     bool admit = true;
     if (e && pid && streq (pid, e->msg_id) && e->timed_out && streq (msg_type, "error"))
@@ -654,7 +667,6 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, bool *marker)
             }
         }
     }
-    json_decref (parent);
     return admit;
 }
 
@@ -683,15 +695,17 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
         zmsg_destroy (&msg);
         return 0;
     }
-    wire_error_t err;
-    json_t *header = wire_frames_peek (msg, 0, &err);
-    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    char msg_type[32];
+    if (gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type) < 0)
+        msg_type[0] = 0; /* too long a type is none we look at: cut is fine */
+    peek_t parent_id;
+    peek (&parent_id, msg, 3, "msg_id");
     bool marker = false;
-    bool admit = iopub_admit (self, msg, msg_type ? msg_type : "", &marker);
+    bool admit = iopub_admit (self, msg, msg_type, parent_id.text, &marker);
     /* the reply goes out before this idle, so a client sees the cost first */
-    if (msg_type && streq (msg_type, "status"))
-        iopub_idle_seen (self, msg);
-    json_decref (header);
+    if (streq (msg_type, "status"))
+        iopub_idle_seen (self, msg, parent_id.text);
+    peek_free (&parent_id);
     if (admit) {
         resign (msg, self->key);
         send_or_drop (self, &msg, self->client[WIRE_IOPUB], "iopub");
@@ -926,10 +940,11 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
         zmsg_destroy (&msg);
         return 0;
     }
-    if (channel == WIRE_STDIN) {
-        json_t *header = wire_frames_peek (msg, 0, &err);
-        const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
-        bool refused = msg_type && streq (msg_type, "tool_request") && !tool_request_admit (self, msg, header);
+    char msg_type[16];
+    if (channel == WIRE_STDIN && gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type) == 12
+        && streq (msg_type, "tool_request")) {
+        json_t *header = wire_frames_peek (msg, 0, &err); /* the parent of a refusal */
+        bool refused = !tool_request_admit (self, msg, header);
         json_decref (header);
         if (refused) {
             zmsg_destroy (&msg);
@@ -1009,6 +1024,7 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
     for (int i = 0; i < d; i++, f = zmsg_next (*msg_p))
         zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
     gw_exec_t *e = calloc (1, sizeof *e);
+    e->usage.stat_fd = -1;
     e->msg_id = strdup (json_string_value (json_object_get (header, "msg_id")));
     e->header = json_incref (header);
     e->ids = ids;
@@ -1072,6 +1088,7 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
         reply = wire_msg_new (self->session, "shutdown_reply", req);
         wire_msg_set_content (reply, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
         wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
+        gw_io_sent (self->server->io, self->client[WIRE_CONTROL]);
         wire_msg_destroy (&reply);
         /* ipykernel also broadcasts it on iopub, as a message of its own:
            clients keep one replay cache across channels */
@@ -1090,6 +1107,7 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
         return;
     }
     wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
+        gw_io_sent (self->server->io, self->client[WIRE_CONTROL]);
     publish_status (self, req->header, "idle");
     wire_msg_destroy (&reply);
     wire_msg_destroy (&req);
@@ -1244,10 +1262,10 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
             gw_relay_destroy (&self);
             return NULL;
         }
-    zloop_reader (server->loop, self->client[WIRE_SHELL], on_client_shell, self);
-    zloop_reader (server->loop, self->client[WIRE_CONTROL], on_client_control, self);
-    zloop_reader (server->loop, self->client[WIRE_STDIN], on_client_stdin, self);
-    zloop_reader (server->loop, self->client[WIRE_HB], on_client_hb, self);
+    gw_io_reader (server->io, self->client[WIRE_SHELL], on_client_shell, self);
+    gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self);
+    gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self);
+    gw_io_reader (server->io, self->client[WIRE_HB], on_client_hb, self);
     return self;
 }
 
@@ -1298,7 +1316,7 @@ kernel_sockets_close (gw_relay_t *self)
     self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = self->probe_stdin_ok = false;
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (self->kernel[ch]) {
-            zloop_reader_end (self->server->loop, self->kernel[ch]);
+            gw_io_reader_end (self->server->io, self->kernel[ch]);
             zsock_destroy (&self->kernel[ch]);
         }
     wire_key_destroy (&self->kernel_key);
@@ -1319,7 +1337,7 @@ gw_relay_destroy (gw_relay_t **self_p)
     zhashx_destroy (&self->calls);
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (self->client[ch]) {
-            zloop_reader_end (self->server->loop, self->client[ch]);
+            gw_io_reader_end (self->server->io, self->client[ch]);
             zsock_destroy (&self->client[ch]);
             if (streq (self->transport, "ipc")) {
                 char path[4200];
@@ -1380,10 +1398,10 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
         }
         self->kernel[ch] = s;
     }
-    zloop_reader (self->server->loop, self->kernel[WIRE_SHELL], on_kernel_shell, self);
-    zloop_reader (self->server->loop, self->kernel[WIRE_IOPUB], on_kernel_iopub, self);
-    zloop_reader (self->server->loop, self->kernel[WIRE_STDIN], on_kernel_stdin, self);
-    zloop_reader (self->server->loop, self->kernel[WIRE_CONTROL], on_kernel_control, self);
+    gw_io_reader (self->server->io, self->kernel[WIRE_SHELL], on_kernel_shell, self);
+    gw_io_reader (self->server->io, self->kernel[WIRE_IOPUB], on_kernel_iopub, self);
+    gw_io_reader (self->server->io, self->kernel[WIRE_STDIN], on_kernel_stdin, self);
+    gw_io_reader (self->server->io, self->kernel[WIRE_CONTROL], on_kernel_control, self);
     /* repeated until the answer and an iopub message arrived: the first
        probe's busy/idle can be published before our SUB's subscription
        reached the kernel (a warm kernel answers at once) */

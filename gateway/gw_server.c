@@ -111,6 +111,17 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->ip = strdup (ip);
     self->transport = strdup (transport);
     self->loop = zloop_new ();
+    self->io = gw_io_new (self->loop);
+    if (!self->io) {
+        *errmsg = strdup ("cannot create the event loop's epoll set");
+        zloop_destroy (&self->loop);
+        free (self->state_dir);
+        free (self->ip);
+        free (self->transport);
+        *config_p = self->config;
+        free (self);
+        return NULL;
+    }
     self->key = wire_key_new_random ();
     self->replay = wire_replay_new (65536);
     self->limits.max_frame_bytes = self->config->max_message_bytes;
@@ -201,7 +212,7 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
         return -1;
     }
     free (tmp);
-    zloop_reader (self->loop, self->control, gw_control_on_message, self);
+    gw_io_reader (self->io, self->control, gw_control_on_message, self);
     return 0;
 }
 
@@ -348,7 +359,7 @@ gw_server_destroy (gw_server_t **self_p)
     zhashx_destroy (&self->conversations);
     zlistx_destroy (&self->launch_queue);
     if (self->control) {
-        zloop_reader_end (self->loop, self->control);
+        gw_io_reader_end (self->io, self->control);
         zsock_destroy (&self->control);
     }
     if (self->connection_file && !self->kernel_mode)
@@ -367,6 +378,7 @@ gw_server_destroy (gw_server_t **self_p)
             rmdir (path);
         }
     }
+    gw_io_destroy (&self->io);
     zloop_destroy (&self->loop);
     wire_key_destroy (&self->key);
     wire_replay_destroy (&self->replay);

@@ -6,7 +6,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_conv.c \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_pool.c gateway/gw_capacity.c \
-	gateway/gw_zygote.c
+	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -16,6 +16,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
+	tests/gateway/test_relay_load.py tests/gateway/hot_path.py \
 	tests/tools/test_gateway_checks.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
@@ -32,3 +33,11 @@ uninstall-kennel-kernelspec:
 	rm -f '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json'
 	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
 .PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec
+
+# The hot path's classes (gw_io, gw_peek, gw_proc) tested on their own,
+# with real ZeroMQ sockets: tests/gateway/gw_unit.c.
+check_PROGRAMS += tests/gateway/gw_unit
+TESTS += tests/gateway/gw_unit
+tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
+	gateway/gw_proc.c
+tests_gateway_gw_unit_LDADD = $(WIRE_LIBS)
