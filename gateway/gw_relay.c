@@ -1262,10 +1262,15 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
             gw_relay_destroy (&self);
             return NULL;
         }
-    gw_io_reader (server->io, self->client[WIRE_SHELL], on_client_shell, self);
-    gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self);
-    gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self);
-    gw_io_reader (server->io, self->client[WIRE_HB], on_client_hb, self);
+    if (gw_io_reader (server->io, self->client[WIRE_SHELL], on_client_shell, self) < 0
+        || gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self) < 0
+        || gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self) < 0
+        || gw_io_reader (server->io, self->client[WIRE_HB], on_client_hb, self) < 0) {
+        if (asprintf (errmsg, "cannot watch the client sockets (epoll): %s", strerror (errno)) < 0)
+            *errmsg = NULL;
+        gw_relay_destroy (&self);
+        return NULL;
+    }
     return self;
 }
 
@@ -1398,10 +1403,15 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
         }
         self->kernel[ch] = s;
     }
-    gw_io_reader (self->server->io, self->kernel[WIRE_SHELL], on_kernel_shell, self);
-    gw_io_reader (self->server->io, self->kernel[WIRE_IOPUB], on_kernel_iopub, self);
-    gw_io_reader (self->server->io, self->kernel[WIRE_STDIN], on_kernel_stdin, self);
-    gw_io_reader (self->server->io, self->kernel[WIRE_CONTROL], on_kernel_control, self);
+    if (gw_io_reader (self->server->io, self->kernel[WIRE_SHELL], on_kernel_shell, self) < 0
+        || gw_io_reader (self->server->io, self->kernel[WIRE_IOPUB], on_kernel_iopub, self) < 0
+        || gw_io_reader (self->server->io, self->kernel[WIRE_STDIN], on_kernel_stdin, self) < 0
+        || gw_io_reader (self->server->io, self->kernel[WIRE_CONTROL], on_kernel_control, self) < 0) {
+        if (asprintf (errmsg, "cannot watch the kernel's sockets (epoll): %s", strerror (errno)) < 0)
+            *errmsg = NULL;
+        kernel_sockets_close (self);
+        return -1;
+    }
     /* repeated until the answer and an iopub message arrived: the first
        probe's busy/idle can be published before our SUB's subscription
        reached the kernel (a warm kernel answers at once) */
