@@ -20,8 +20,10 @@
    channel, which the slack below and the live count absorb. */
 #define FDS_PER_CONV     19
 #define SOCKETS_PER_CONV 12
-/* the control socket, the log, ZeroMQ's own threads, launches in flight */
-#define FD_RESERVE       64
+/* the control socket, the log, the epoll set and its eventfd, ZeroMQ's own
+   threads, launches in flight, and the /proc files of at most 64 running
+   executions (gw_proc.c) */
+#define FD_RESERVE       (64 + 2 * 64)
 #define SOCKET_RESERVE   16
 /* a new conversation needs this many free fds when counted for real */
 #define FD_SLACK         (2 * FDS_PER_CONV + 8)

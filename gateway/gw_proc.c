@@ -1,13 +1,15 @@
 /*  gw_proc.c - what a kernel costs, from /proc: cpu time, rss, peak rss.
 
     Every execute_reply carries metadata.kennel (cpu_seconds, max_rss_bytes),
-    so these reads are on the hot path. An execution keeps its kernel's
-    /proc/PID/stat open from start to end and reads it with pread (one system
-    call, no stdio, no scanf); the peak comes from one read of
-    /proc/PID/status at the end. Before, each execution cost ~30 system
-    calls here (fopen/fread/fgets/sscanf of stat and status at both ends).
-    The fd is held only while an execution runs, so idle conversations hold
-    none (their fd budget is gw_capacity.c's). An fd on /proc/PID names that
+    so these reads are on the hot path. An execution opens its kernel's
+    /proc/PID/stat and /proc/PID/status when it starts (the request is
+    already on its way to the kernel) and reads them with pread when the
+    reply is held for sending: two system calls on that path, no stdio, no
+    scanf. Before, each execution cost ~30 system calls here
+    (fopen/fread/fgets/sscanf of stat and status at both ends). The fds are
+    held only while an execution runs, so idle conversations hold none, and
+    by at most WATCH_MAX executions at once (gw_capacity.c reserves them);
+    beyond that an execution reads by pid, opening the files each time. An fd on /proc/PID names that
     process, not the number: once the kernel is gone the read fails rather
     than reading a recycled pid.
 */
@@ -17,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define WATCH_MAX 64
+static int s_watching; /* executions holding their two fds */
 
 static int
 s_open_proc (pid_t pid, const char *name, int flags)
@@ -69,18 +74,23 @@ s_status_kb (const char *buf, const char *name)
 }
 
 static void
-s_status (pid_t pid, int64_t *rss_bytes, int64_t *max_rss_bytes)
+s_status_read (int fd, int64_t *rss_bytes, int64_t *max_rss_bytes)
 {
     char buf[4096];
-    int fd = s_open_proc (pid, "status", O_RDONLY);
-    if (fd < 0)
-        return;
-    if (s_read_all (fd, buf, sizeof buf) > 0) {
+    if (fd >= 0 && s_read_all (fd, buf, sizeof buf) > 0) {
         if (rss_bytes)
             *rss_bytes = s_status_kb (buf, "\nVmRSS:");
         *max_rss_bytes = s_status_kb (buf, "\nVmHWM:");
     }
-    close (fd);
+}
+
+static void
+s_status (pid_t pid, int64_t *rss_bytes, int64_t *max_rss_bytes)
+{
+    int fd = s_open_proc (pid, "status", O_RDONLY);
+    s_status_read (fd, rss_bytes, max_rss_bytes);
+    if (fd >= 0)
+        close (fd);
 }
 
 void
@@ -118,13 +128,22 @@ gw_proc_reset_peak (pid_t pid)
 void
 gw_proc_watch_start (gw_proc_watch_t *self, pid_t pid)
 {
-    *self = (gw_proc_watch_t){.stat_fd = -1, .pid = pid};
+    *self = (gw_proc_watch_t){.stat_fd = -1, .status_fd = -1, .pid = pid};
     if (pid <= 0)
         return;
-    char buf[1024];
-    self->stat_fd = s_open_proc (pid, "stat", O_RDONLY);
-    if (self->stat_fd >= 0 && s_read_all (self->stat_fd, buf, sizeof buf) > 0)
-        self->cpu_start = s_stat_cpu (buf);
+    if (s_watching < WATCH_MAX) {
+        char buf[1024];
+        self->stat_fd = s_open_proc (pid, "stat", O_RDONLY);
+        self->status_fd = s_open_proc (pid, "status", O_RDONLY);
+        if (self->stat_fd >= 0 && s_read_all (self->stat_fd, buf, sizeof buf) > 0)
+            self->cpu_start = s_stat_cpu (buf);
+        self->held = true;
+        s_watching++;
+    }
+    else {
+        int64_t rss, hwm;
+        gw_proc_usage (pid, &self->cpu_start, &rss, &hwm);
+    }
     gw_proc_reset_peak (pid);
 }
 
@@ -134,11 +153,17 @@ gw_proc_watch_end (gw_proc_watch_t *self, double *cpu_seconds, int64_t *max_rss_
     *cpu_seconds = 0;
     *max_rss_bytes = 0;
     char buf[1024];
+    double cpu = 0;
     if (self->stat_fd >= 0 && s_read_all (self->stat_fd, buf, sizeof buf) > 0) {
-        double cpu = s_stat_cpu (buf) - self->cpu_start;
-        *cpu_seconds = cpu > 0 ? cpu : 0;
-        s_status (self->pid, NULL, max_rss_bytes);
+        cpu = s_stat_cpu (buf) - self->cpu_start;
+        s_status_read (self->status_fd, NULL, max_rss_bytes);
     }
+    else if (!self->held && self->pid > 0) {
+        int64_t rss;
+        gw_proc_usage (self->pid, &cpu, &rss, max_rss_bytes);
+        cpu -= self->cpu_start;
+    }
+    *cpu_seconds = cpu > 0 ? cpu : 0;
     gw_proc_watch_close (self);
 }
 
@@ -147,5 +172,10 @@ gw_proc_watch_close (gw_proc_watch_t *self)
 {
     if (self->stat_fd >= 0)
         close (self->stat_fd);
-    self->stat_fd = -1;
+    if (self->status_fd >= 0)
+        close (self->status_fd);
+    self->stat_fd = self->status_fd = -1;
+    if (self->held)
+        s_watching--;
+    self->held = false;
 }

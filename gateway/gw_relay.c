@@ -1024,7 +1024,7 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
     for (int i = 0; i < d; i++, f = zmsg_next (*msg_p))
         zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
     gw_exec_t *e = calloc (1, sizeof *e);
-    e->usage.stat_fd = -1;
+    e->usage.stat_fd = e->usage.status_fd = -1;
     e->msg_id = strdup (json_string_value (json_object_get (header, "msg_id")));
     e->header = json_incref (header);
     e->ids = ids;

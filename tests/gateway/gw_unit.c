@@ -421,14 +421,26 @@ test_proc (void)
     CHECK (cpu > 0 && rss > 0 && hwm >= rss);
     gw_proc_watch_t w;
     gw_proc_watch_start (&w, getpid ());
-    CHECK (w.stat_fd >= 0);
+    CHECK (w.stat_fd >= 0 && w.status_fd >= 0);
     volatile double x = 0;
     int64_t until = zclock_mono () + 50;
     while (zclock_mono () < until)
         x += 1;
     gw_proc_watch_end (&w, &cpu, &hwm);
-    CHECK (w.stat_fd == -1);
+    CHECK (w.stat_fd == -1 && w.status_fd == -1);
     CHECK (cpu > 0 && cpu < 5 && hwm > 0);
+    /* at most 64 executions hold fds; the others read by pid, same answers */
+    gw_proc_watch_t many[70];
+    for (int i = 0; i < 70; i++)
+        gw_proc_watch_start (&many[i], getpid ());
+    CHECK (many[63].held && many[63].stat_fd >= 0 && !many[64].held && many[64].stat_fd == -1);
+    for (int i = 0; i < 70; i++) {
+        gw_proc_watch_end (&many[i], &cpu, &hwm);
+        CHECK (cpu >= 0 && hwm > 0 && !many[i].held);
+    }
+    gw_proc_watch_start (&w, getpid ()); /* all given back */
+    CHECK (w.held);
+    gw_proc_watch_close (&w);
     gw_proc_watch_start (&w, 0); /* no kernel: nothing opened, zeros */
     gw_proc_watch_end (&w, &cpu, &hwm);
     CHECK (cpu == 0 && hwm == 0);
