@@ -89,6 +89,15 @@ pykernel_iopub_send (pykernel_iopub_t *self, const char *msg_type, json_t *conte
     zmsg_t *frames = wire_msg_encode (msg, self->key);
     if (frames) {
         self->sent_bytes += zmsg_content_size (frames);
+        /* A send handles the socket's pending commands (a subscriber that
+           has just connected, its subscription) at most once per ~1 ms;
+           ZMQ_EVENTS handles them now. Without it a status sent just after
+           a new SUB's subscription arrived was dropped for that SUB: the
+           gateway's handshake with a claimed pooled kernel then waited for
+           its next probe (9 of 20 warm starts; 2 of 20 with this). One
+           poll(2) per status message. */
+        if (strcmp (msg_type, "status") == 0)
+            zsock_events (self->sock);
         rc = zmsg_send (&frames, self->sock);
         zmsg_destroy (&frames);
     }
