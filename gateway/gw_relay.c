@@ -512,13 +512,19 @@ own_reply_check (gw_relay_t *self, zmsg_t *msg)
 
 /* The request's reply and idle are both in: send the reply with its cost. */
 static void
-reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
+reply_send (gw_relay_t *self, gw_exec_t *e)
 {
     zmsg_t *msg = e->reply;
     e->reply = NULL;
     reply_rewrite (self, msg, e);
     resign (msg, self->key);
     send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
+}
+
+static void
+reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
+{
+    reply_send (self, e);
     exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
 }
 
@@ -541,22 +547,27 @@ on_idle_wait_over (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-/* An idle status on iopub for a tracked execution. */
-static void
+/* An idle status on iopub for a tracked execution: its reply goes out now
+   if it was held for it. Returns the execution to finish once the idle
+   itself went out (its log line and the next execution's start are not on
+   the client's path), or NULL. */
+static void *
 iopub_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id)
 {
     char state[8];
     if (gw_peek_frame (msg, 5, "execution_state", state, sizeof state) != 4 || !streq (state, "idle"))
-        return;
+        return NULL;
     void *handle = parent_id ? exec_find (self, parent_id) : NULL;
-    if (handle) {
-        gw_exec_t *e = zlistx_handle_item (handle);
-        e->idle_seen = true;
-        if (e->timed_out)
-            timeout_report (self, e);
-        if (e->reply)
-            reply_complete (self, handle, e);
-    }
+    if (!handle)
+        return NULL;
+    gw_exec_t *e = zlistx_handle_item (handle);
+    e->idle_seen = true;
+    if (e->timed_out)
+        timeout_report (self, e);
+    if (!e->reply)
+        return NULL;
+    reply_send (self, e);
+    return handle;
 }
 
 /* A message from the kernel, verified with the kernel key (and its replay
@@ -703,8 +714,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     bool marker = false;
     bool admit = iopub_admit (self, msg, msg_type, parent_id.text, &marker);
     /* the reply goes out before this idle, so a client sees the cost first */
-    if (streq (msg_type, "status"))
-        iopub_idle_seen (self, msg, parent_id.text);
+    void *finished = streq (msg_type, "status") ? iopub_idle_seen (self, msg, parent_id.text) : NULL;
     peek_free (&parent_id);
     if (admit) {
         resign (msg, self->key);
@@ -713,6 +723,10 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     zmsg_destroy (&msg);
     if (marker)
         publish_marker (self);
+    if (finished) {
+        gw_exec_t *e = zlistx_handle_item (finished);
+        exec_finish (self, finished, e, e->timed_out ? "timeout" : "ok");
+    }
     return 0;
 }
 

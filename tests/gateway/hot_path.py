@@ -91,7 +91,7 @@ def main():
             print(json.dumps({"idle_opened": a.idle, "seconds": round(time.time() - t0, 1)}), flush=True)
         profiler = None
         if a.perf:
-            profiler = subprocess.Popen(["perf", "record", "-g", "-o", a.perf, "-p", str(gw.proc.pid)],
+            profiler = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "2000", "-o", a.perf, "-p", str(gw.proc.pid)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
         for run in range(a.runs):
