@@ -1,11 +1,17 @@
 /*  wire_replay.c - a bounded set of recently seen signatures.
 
     A ring of the last `capacity` signatures (oldest overwritten first) with a
-    chained hash index over it, so add is O(1) and memory is fixed. Entries
-    are compared as bytes, so any signature, even one with NULs, is safe.
+    chained hash index over it, so add is O(1) and memory is bounded. The ring
+    starts small and doubles up to capacity: a gateway holds two of these per
+    conversation with a capacity of 65536, and zeroing 3 MB per cache at
+    every open (and walking it at every close) was most of an open's CPU,
+    while a short conversation sees a few hundred messages. Entries are
+    compared as bytes, so any signature, even one with NULs, is safe.
 */
 #include "wire_private.h"
 #include <string.h>
+
+#define REPLAY_FIRST_SIZE 64
 
 typedef struct wire_replay_entry {
     char *sig;
@@ -15,11 +21,13 @@ typedef struct wire_replay_entry {
 } wire_replay_entry_t;
 
 struct wire_replay {
-    wire_replay_entry_t *ring; /* capacity entries, sig NULL when unused */
-    size_t capacity;
-    size_t oldest;             /* next ring slot to overwrite */
+    wire_replay_entry_t *ring; /* size entries, the first count in use */
+    size_t size;               /* allocated slots, <= capacity */
+    size_t count;              /* slots in use */
+    size_t capacity;           /* the most signatures remembered */
+    size_t oldest;             /* once full: next ring slot to overwrite */
     wire_replay_entry_t **buckets;
-    size_t n_buckets;          /* a power of two >= 2 * capacity */
+    size_t n_buckets;          /* a power of two >= 2 * size */
 };
 
 /* FNV-1a: signatures are HMACs, already uniform; no need for more. */
@@ -34,6 +42,40 @@ s_hash (const char *data, size_t len)
     return h;
 }
 
+static void
+s_link (wire_replay_t *self, wire_replay_entry_t *entry)
+{
+    wire_replay_entry_t **head = &self->buckets[entry->hash & (self->n_buckets - 1)];
+    entry->next = *head;
+    *head = entry;
+}
+
+/* Gives the ring size slots and an index to match; the entries in use keep
+   their order, so the ring is still oldest-first when it first fills. */
+static int
+s_resize (wire_replay_t *self, size_t size)
+{
+    size_t n_buckets = 16;
+    while (n_buckets < 2 * size)
+        n_buckets *= 2;
+    wire_replay_entry_t **buckets = calloc (n_buckets, sizeof *buckets);
+    if (!buckets)
+        return -1;
+    wire_replay_entry_t *ring = realloc (self->ring, size * sizeof *ring);
+    if (!ring) {
+        free (buckets); /* the old ring and index are untouched */
+        return -1;
+    }
+    free (self->buckets);
+    self->ring = ring;
+    self->buckets = buckets;
+    self->n_buckets = n_buckets;
+    self->size = size;
+    for (size_t i = 0; i < self->count; i++)
+        s_link (self, &self->ring[i]);
+    return 0;
+}
+
 wire_replay_t *
 wire_replay_new (size_t capacity)
 {
@@ -43,15 +85,8 @@ wire_replay_new (size_t capacity)
     if (!self)
         return NULL;
     self->capacity = capacity;
-    self->n_buckets = 16;
-    while (self->n_buckets < 2 * capacity)
-        self->n_buckets *= 2;
-    self->ring = calloc (capacity, sizeof *self->ring);
-    self->buckets = calloc (self->n_buckets, sizeof *self->buckets);
-    if (!self->ring || !self->buckets) {
+    if (s_resize (self, capacity < REPLAY_FIRST_SIZE ? capacity : REPLAY_FIRST_SIZE) < 0)
         wire_replay_destroy (&self);
-        return NULL;
-    }
     return self;
 }
 
@@ -61,9 +96,8 @@ wire_replay_destroy (wire_replay_t **self_p)
     if (!self_p || !*self_p)
         return;
     wire_replay_t *self = *self_p;
-    if (self->ring)
-        for (size_t i = 0; i < self->capacity; i++)
-            free (self->ring[i].sig);
+    for (size_t i = 0; i < self->count; i++)
+        free (self->ring[i].sig);
     free (self->ring);
     free (self->buckets);
     free (self);
@@ -87,28 +121,33 @@ wire_replay_add (wire_replay_t *self, const char *sig, size_t len)
     if (!self)
         return true; /* no cache: nothing was seen */
     uint64_t hash = s_hash (sig, len);
-    size_t bucket = hash & (self->n_buckets - 1);
-    for (wire_replay_entry_t *e = self->buckets[bucket]; e; e = e->next)
+    for (wire_replay_entry_t *e = self->buckets[hash & (self->n_buckets - 1)]; e; e = e->next)
         if (e->hash == hash && e->len == len && memcmp (e->sig, sig, len) == 0)
             return false;
 
+    /* The slot first: when the ring cannot grow, the signature is refused
+       rather than forgotten (a forgotten one could be replayed). */
+    wire_replay_entry_t *slot;
+    if (self->count == self->size && self->size < self->capacity
+        && s_resize (self, self->size * 2 < self->capacity ? self->size * 2 : self->capacity) < 0)
+        return false;
     char *copy = malloc (len ? len : 1);
     if (!copy)
-        return false; /* cannot remember it: refuse rather than allow a replay */
+        return false;
     if (len)
         memcpy (copy, sig, len);
-
-    wire_replay_entry_t *slot = &self->ring[self->oldest];
-    if (slot->sig) {
+    if (self->count < self->size)
+        slot = &self->ring[self->count++];
+    else {
+        slot = &self->ring[self->oldest];
         s_unlink (self, slot);
         free (slot->sig);
+        self->oldest = (self->oldest + 1) % self->capacity;
     }
     slot->sig = copy;
     slot->len = len;
     slot->hash = hash;
-    slot->next = self->buckets[bucket];
-    self->buckets[bucket] = slot;
-    self->oldest = (self->oldest + 1) % self->capacity;
+    s_link (self, slot);
     return true;
 }
 
@@ -149,6 +188,22 @@ wire_replay_test (bool verbose)
     }
     int n = snprintf (sig, sizeof sig, "sig-%d", 3999);
     WIRE_CHECK (wire_replay_add (replay, sig, (size_t) n));
+    wire_replay_destroy (&replay);
+
+    /* Growth up to a capacity that is no power of two: all 100 are kept,
+       the 101st forgets the 1st. */
+    replay = wire_replay_new (100);
+    for (int i = 0; i < 100; i++) {
+        int len = snprintf (sig, sizeof sig, "g-%d", i);
+        WIRE_CHECK (wire_replay_add (replay, sig, (size_t) len));
+    }
+    for (int i = 0; i < 100; i++) {
+        int len = snprintf (sig, sizeof sig, "g-%d", i);
+        WIRE_CHECK (!wire_replay_add (replay, sig, (size_t) len));
+    }
+    WIRE_CHECK (wire_replay_add (replay, "g-100", 5));
+    WIRE_CHECK (wire_replay_add (replay, "g-0", 3));
+    WIRE_CHECK (!wire_replay_add (replay, "g-99", 4));
     wire_replay_destroy (&replay);
 
     replay = wire_replay_new (0); /* treated as 1 */
