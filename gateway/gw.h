@@ -52,6 +52,9 @@ int gw_io_size (const gw_io_t *self); /* registered sockets and fds */
    it, copied into out (cut to out_size - 1 like snprintf). Its length (>=
    out_size: cut), or -1 when absent, not a string or not valid JSON. */
 int gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size);
+/* 1 when data is one JSON object jansson would take, 0 when it would
+   refuse it (or it is no object), -1 when only jansson can tell. */
+int gw_peek_object (const void *data, size_t size);
 /* The same on frame delimiter + offset of a wire message (2 header, 3
    parent header, 4 metadata, 5 content). */
 int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);

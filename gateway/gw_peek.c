@@ -256,6 +256,17 @@ gw_peek_string (const void *data, size_t size, const char *key, char *out, size_
 }
 
 int
+gw_peek_object (const void *data, size_t size)
+{
+    scan_t s = {(const char *) data, (const char *) data + size, 0};
+    const char *val;
+    size_t vlen;
+    bool found;
+    p_rc_t rc = s_find (&s, "", &val, &vlen, &found);
+    return rc == P_OK ? 1 : rc == P_BAD ? 0 : -1;
+}
+
+int
 gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size)
 {
     int i = 0, d = -1;

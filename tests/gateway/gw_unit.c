@@ -333,9 +333,25 @@ s_jansson (const char *data, size_t size, const char *key, char *out, size_t out
     return rc;
 }
 
+/* gw_peek_object: 1 only for what jansson takes as an object, 0 only for
+   what it refuses or is no object. */
+static void
+s_object_same (const char *data, size_t size)
+{
+    json_t *obj = json_loadb (data, size, 0, NULL);
+    int rc = gw_peek_object (data, size);
+    if ((rc == 1 && !json_is_object (obj)) || (rc == 0 && json_is_object (obj))) {
+        fprintf (stderr, "gw_peek_object: '%.*s': %d, jansson %s\n", (int) size, data, rc,
+                 json_is_object (obj) ? "an object" : "no object");
+        failures++;
+    }
+    json_decref (obj);
+}
+
 static void
 s_peek_same (const char *data, size_t size, const char *key)
 {
+    s_object_same (data, size);
     char a[64], b[64];
     int ra = gw_peek_string (data, size, key, a, sizeof a);
     int rb = s_jansson (data, size, key, b, sizeof b);
