@@ -1343,8 +1343,10 @@ stdin_monitor_stop (gw_relay_t *self)
     if (!self->stdin_monitor)
         return;
     zloop_reader_end (self->server->loop, self->stdin_monitor);
-    if (self->kernel[WIRE_STDIN])
+    if (self->kernel[WIRE_STDIN]) {
         zmq_socket_monitor (zsock_resolve (self->kernel[WIRE_STDIN]), NULL, 0);
+        gw_io_sent (self->server->io, self->kernel[WIRE_STDIN]); /* any call on it may take its wake-up */
+    }
     zsock_destroy (&self->stdin_monitor);
 }
 
