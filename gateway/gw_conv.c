@@ -54,6 +54,7 @@ struct gw_conv {
     int kernels_started;
     bool holds_slot; /* one of the server's parallel launch slots */
     bool queued;     /* waiting for a slot in server->launch_queue */
+    bool claimed;    /* the kernel starting is a claimed pooled one */
 };
 
 bool
@@ -155,10 +156,15 @@ waiters_notify (gw_conv_t *self, bool ok, const char *errmsg)
     }
 }
 
+/* A claimed pooled kernel counts as ready for the open reply: it is
+   confined and answered the pool's probe already. The relay's own handshake
+   with it (~3 ms) then overlaps the client's connect, and requests that
+   arrive before it ends wait in the relay's backlog; a kernel that dies
+   meanwhile fails them as any kernel death does. */
 void
 gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg)
 {
-    if (self->kstate == K_RUNNING) {
+    if (self->kstate == K_RUNNING || (self->kstate == K_STARTING && self->claimed)) {
         fn (self, true, NULL, arg);
         return;
     }
@@ -367,6 +373,7 @@ void
 gw_conv_kernel_start (gw_conv_t *self)
 {
     self->kstate = K_STARTING;
+    self->claimed = false;
     if (self->holds_slot) {
         kernel_launch (self);
         return;
@@ -479,6 +486,7 @@ warm_adopt (gw_conv_t *self, gw_warm_t *warm)
     gw_warm_destroy (&warm);
     gw_launch_rebind (self->launch, on_launch_status, on_launch_exit, self);
     self->kstate = K_STARTING;
+    self->claimed = true;
     self->kernels_started = 1;
     self->launch_timer = zloop_timer (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
                                       on_launch_timeout, self);

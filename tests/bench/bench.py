@@ -538,10 +538,10 @@ def table_rows(res):
     if warm.get("kennel") is None:
         rows.append(("2 warm start, from the pool (ms)", warm.get("note", NO_POOL), "", "", "", ""))
     else:
-        cold_i = res["cold_start_ms"]["ipykernel"]
+        cold_i = res.get("cold_start_ms", {}).get("ipykernel")  # None with --only warm
         rows.append(("2 warm start, from the pool (ms)", _num(warm["kennel"]["median"]), _num(warm["kennel"]["p99"]),
-                     "(cold) " + _num(cold_i["median"]), _num(cold_i["p99"]),
-                     _ratio(warm["kennel"]["median"], cold_i["median"])))
+                     "(cold) " + _num(cold_i and cold_i["median"]), _num(cold_i and cold_i["p99"]),
+                     _ratio(warm["kennel"]["median"], cold_i and cold_i["median"])))
     timed("1-2 of which: fresh client, 1st execute, running kernel (ms)", "client_floor_ms")
     timed("3 execute round trip, jupyter_client (ms)", "execute_rtt_ms")
     timed("3 same, jupyter_client Session, sync sockets (ms)", "execute_rtt_session_ms")
