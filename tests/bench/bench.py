@@ -300,6 +300,8 @@ def c_rtt(run, target):
 
 
 def section_rtt_kennel(run):
+    run.put("jupyter_client_cpu_per_rtt_ms", {"kennel": B.summary(B.session_cpu_per_roundtrip(run.c["rtt"])),
+                                              "note": "jupyter_client's Session alone, no kernel, no I/O"})
     reply = run.kennel_open(["bench-rtt"])[0]
     client_rtts(run, reply["connection"], "kennel")
     conn_file = run.workdir / "rtt-connection.json"
@@ -545,6 +547,7 @@ def table_rows(res):
     timed("1-2 of which: fresh client, 1st execute, running kernel (ms)", "client_floor_ms")
     timed("3 execute round trip, jupyter_client (ms)", "execute_rtt_ms")
     timed("3 same, jupyter_client Session, sync sockets (ms)", "execute_rtt_session_ms")
+    timed("3 of which jupyter_client's own CPU, no I/O (ms)", "jupyter_client_cpu_per_rtt_ms")
     c = res.get("c_client_rtt_us", {})
     via, ipy = c.get("kennel_via_gateway"), c.get("ipykernel")
     if via:

@@ -271,6 +271,36 @@ class SessionClient:
         self.iopub.close(linger=0)
 
 
+def session_cpu_per_roundtrip(n=2000):
+    """jupyter_client's own CPU for one execute round trip, with no kernel and
+    no I/O: sign one execute_request and unpack the four messages a round
+    trip brings back (execute_reply, status busy, execute_input, status
+    idle), signed with a 64-character key as a kernel would. The floor any
+    kernel's round trip via jupyter_client stands on (seconds, per sample)."""
+    session = Session(key=b"k" * 64)
+    request = session.msg("execute_request", {"code": "x = x + 1", "silent": False, "store_history": True,
+                                              "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+
+    def signed(msg):
+        frames = session.serialize(msg)
+        return frames[frames.index(b"<IDS|MSG>") + 1:]
+
+    back = [signed(session.msg(t, c, parent=request)) for t, c in (
+        ("execute_reply", {"status": "ok", "execution_count": 1, "user_expressions": {}, "payload": []}),
+        ("status", {"execution_state": "busy"}),
+        ("execute_input", {"code": "x = x + 1", "execution_count": 1}),
+        ("status", {"execution_state": "idle"}))]
+    samples = []
+    for _ in range(n):
+        session.digest_history.clear()  # the same frames again: not replays here
+        start = time.perf_counter()
+        signed(session.msg("execute_request", request["content"]))
+        for frames in back:
+            session.deserialize(frames)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
 def client_floor(connection, n, timeout=30):
     """What a fresh BlockingKernelClient costs by itself at the start of a
     conversation: connect to an already-running, already-used kernel and get
