@@ -1,7 +1,9 @@
 """The warm pool: kernels confined ahead of need, claimed by one conversation
 each, bound to its identity, tools and settings at claim time, refilled in
 the background; a policy that needs another sandbox gets a cold kernel."""
+import os
 import pathlib
+import signal
 import statistics
 import time
 
@@ -109,3 +111,31 @@ def test_warm_start_time(make_gateway, capsys):
         print(f"\nwarm start (open -> first execute_reply, jupyter_client): median {statistics.median(times) * 1000:.1f} ms,"
               f" all {[round(t * 1000, 1) for t in times]}")
     assert gw.stop() == 0
+
+
+def test_a_claimed_kernel_that_dies_right_after_the_open_fails_the_request_with_its_cause(make_gateway):
+    """An open that claims a pooled kernel is answered before the relay's
+    handshake with it ends; requests sent meanwhile are held. A kernel that
+    dies then fails the held or running request with a named cause (not a
+    hang), and the next request gets a fresh kernel that says so."""
+    gw = make_gateway(config={"warm_pool": 1})
+    wait_pool(gw, 1)
+    pooled = gw.events("pool_ready")[-1]["pid"]
+    reply = gw.control.open("dies")
+    assert reply["status"] == "ok", reply
+    kc = BlockingKernelClient()
+    kc.load_connection_info(reply["connection"])
+    kc.start_channels()
+    gw.clients.append(kc)
+    msg_id = kc.execute("import time; time.sleep(5)")
+    os.kill(pooled, signal.SIGKILL)
+    r = kc.get_shell_msg(timeout=30)
+    assert r["parent_header"]["msg_id"] == msg_id
+    assert [e["conversation"] for e in gw.events("kernel_claimed")] == ["dies"]
+    # held (the kill beat the handshake: the start failed) or running (died)
+    assert r["content"]["status"] == "error", r["content"]
+    assert r["content"]["ename"] in ("KernelStartFailed", "KernelDied"), r["content"]
+    assert "SIGKILL" in r["content"]["evalue"], r["content"]
+    r, out = execute(kc, "x = 2; print(x)")
+    assert r["content"]["status"] == "ok" and stdout_of(out) == "2\n", r["content"]
+    assert r["metadata"]["kennel"]["state"] == "lost"
