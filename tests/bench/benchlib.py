@@ -170,6 +170,18 @@ def _check_ok(reply):
     return reply
 
 
+def execute_content(code):
+    """An execute_request's content as front ends send it."""
+    return {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}
+
+
+def is_idle_of(msg, msg_id):
+    """Whether msg is the iopub `idle` status that ends request msg_id."""
+    return (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle")
+
+
 def execute_reply(kc, code, timeout):
     """Sends code and returns its execute_reply (other shell messages skipped)."""
     deadline = time.perf_counter() + timeout
@@ -194,9 +206,7 @@ def roundtrip(kc, code, timeout):
             _check_ok(reply)
             replied = True
     while not idle:
-        msg = kc.get_iopub_msg(timeout=_left(deadline))
-        idle = (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                and msg["content"]["execution_state"] == "idle")
+        idle = is_idle_of(kc.get_iopub_msg(timeout=_left(deadline)), msg_id)
     return time.perf_counter() - start
 
 
@@ -233,17 +243,22 @@ class SessionClient:
             raise TimeoutError("no answer in time")
         return self.session.recv(sock, mode=zmq.NOBLOCK)[1]
 
+    def _recv_until(self, sock, deadline, wanted):
+        """Receives on sock, skipping what wanted(msg) refuses."""
+        while True:
+            msg = self._recv(sock, deadline)
+            if wanted(msg):
+                return msg
+
     def _ready(self, timeout):
         """kernel_info until its reply AND its iopub status are in (see _ready)."""
         deadline = time.perf_counter() + timeout
         while True:
             msg_id = self.session.send(self.shell, "kernel_info_request", {})["header"]["msg_id"]
-            while self._recv(self.shell, deadline)["parent_header"].get("msg_id") != msg_id:
-                pass
+            answers = lambda msg: msg["parent_header"].get("msg_id") == msg_id  # noqa: E731
+            self._recv_until(self.shell, deadline, answers)
             try:
-                probe = min(deadline, time.perf_counter() + 0.2)
-                while self._recv(self.iopub, probe)["parent_header"].get("msg_id") != msg_id:
-                    pass
+                self._recv_until(self.iopub, min(deadline, time.perf_counter() + 0.2), answers)
                 return
             except TimeoutError:
                 _left(deadline)
@@ -252,19 +267,10 @@ class SessionClient:
         """As roundtrip(): request sent -> execute_reply and iopub idle."""
         start = time.perf_counter()
         deadline = start + timeout
-        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                   "allow_stdin": False, "stop_on_error": True}
-        msg_id = self.session.send(self.shell, "execute_request", content)["header"]["msg_id"]
-        while True:
-            reply = self._recv(self.shell, deadline)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                _check_ok(reply)
-                break
-        while True:
-            msg = self._recv(self.iopub, deadline)
-            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                    and msg["content"]["execution_state"] == "idle"):
-                return time.perf_counter() - start
+        msg_id = self.session.send(self.shell, "execute_request", execute_content(code))["header"]["msg_id"]
+        _check_ok(self._recv_until(self.shell, deadline, lambda m: m["parent_header"].get("msg_id") == msg_id))
+        self._recv_until(self.iopub, deadline, lambda m: is_idle_of(m, msg_id))
+        return time.perf_counter() - start
 
     def close(self):
         self.shell.close(linger=0)
@@ -278,8 +284,7 @@ def session_cpu_per_roundtrip(n=2000):
     idle), signed with a 64-character key as a kernel would. The floor any
     kernel's round trip via jupyter_client stands on (seconds, per sample)."""
     session = Session(key=b"k" * 64)
-    request = session.msg("execute_request", {"code": "x = x + 1", "silent": False, "store_history": True,
-                                              "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+    request = session.msg("execute_request", execute_content("x = x + 1"))
 
     def signed(msg):
         frames = session.serialize(msg)
@@ -332,8 +337,7 @@ async def _busy_loop(kc, code, stop_at, done):
                     _check_ok(msg)
             else:
                 msg = await kc.get_iopub_msg(timeout=10)
-                idle = (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                        and msg["content"]["execution_state"] == "idle")
+                idle = is_idle_of(msg, msg_id)
         if not first:
             done.append(time.perf_counter())
         first = False

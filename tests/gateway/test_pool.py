@@ -28,16 +28,23 @@ def pids(gw):
     return {c["conversation_id"]: c["pid"] for c in convs}
 
 
-def open_timed(gw, cid, **content):
-    """(seconds from open request to the first execute_reply of x = 1, open
-    reply, client). No wait_for_ready: its polling adds 200 ms."""
-    started = time.perf_counter()
-    reply = gw.control.open(cid, **content)
-    assert reply["status"] == "ok", reply
+def connect(gw, reply):
+    """A client on an open reply's connection, without wait_for_ready (its
+    polling adds 200 ms)."""
     kc = BlockingKernelClient()
     kc.load_connection_info(reply["connection"])
     kc.start_channels()
     gw.clients.append(kc)
+    return kc
+
+
+def open_timed(gw, cid, **content):
+    """(seconds from open request to the first execute_reply of x = 1, open
+    reply, client)."""
+    started = time.perf_counter()
+    reply = gw.control.open(cid, **content)
+    assert reply["status"] == "ok", reply
+    kc = connect(gw, reply)
     msg_id = kc.execute("x = 1")
     r = kc.get_shell_msg(timeout=30)
     assert r["parent_header"]["msg_id"] == msg_id and r["content"]["status"] == "ok", r
@@ -123,10 +130,7 @@ def test_a_claimed_kernel_that_dies_right_after_the_open_fails_the_request_with_
     pooled = gw.events("pool_ready")[-1]["pid"]
     reply = gw.control.open("dies")
     assert reply["status"] == "ok", reply
-    kc = BlockingKernelClient()
-    kc.load_connection_info(reply["connection"])
-    kc.start_channels()
-    gw.clients.append(kc)
+    kc = connect(gw, reply)
     msg_id = kc.execute("import time; time.sleep(5)")
     os.kill(pooled, signal.SIGKILL)
     r = kc.get_shell_msg(timeout=30)
