@@ -16,6 +16,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* ---- gw_clock: intervals on CLOCK_MONOTONIC, dates on CLOCK_REALTIME -- */
+
+/* Seconds on CLOCK_MONOTONIC: every timeout, age, deadline and duration. */
+double gw_clock_mono (void);
+/* Seconds since the epoch (CLOCK_REALTIME): only for dates that are shown. */
+double gw_clock_wall (void);
+/* The wall-clock date of a CLOCK_MONOTONIC instant, for display. */
+double gw_clock_wall_of (double mono);
+/* t (epoch seconds) as 2026-01-31T12:00:00.000000Z */
+void gw_iso_time (double t, char out[40]);
+
 /* ---- gw_log: one JSON line per event ---------------------------------- */
 
 /* Where events go: NULL path means stderr. 0 or -1 with errno. */
@@ -327,10 +338,8 @@ void gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspac
 void gw_server_close_later (gw_server_t *self, const char *id, const char *why);
 /* Asks the loop to end after the current handler. */
 void gw_server_stop (gw_server_t *self);
-double gw_now (void);
 /* Replaces a malloc'd string field (wire_connection_new fills defaults). */
 void gw_set_string (char **field, const char *value);
-void gw_iso_time (double t, char out[40]);
 
 /* ---- gw_selftest: `kennel selftest` ------------------------------------ */
 

@@ -45,8 +45,8 @@ struct gw_conv {
     gw_relay_t *relay;
     gw_launch_t *launch;
     kernel_state_t kstate;
-    double created;
-    double last_activity;
+    double created;       /* wall clock */
+    double last_activity; /* monotonic */
     char *kill_ename;
     char *kill_cause;
     zlistx_t *waiters;
@@ -103,7 +103,7 @@ gw_conv_kernel_dead (const gw_conv_t *self)
 void
 gw_conv_touch (gw_conv_t *self)
 {
-    self->last_activity = gw_now ();
+    self->last_activity = gw_clock_mono ();
 }
 
 bool
@@ -260,7 +260,7 @@ gw_conv_kernel_ready (gw_conv_t *self)
     launch_timer_stop (self);
     slot_release (self);
     self->kstate = K_RUNNING;
-    self->last_activity = gw_now (); /* idle time counts from a usable kernel */
+    self->last_activity = gw_clock_mono (); /* idle time counts from a usable kernel */
     gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (self->launch), "launcher_pid", (int) gw_launch_pid (self->launch));
     waiters_notify (self, true, NULL);
@@ -482,7 +482,7 @@ warm_adopt (gw_conv_t *self, gw_warm_t *warm)
     warm->run_dir = NULL;
     warm->kconn = NULL;
     warm->launch = NULL;
-    double age = gw_now () - warm->started;
+    double age = gw_clock_mono () - warm->started;
     gw_warm_destroy (&warm);
     gw_launch_rebind (self->launch, on_launch_status, on_launch_exit, self);
     self->kstate = K_STARTING;
@@ -509,7 +509,8 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->tools = tools ? json_incref (tools) : json_array ();
     gw_policy_copy (&self->policy, policy);
     self->waiters = zlistx_new ();
-    self->created = self->last_activity = gw_now ();
+    self->created = gw_clock_wall (); /* shown as a date, never measured */
+    self->last_activity = gw_clock_mono ();
     char rnd[33];
     wire_id_new (rnd);
     rnd[16] = 0;
@@ -636,7 +637,7 @@ gw_conv_list_entry (const gw_conv_t *self)
                                                          : "idle";
     char created[40], last[40];
     gw_iso_time (self->created, created);
-    gw_iso_time (self->last_activity, last);
+    gw_iso_time (gw_clock_wall_of (self->last_activity), last);
     return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:I}", "conversation_id", self->id, "kernel",
                       self->kernel_name, "state", state, "created", created, "last_activity", last, "executions",
                       gw_relay_executions (self->relay), "pid", (int) pid, "rss_bytes", (json_int_t) rss,

@@ -475,14 +475,14 @@ gw_launch_reap_all (double timeout_s)
 {
     if (!abandoned_list)
         return;
-    double start = gw_now ();
+    double start = gw_clock_mono ();
     gw_launch_t *self;
     while ((self = zlistx_first (abandoned_list))) {
         int status;
         bool escalated = false;
-        while (waitpid (self->pid, &status, WNOHANG) == 0 && gw_now () < start + timeout_s) {
+        while (waitpid (self->pid, &status, WNOHANG) == 0 && gw_clock_mono () < start + timeout_s) {
             /* the loop is gone: escalate here what its timer would have */
-            if (!escalated && gw_now () > start + KILL_GRACE_MS / 1000.0) {
+            if (!escalated && gw_clock_mono () > start + KILL_GRACE_MS / 1000.0) {
                 kill (-self->pid, SIGKILL);
                 kill (self->pid, SIGKILL);
                 escalated = true;

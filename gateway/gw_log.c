@@ -73,7 +73,7 @@ gw_log (const char *event, const char *fmt, ...)
        buffer (a line per execution is on the relay's hot path: no second
        object, no copy); event names are plain identifiers */
     char ts[40], buf[4096];
-    gw_iso_time (gw_now (), ts);
+    gw_iso_time (gw_clock_wall (), ts);
     int plen = snprintf (buf, sizeof buf, "{\"ts\":\"%s\",\"event\":\"%s\"", ts, event);
     if (plen < 0 || (size_t) plen >= sizeof buf - 2) {
         json_decref (line);

@@ -92,7 +92,7 @@ on_warm_answer (zloop_t *loop, zsock_t *sock, void *arg)
     warm_probe_close (warm, loop);
     warm->ready = true;
     gw_log ("pool_ready", "{s:i, s:f}", "pid", (int) gw_launch_kernel_pid (warm->launch), "seconds",
-            gw_now () - warm->started);
+            gw_clock_mono () - warm->started);
     return 0;
 }
 
@@ -131,13 +131,13 @@ on_warm_status (gw_launch_t *launch, void *arg)
     gw_pool_t *self = warm->pool;
     if (gw_launch_state (launch) != GW_LAUNCH_CONFINED) {
         gw_log ("pool_failed", "{s:s}", "reason", gw_launch_error (launch) ?: "launch failed");
-        self->retry_at = gw_now () + POOL_RETRY_S;
+        self->retry_at = gw_clock_mono () + POOL_RETRY_S;
         warm_remove (self, warm);
         return;
     }
     if (warm_probe (warm, self->server->loop) < 0) {
         gw_log ("pool_failed", "{s:s}", "reason", "cannot ask the pooled kernel for kernel_info");
-        self->retry_at = gw_now () + POOL_RETRY_S;
+        self->retry_at = gw_clock_mono () + POOL_RETRY_S;
         warm_remove (self, warm);
     }
 }
@@ -148,7 +148,7 @@ on_warm_exit (gw_launch_t *launch, void *arg)
     gw_warm_t *warm = arg;
     gw_pool_t *self = warm->pool;
     gw_log ("pool_exit", "{s:s}", "status", gw_launch_cause (launch));
-    self->retry_at = gw_now () + POOL_RETRY_S; /* a kernel that dies unused: do not spin */
+    self->retry_at = gw_clock_mono () + POOL_RETRY_S; /* a kernel that dies unused: do not spin */
     warm_remove (self, warm);
 }
 
@@ -164,7 +164,7 @@ pool_launch (gw_pool_t *self)
 {
     gw_warm_t *warm = calloc (1, sizeof *warm);
     warm->pool = self;
-    warm->started = gw_now ();
+    warm->started = gw_clock_mono ();
     char rnd[33];
     wire_id_new (rnd);
     rnd[16] = 0;
@@ -193,7 +193,7 @@ pool_launch (gw_pool_t *self)
     if (!warm->launch) {
         gw_log ("pool_failed", "{s:s}", "reason", errmsg ? errmsg : "launch failed");
         free (errmsg);
-        self->retry_at = gw_now () + POOL_RETRY_S;
+        self->retry_at = gw_clock_mono () + POOL_RETRY_S;
         gw_warm_destroy (&warm);
         return;
     }
@@ -206,8 +206,8 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_pool_t *self = arg;
     gw_server_t *server = self->server;
-    if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_now () < self->retry_at
-        || gw_now () < self->claimed_at + POOL_QUIET_S
+    if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_clock_mono () < self->retry_at
+        || gw_clock_mono () < self->claimed_at + POOL_QUIET_S
         || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0
         || !gw_capacity_fds_room (&server->capacity, (int) zhashx_size (server->conversations)))
         return 0;
@@ -266,7 +266,7 @@ gw_pool_claim (gw_pool_t *self)
         if (w->ready && gw_launch_state (w->launch) == GW_LAUNCH_CONFINED) {
             zlistx_detach_cur (self->kernels);
             self->claimed++;
-            self->claimed_at = gw_now ();
+            self->claimed_at = gw_clock_mono ();
             return w;
         }
     return NULL;

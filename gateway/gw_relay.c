@@ -277,7 +277,7 @@ exec_start_head (gw_relay_t *self)
     if (!e || e->started || !self->kernel_ready)
         return;
     e->started = true;
-    e->started_at = gw_now ();
+    e->started_at = gw_clock_mono ();
     gw_launch_t *launch = gw_conv_launch (self->conv);
     gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
@@ -301,7 +301,7 @@ exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
 static json_t *
 exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
 {
-    double cpu = 0, wall = e->started ? gw_now () - e->started_at : 0;
+    double cpu = 0, wall = e->started ? gw_clock_mono () - e->started_at : 0;
     int64_t hwm = 0;
     gw_launch_t *launch = gw_conv_launch (self->conv);
     if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED)
@@ -318,7 +318,7 @@ exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
 {
     exec_stop_timers (self, e);
     gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", gw_conv_id (self->conv), "msg_id",
-            e->msg_id, "status", status, "duration", e->started ? gw_now () - e->started_at : 0.0, "output_bytes",
+            e->msg_id, "status", status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
             (json_int_t) e->output_bytes, "truncated", e->truncated);
     self->executions++;
     calls_end (self, e->msg_id, "abandoned");
@@ -860,7 +860,7 @@ call_destructor (void **item)
 static void
 call_end (gw_relay_t *self, gw_call_t *call, const char *status, const char *ename, const char *reason)
 {
-    tool_log (self, call->exec_msg_id, call->name, call->bytes, gw_now () - call->started_at, status, ename, reason,
+    tool_log (self, call->exec_msg_id, call->name, call->bytes, gw_clock_mono () - call->started_at, status, ename, reason,
               call->arguments);
     zhashx_delete (self->calls, call->call_id);
 }
@@ -958,7 +958,7 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     if (self->server->config->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
     call->bytes = bytes;
-    call->started_at = gw_now ();
+    call->started_at = gw_clock_mono ();
     double timeout = gw_conv_policy (self->conv)->tool_timeout;
     if (timeout > 0)
         call->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000) + 1, 1, on_tool_timeout, call);
@@ -1072,7 +1072,7 @@ client_recv (gw_relay_t *self, zsock_t *sock, wire_channel_t channel, json_t **h
         zmsg_destroy (&msg);
         return NULL;
     }
-    self->last_activity = gw_now ();
+    self->last_activity = gw_clock_mono ();
     gw_conv_touch (self->conv);
     return msg;
 }
@@ -1307,7 +1307,7 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
     zlistx_set_destructor (self->backlog, zmsg_destructor);
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, call_destructor);
-    self->last_activity = gw_now ();
+    self->last_activity = gw_clock_mono ();
     wire_id_new (self->session);
     int fixed_ports[WIRE_CHANNEL_COUNT_] = {0};
     if (fixed) {

@@ -14,35 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-double
-gw_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_REALTIME, &ts);
-    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 void
 gw_set_string (char **field, const char *value)
 {
     free (*field);
     *field = value ? strdup (value) : NULL;
-}
-
-void
-gw_iso_time (double t, char out[40])
-{
-    time_t secs = (time_t) t;
-    struct tm tm;
-    gmtime_r (&secs, &tm);
-    int usec = (int) ((t - (double) secs) * 1e6);
-    if (usec < 0)
-        usec = 0;
-    if (usec > 999999)
-        usec = 999999;
-    char base[24];
-    strftime (base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf (out, 40, "%s.%06dZ", base, usec);
 }
 
 /* mkdir -p; what we create is 0711: the sandbox's host uid must traverse
@@ -138,7 +114,7 @@ static int
 on_cull_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_server_t *self = arg;
-    double now = gw_now ();
+    double now = gw_clock_mono ();
     zlistx_t *expired = zlistx_new ();
     zlistx_set_destructor (expired, (zlistx_destructor_fn *) zstr_free);
     for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))

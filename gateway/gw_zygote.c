@@ -75,7 +75,7 @@ on_line (gw_zygote_t *self, const char *line)
     if (!self->ready && self->pid && strstr (line, " ready on ")) {
         self->ready = true;
         gw_log ("fork_server_ready", "{s:i, s:s, s:f}", "pid", (int) self->pid, "socket", self->socket_path,
-                "seconds", gw_now () - self->started);
+                "seconds", gw_clock_mono () - self->started);
     }
 }
 
@@ -162,7 +162,7 @@ static void
 zygote_spawn (gw_zygote_t *self)
 {
     unlink (self->socket_path);
-    self->started = gw_now ();
+    self->started = gw_clock_mono ();
     int err_pipe[2];
     if (pipe2 (err_pipe, O_CLOEXEC) < 0) {
         gw_log ("fork_server_failed", "{s:s, s:s}", "step", "pipe", "message", strerror (errno));
@@ -233,9 +233,9 @@ gw_zygote_destroy (gw_zygote_t **self_p)
         zloop_poller_end (loop, &self->pid_item);
         close (self->pid_item.fd);
         kill (self->pid, SIGTERM);
-        double deadline = gw_now () + 5.0;
+        double deadline = gw_clock_mono () + 5.0;
         while (waitpid (self->pid, NULL, WNOHANG) == 0) {
-            if (gw_now () > deadline) {
+            if (gw_clock_mono () > deadline) {
                 kill (self->pid, SIGKILL);
                 waitpid (self->pid, NULL, 0);
                 break;

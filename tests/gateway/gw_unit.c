@@ -9,15 +9,19 @@
     gw_peek  answers as jansson would, on a table of edge cases and on
              random mutations of real headers.
     gw_proc  this process's own /proc readings.
+    gw_clock intervals read CLOCK_MONOTONIC, dates CLOCK_REALTIME (a clock
+             step is not simulated: what matters is which clock is read).
 
     Exit 0 when every check passed; each failure prints one line.
 */
 #include "gateway/gw.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -461,11 +465,47 @@ test_proc (void)
     CHECK (cpu == 0 && hwm == 0);
 }
 
+/* ---- gw_clock ----------------------------------------------------------- */
+
+static double
+s_clock (clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime (id, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A reading of fn lies between two readings of the clock it must use. */
+static bool
+s_reads (double (*fn) (void), clockid_t id)
+{
+    double before = s_clock (id), v = fn (), after = s_clock (id);
+    return before <= v && v <= after;
+}
+
+static void
+test_clock (void)
+{
+    /* the two clocks are days apart on any host (boot vs. epoch), so a
+       helper reading the wrong one fails both bounds */
+    CHECK (fabs (s_clock (CLOCK_REALTIME) - s_clock (CLOCK_MONOTONIC)) > 86400);
+    CHECK (s_reads (gw_clock_mono, CLOCK_MONOTONIC));
+    CHECK (s_reads (gw_clock_wall, CLOCK_REALTIME));
+    /* a monotonic instant shown as a date: now is now, 10 s ago is 10 s ago */
+    double mono = gw_clock_mono (), wall = s_clock (CLOCK_REALTIME);
+    CHECK (fabs (gw_clock_wall_of (mono) - wall) < 0.5);
+    CHECK (fabs (gw_clock_wall_of (mono - 10) - (wall - 10)) < 0.5);
+    char iso[40];
+    gw_iso_time (86400 * 365.0 + 0.25, iso);
+    CHECK (streq (iso, "1971-01-01T00:00:00.250000Z"));
+}
+
 int
 main (void)
 {
     zsys_init ();
     zsys_set_max_sockets (4096);
+    test_clock ();
     test_peek ();
     test_proc ();
     test_io_end_in_dispatch ();
