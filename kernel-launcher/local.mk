@@ -29,3 +29,6 @@ tests_security_no_userns_LDADD = $(SECCOMP_LIBS)
 EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/security/test_confine.py \
 	tests/security/test_attacks.py tests/security/test_python_kernel.py \
 	tests/security/test_zygote.py kernel-launcher/zygote_bench.py
+
+# gateway tests of what the launcher carries (tests/local.mk runs them)
+EXTRA_DIST += tests/gateway/test_utf8.py

@@ -353,6 +353,20 @@ s_initialize (void)
         pykernel_log ("starting Python: registering _kennel failed");
         return -1;
     }
+    /* The isolated pre-configuration leaves the locale "C" and its encoding
+       ASCII: files, names and pipes with non-ASCII text would raise. UTF-8
+       mode makes them UTF-8 whatever the locale (as `python3` and
+       ipykernel do in the sandbox's C.UTF-8), and LC_CTYPE follows LANG
+       for C libraries. */
+    PyPreConfig preconfig;
+    PyPreConfig_InitIsolatedConfig (&preconfig);
+    preconfig.utf8_mode = 1;
+    preconfig.configure_locale = 1;
+    PyStatus status = Py_PreInitialize (&preconfig);
+    if (PyStatus_Exception (status)) {
+        pykernel_log ("starting Python: Py_PreInitialize (UTF-8 mode): %s", status.err_msg ? status.err_msg : "failed");
+        return -1;
+    }
     PyConfig config;
     /* isolated: no PYTHON* environment, no user site, no script dir on path;
        Debian's site module still adds dist-packages (numpy, pandas, ...) */
@@ -362,7 +376,7 @@ s_initialize (void)
     config.write_bytecode = 0;          /* the sandbox's /usr is read-only */
     config.site_import = 1;
     /* prefixes resolve from the interpreter's own path */
-    PyStatus status = PyConfig_SetBytesString (&config, &config.program_name, KENNEL_PYTHON);
+    status = PyConfig_SetBytesString (&config, &config.program_name, KENNEL_PYTHON);
     if (PyStatus_Exception (status))
         return s_config_fail (&config, status, "program name");
     char *argv[] = { (char *) "" };

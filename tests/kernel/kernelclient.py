@@ -109,7 +109,7 @@ class ConfinedKernel(Kernel):
     `kennel-launch --spec-fd N` (confined, default policy, tmpfs workspace)
     with kernel settings, reached through its ipc sockets in run_dir."""
 
-    def __init__(self, launcher, settings, base_dir):
+    def __init__(self, launcher, settings, base_dir, env=None):
         run_dir = os.path.join(base_dir, "run")
         os.makedirs(run_dir)
         os.chmod(run_dir, 0o777)  # the sandbox user creates its sockets here
@@ -122,6 +122,8 @@ class ConfinedKernel(Kernel):
         status_r, status_w = os.pipe()
         spec = {"policy": {}, "run_dir": run_dir, "status_fd": status_w,
                 "kernel": {"builtin": "python", "settings": settings}}
+        if env:
+            spec["env"] = env
         self.log_path = os.path.join(base_dir, "stderr.log")
         with open(self.log_path, "wb") as log:
             self.popen = subprocess.Popen([str(launcher), "--spec-fd", str(spec_r)],
