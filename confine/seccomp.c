@@ -8,7 +8,8 @@
     Only the native architecture passes: any other (i386 int 0x80) and x32
     numbers kill the process. A second, tiny filter answers ENOSYS for any
     syscall number newer than the ones this build knows, so a future
-    syscall is denied until someone reviews it. */
+    syscall is denied until someone reviews it, and lets personality set
+    only PER_LINUX. */
 #include "private.h"
 
 #include <errno.h>
@@ -39,7 +40,7 @@ static const char *deny_eperm[] = {
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "quotactl_fd",
     "lookup_dcookie", "settimeofday", "clock_settime",
-    "open_by_handle_at", "iopl", "ioperm", "modify_ldt", "uselib", "ustat",
+    "open_by_handle_at", "name_to_handle_at", "memfd_secret", "iopl", "ioperm", "modify_ldt", "uselib", "ustat",
     "sysfs", "_sysctl", "vhangup", "fanotify_init", "move_pages", "migrate_pages", "nfsservctl",
 };
 
@@ -111,20 +112,35 @@ build_rules (scmp_filter_ctx filter, confine_net_t network)
     return rc;
 }
 
-/* nr > CONFINE_LAST_KNOWN_SYSCALL (and not x32, which the first filter
-   kills) -> ENOSYS. Filters stack; the strictest answer wins. */
+/* What libseccomp cannot say (it takes one comparison per argument per
+   rule). Filters stack; the strictest answer wins.
+   - personality: only PER_LINUX (0) and the query (0xffffffff), on all 64
+     bits; READ_IMPLIES_EXEC would make every mapping executable,
+     ADDR_NO_RANDOMIZE end ASLR for the next exec: EPERM.
+   - nr > CONFINE_LAST_KNOWN_SYSCALL (and not x32, which the first filter
+     kills): ENOSYS. */
+#define ARG0_LO offsetof (struct seccomp_data, args[0])
+#define ARG0_HI (offsetof (struct seccomp_data, args[0]) + 4)    /* x86-64 is little-endian */
+
 static int
-install_unknown_filter (void)
+install_raw_filter (void)
 {
     struct sock_filter code[] = {
-        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, arch)),
-        BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
-        BPF_JUMP (BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 2, 0),
-        BPF_JUMP (BPF_JMP | BPF_JGT | BPF_K, CONFINE_LAST_KNOWN_SYSCALL, 0, 1),
-        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        /* 0 */ BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, arch)),
+        /* 1 */ BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        /* 2 */ BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        /* 3 */ BPF_STMT (BPF_LD | BPF_W | BPF_ABS, offsetof (struct seccomp_data, nr)),
+        /* 4 */ BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 6),       /* else 11 */
+        /* 5 */ BPF_STMT (BPF_LD | BPF_W | BPF_ABS, ARG0_HI),
+        /* 6 */ BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),                      /* else 10 */
+        /* 7 */ BPF_STMT (BPF_LD | BPF_W | BPF_ABS, ARG0_LO),
+        /* 8 */ BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, 0 /* PER_LINUX */, 5, 0),     /* 14 */
+        /* 9 */ BPF_JUMP (BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu /* query */, 4, 0), /* 14 */
+        /* 10 */ BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        /* 11 */ BPF_JUMP (BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 2, 0),             /* 14 */
+        /* 12 */ BPF_JUMP (BPF_JMP | BPF_JGT | BPF_K, CONFINE_LAST_KNOWN_SYSCALL, 0, 1),
+        /* 13 */ BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        /* 14 */ BPF_STMT (BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = { .len = sizeof code / sizeof *code, .filter = code };
     return prctl (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
@@ -153,13 +169,15 @@ seccomp_setup (confine_ctx_t *ctx)
                            strerror (-rc));
         return -1;
     }
-    if (install_unknown_filter () < 0) {
+    if (install_raw_filter () < 0) {
         int err = errno;
-        confine_error_set (ctx->error, "seccomp", err, "prctl(PR_SET_SECCOMP) for unknown syscalls: %s", strerror (err));
+        confine_error_set (ctx->error, "seccomp", err, "prctl(PR_SET_SECCOMP) for personality and unknown syscalls: %s",
+                           strerror (err));
         return -1;
     }
     confine_report_set (ctx->report, CONFINE_LAYER_SECCOMP, CONFINE_ACTIVE,
                         "deny list (EPERM; ENOSYS for clone3, io_uring, new mount API, syscalls > %d), "
+                        "personality PER_LINUX only, "
                         "x86-64 only, x32 and other ABIs killed; sockets: %s",
                         CONFINE_LAST_KNOWN_SYSCALL,
                         ctx->policy->network == CONFINE_NET_NONE ? "AF_UNIX only" : "AF_UNIX, AF_INET(6), NETLINK_ROUTE");

@@ -10,16 +10,18 @@ import time
 
 import pytest
 
+import hostprobe
 # the fixtures come from sandboxlib (see its docstring)
-from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
+from sandboxlib import (PYTHON, Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
                         launcher, scratch)
 
 NOBODY = 65534
 
 
-def inside(launcher, code, policy=None, **kw):
-    """Runs code; the sandbox must have started (status confined)."""
-    res = launcher.py(textwrap.dedent(code), policy=policy, **kw)
+def inside(launcher, code, policy=None, wrapper_args=(), **kw):
+    """Runs code (with wrapper_args as its sys.argv[1:]); the sandbox must
+    have started (status confined)."""
+    res = launcher.run([PYTHON, "-c", textwrap.dedent(code), *wrapper_args], policy=policy, **kw)
     assert res.status and res.status["status"] == "confined", res.stderr
     return res
 
@@ -255,25 +257,65 @@ def test_dangerous_syscalls_are_denied(launcher):
         sleeper.wait()
 
 
-SHELLCODE = """
-    import ctypes, mmap
-    code = {code!r}
-    buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-    buf.write(code)
-    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-    print("calling", flush=True)
-    print("returned", ctypes.CFUNCTYPE(ctypes.c_long)(addr)(), flush=True)
+# Each runs unconfined first: the host's own answer shows the EPERM inside
+# is the filter's (a host without the call would say ENOSYS, one that runs
+# it a result or EFAULT/EBADF for the null arguments).
+SYSCALL_PROBE = """
+    import ctypes, errno, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = [ctypes.c_ulong(int(a, 0)) for a in sys.argv[2:]]
+    r = libc.syscall(int(sys.argv[1]), *args)
+    print(r if r >= 0 else errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
 """
 
 
-@pytest.mark.parametrize("abi,code", [
-    ("i386", bytes.fromhex("b814000000cd80c3")),        # mov eax, 20 (getpid); int 0x80; ret
-    ("x32", bytes.fromhex("b8270000400f05c3")),         # mov eax, 0x40000027 (x32 getpid); syscall; ret
-])
-def test_foreign_syscall_abis_kill_the_process(launcher, abi, code):
-    res = inside(launcher, SHELLCODE.format(code=code))
-    assert "calling" in res.stdout and "returned" not in res.stdout, res.stdout
-    assert res.returncode == -signal.SIGSYS, (res.returncode, res.stderr)
+def host_syscall(nr, *args):
+    argv = [PYTHON, "-c", textwrap.dedent(SYSCALL_PROBE), str(nr), *map(hex, args)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
+
+
+@pytest.mark.parametrize("name,nr,args", [
+    ("name_to_handle_at", 303, (-100 & 0xffffffff, 0, 0, 0, 0)),   # file handles: the open_by_handle_at half
+    ("memfd_secret", 447, (0,)),                                     # memory the kernel itself cannot read
+], ids=["name_to_handle_at", "memfd_secret"])
+def test_handle_and_secret_memory_syscalls_are_denied(launcher, name, nr, args):
+    host = host_syscall(nr, *args)
+    print(f"{name} unconfined: {host}")
+    assert host != "EPERM", f"the host itself refuses {name}: the test cannot tell the filter's answer"
+    res = inside(launcher, SYSCALL_PROBE, wrapper_args=[str(nr), *map(hex, args)])
+    assert ok_lines(res) == ["EPERM"], (name, res.stdout, res.stderr)
+
+
+@pytest.mark.parametrize("persona,expected", [
+    (0xffffffff, "0"),                          # the query: PER_LINUX
+    (0, "0"),                                   # PER_LINUX itself
+    (0x0400000 | 0x0040000, "EPERM"),           # READ_IMPLIES_EXEC | ADDR_NO_RANDOMIZE
+    (0x0008, "EPERM"),                          # PER_LINUX32
+    (1 << 32, "EPERM"),                         # PER_LINUX in the low bits, junk above
+], ids=["query", "per-linux", "rix-norandom", "linux32", "high-bits"])
+def test_personality_allows_only_per_linux_and_the_query(launcher, persona, expected):
+    res = inside(launcher, SYSCALL_PROBE + "    print(open('/proc/self/personality').read().strip())\n",
+                 wrapper_args=["135", hex(persona)])
+    words = ok_lines(res)
+    assert words == [expected, "00000000"], (hex(persona), res.stdout)
+
+
+def foreign_abi_param(abi):
+    """The probe runs at collection, so the id says what this host does."""
+    return pytest.param(abi, id=hostprobe.foreign_abi(abi).detail.split(":")[0])
+
+
+@pytest.mark.parametrize("abi", [foreign_abi_param("i386"), foreign_abi_param("x32")])
+def test_foreign_syscall_abis_kill_the_process(launcher, abi):
+    # The same probe binary runs unconfined first (hostprobe): where the host
+    # runs the ABI the filter must kill the call by SIGSYS; where it cannot
+    # (no IA32 emulation: SIGSEGV; no x32: -ENOSYS) the call still must not
+    # return.
+    probe = hostprobe.foreign_abi(abi)
+    print(probe.detail)
+    res = inside(launcher, hostprobe.SHELLCODE, wrapper_args=[hostprobe.FOREIGN_ABIS[abi].hex()])
+    verdict = hostprobe.foreign_abi_verdict(abi, probe, res.returncode, res.stdout)
+    assert verdict is None, f"{verdict}\nstderr: {res.stderr}"
 
 
 def test_socket_families_denied_without_network(launcher):
