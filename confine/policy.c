@@ -153,6 +153,14 @@ get_u64 (const char *key, const json_t *value, uint64_t max, uint64_t *out, char
     return fail (err, errlen, "policy field \"%s\" must be a number", key);
 }
 
+/* The one word that lifts a limit: a number never does (0 is refused). */
+static bool
+is_unlimited (const json_t *value)
+{
+    return json_is_string (value) && strcmp (json_string_value (value), "unlimited") == 0
+        && json_string_length (value) == strlen ("unlimited");
+}
+
 static int
 get_string (const char *key, const json_t *value, bool nullable, char **out, char *err, size_t errlen)
 {
@@ -282,22 +290,41 @@ load_field (confine_policy_t *self, const char *key, const json_t *value, char *
         return 0;
     }
     if (strcmp (key, "cpus") == 0) {
-        if (!json_is_number (value) || json_number_value (value) < 0 || json_number_value (value) > 4096)
-            return fail (err, errlen, "policy field \"cpus\" must be a number in 0..4096");
+        if (is_unlimited (value)) {
+            self->cpus = 0;
+            return 0;
+        }
+        if (!json_is_number (value) || json_number_value (value) < 0.01 || json_number_value (value) > 4096)
+            return fail (err, errlen, "policy field \"cpus\" must be a number in 0.01..4096, or \"unlimited\"");
         self->cpus = json_number_value (value);
         return 0;
     }
-    static const struct { const char *name; size_t offset; } sizes[] = {
-        { "memory_bytes", offsetof (confine_policy_t, memory_bytes) },
-        { "pids", offsetof (confine_policy_t, pids) },
-        { "workspace_bytes", offsetof (confine_policy_t, workspace_bytes) },
-        { "tmp_bytes", offsetof (confine_policy_t, tmp_bytes) },
-        { "shm_bytes", offsetof (confine_policy_t, shm_bytes) },
+    /* unlimitable: "unlimited" is the only way to lift the limit (stored as
+       0, which cgroup.c leaves unwritten); the others size a tmpfs, whose
+       size 0 would mean unbounded, so they are never lifted */
+    static const struct { const char *name; size_t offset; bool unlimitable; } sizes[] = {
+        { "memory_bytes", offsetof (confine_policy_t, memory_bytes), true },
+        { "pids", offsetof (confine_policy_t, pids), true },
+        { "workspace_bytes", offsetof (confine_policy_t, workspace_bytes), false },
+        { "tmp_bytes", offsetof (confine_policy_t, tmp_bytes), false },
+        { "shm_bytes", offsetof (confine_policy_t, shm_bytes), false },
     };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (strcmp (key, sizes[i].name) == 0)
-            return get_u64 (key, value, UINT64_MAX / 2, (uint64_t *) ((char *) self + sizes[i].offset),
-                            err, errlen);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (strcmp (key, sizes[i].name) != 0)
+            continue;
+        uint64_t *slot = (uint64_t *) ((char *) self + sizes[i].offset);
+        if (sizes[i].unlimitable && is_unlimited (value)) {
+            *slot = 0;
+            return 0;
+        }
+        if (get_u64 (key, value, UINT64_MAX / 2, &v, err, errlen) < 0)
+            return -1;
+        if (v == 0)
+            return fail (err, errlen, "policy field \"%s\" must be at least 1%s", key,
+                         sizes[i].unlimitable ? " (\"unlimited\" lifts the limit)" : "");
+        *slot = v;
+        return 0;
+    }
     if (strcmp (key, "rlimits") == 0)
         return load_rlimits (self, value, err, errlen);
     if (strcmp (key, "env") == 0)

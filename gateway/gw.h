@@ -72,15 +72,20 @@ int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t o
 
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 
+/* The value of a limit the operator's config made "unlimited" (a client
+   cannot): a consumer tests for it by name, so that 0 or any other value
+   that reached it still limits. */
+#define GW_UNLIMITED (-1)
+
 /* A conversation's effective limits and kernel settings. */
 typedef struct {
-    double execution_timeout; /* s, wall clock per execution; 0 = none */
+    double execution_timeout; /* s, elapsed per execution, or GW_UNLIMITED */
     double tool_timeout;      /* s */
-    double idle_ttl;          /* s; 0 = never culled */
-    int64_t memory_bytes;
-    int64_t pids;
+    double idle_ttl;          /* s, or GW_UNLIMITED: never culled */
+    int64_t memory_bytes;     /* or GW_UNLIMITED */
+    int64_t pids;             /* or GW_UNLIMITED */
     int64_t workspace_bytes;
-    int64_t output_bytes; /* per execution */
+    int64_t output_bytes; /* per execution, or GW_UNLIMITED */
     char network[16];     /* "none" or "loopback" */
     char builtins[16];    /* "agent", "notebook", "none" */
     json_t *imports;      /* {"deny": [...]} or {"allow": [...]} or NULL */
@@ -116,6 +121,12 @@ int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy
 void gw_policy_clear (gw_policy_t *policy);
 void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
 json_t *gw_policy_to_json (const gw_policy_t *policy);
+/* The confine policy of a kernel's launch spec: the config's confine
+   settings with the policy's memory_bytes, pids, workspace_bytes, network. */
+json_t *gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *policy);
+/* A timer's delay in ms for a finite limit in seconds: at least 1, so that
+   no value arms "no timer". */
+size_t gw_limit_ms (double seconds);
 json_t *gw_config_limits_json (const gw_config_t *config);
 
 /* ---- gw_fs: workspaces, walked without following symlinks --------------- */

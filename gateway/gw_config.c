@@ -10,29 +10,43 @@
        "fork_server": {"enabled": true, "preload": ["numpy"]}}
     Unknown keys are errors, so a typo never silently leaves a limit unset.
     A request's policy may lower a limit, never raise it above the maximum.
+    Only the operator's file can make a limit unlimited, with the word
+    "unlimited"; 0 and fractions of a count are refused everywhere.
 */
 #include "gw.h"
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
-typedef enum { F_SECONDS, F_BYTES } field_kind_t;
+typedef enum { F_SECONDS, F_COUNT } field_kind_t;
 
-/* The numeric policy fields: one table drives loading, lowering and JSON. */
+/* The numeric policy fields: one table drives loading, lowering and JSON.
+   unlimitable: the operator's config may say "unlimited" (a client never
+   can); tool_timeout needs a bound (the kernel's backstop is derived from
+   it), workspace_bytes sizes a tmpfs or a quota. */
 static const struct {
     const char *name;
     field_kind_t kind;
     size_t offset;
+    bool unlimitable;
 } numeric_fields[] = {
-    {"execution_timeout", F_SECONDS, offsetof (gw_policy_t, execution_timeout)},
-    {"tool_timeout", F_SECONDS, offsetof (gw_policy_t, tool_timeout)},
-    {"idle_ttl", F_SECONDS, offsetof (gw_policy_t, idle_ttl)},
-    {"memory_bytes", F_BYTES, offsetof (gw_policy_t, memory_bytes)},
-    {"pids", F_BYTES, offsetof (gw_policy_t, pids)},
-    {"workspace_bytes", F_BYTES, offsetof (gw_policy_t, workspace_bytes)},
-    {"output_bytes", F_BYTES, offsetof (gw_policy_t, output_bytes)},
+    {"execution_timeout", F_SECONDS, offsetof (gw_policy_t, execution_timeout), true},
+    {"tool_timeout", F_SECONDS, offsetof (gw_policy_t, tool_timeout), false},
+    {"idle_ttl", F_SECONDS, offsetof (gw_policy_t, idle_ttl), true},
+    {"memory_bytes", F_COUNT, offsetof (gw_policy_t, memory_bytes), true},
+    {"pids", F_COUNT, offsetof (gw_policy_t, pids), true},
+    {"workspace_bytes", F_COUNT, offsetof (gw_policy_t, workspace_bytes), false},
+    {"output_bytes", F_COUNT, offsetof (gw_policy_t, output_bytes), true},
 };
 #define NUMERIC_COUNT (sizeof numeric_fields / sizeof numeric_fields[0])
+
+/* The range of a finite limit: below the minimum a timer or a cgroup file
+   would read it as "none"; above the maximum it overflows a timer's
+   milliseconds or an int64. */
+#define SECONDS_MIN 0.001
+#define SECONDS_MAX 1e9
+#define COUNT_MAX ((double) ((int64_t) 1 << 62))
 
 static double
 field_get (const gw_policy_t *p, size_t i)
@@ -51,6 +65,15 @@ field_set (gw_policy_t *p, size_t i, double v)
         *(double *) base = v;
     else
         *(int64_t *) base = (int64_t) v;
+}
+
+/* Whether v is no higher than max; unlimited is higher than any number. */
+static bool
+field_within (double v, double max)
+{
+    if (max == GW_UNLIMITED)
+        return true;
+    return v != GW_UNLIMITED && v <= max;
 }
 
 static void
@@ -114,6 +137,40 @@ format_error (const char *fmt, ...)
     return out;
 }
 
+/* One numeric limit from JSON into *out: a number in the field's range
+   (a whole one for counts: 0.5 is refused, never truncated to 0), or, in
+   the operator's config only, "unlimited" (GW_UNLIMITED). Nothing else
+   says "no limit": 0 is an error like any value below the minimum. */
+static int
+field_parse (size_t i, const json_t *value, bool operator, const char *where, double *out, char **errmsg)
+{
+    const char *name = numeric_fields[i].name;
+    bool seconds = numeric_fields[i].kind == F_SECONDS;
+    const char *word = json_string_value (value);
+    if (word && streq (word, "unlimited") && json_string_length (value) == strlen (word)) {
+        if (!operator) {
+            *errmsg = format_error ("%s.%s: \"unlimited\" is for the operator's config only", where, name);
+            return -1;
+        }
+        if (!numeric_fields[i].unlimitable) {
+            *errmsg = format_error ("%s.%s: cannot be \"unlimited\"", where, name);
+            return -1;
+        }
+        *out = GW_UNLIMITED;
+        return 0;
+    }
+    double min = seconds ? SECONDS_MIN : 1, max = seconds ? SECONDS_MAX : COUNT_MAX;
+    double v = json_number_value (value);
+    if (!json_is_number (value) || v < min || v > max || (!seconds && v != floor (v))) {
+        *errmsg = format_error ("%s.%s: must be %s from %g to %g%s", where, name,
+                                seconds ? "a number of seconds" : "a whole number", min, max,
+                                operator && numeric_fields[i].unlimitable ? ", or \"unlimited\"" : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Applies one policy object onto out. With max (request mode), numeric values
    above the maximum and network "loopback" when the maximum is "none" are
    errors naming the field. */
@@ -132,12 +189,10 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             if (streq (name, numeric_fields[i].name))
                 break;
         if (i < NUMERIC_COUNT) {
-            if (!json_is_number (value) || json_number_value (value) < 0) {
-                *errmsg = format_error ("%s.%s: must be a non-negative number", where, name);
+            double v;
+            if (field_parse (i, value, max == NULL, where, &v, errmsg) < 0)
                 return -1;
-            }
-            double v = json_number_value (value);
-            if (max && v > field_get (max, i)) {
+            if (max && !field_within (v, field_get (max, i))) {
                 *errmsg = format_error ("%s.%s: %g exceeds the operator's limit %g", where, name, v,
                                         field_get (max, i));
                 return -1;
@@ -216,13 +271,40 @@ gw_policy_to_json (const gw_policy_t *p)
     for (size_t i = 0; i < NUMERIC_COUNT; i++) {
         double v = field_get (p, i);
         json_object_set_new (obj, numeric_fields[i].name,
-                             numeric_fields[i].kind == F_SECONDS ? json_real (v) : json_integer ((json_int_t) v));
+                             v == GW_UNLIMITED                    ? json_string ("unlimited")
+                             : numeric_fields[i].kind == F_SECONDS ? json_real (v)
+                                                                   : json_integer ((json_int_t) v));
     }
     json_object_set_new (obj, "network", json_string (p->network));
     json_object_set_new (obj, "builtins", json_string (p->builtins));
     if (p->imports)
         json_object_set (obj, "imports", p->imports);
     return obj;
+}
+
+size_t
+gw_limit_ms (double seconds)
+{
+    return seconds * 1000 < 1 ? 1 : (size_t) (seconds * 1000);
+}
+
+/* A count for the launcher: "unlimited" is its word too (confine/policy.c),
+   so no number ever means "none" on the way. */
+static json_t *
+count_json (int64_t v)
+{
+    return v == GW_UNLIMITED ? json_string ("unlimited") : json_integer ((json_int_t) v);
+}
+
+json_t *
+gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *p)
+{
+    json_t *policy = json_deep_copy (config->confine);
+    json_object_set_new (policy, "memory_bytes", count_json (p->memory_bytes));
+    json_object_set_new (policy, "pids", count_json (p->pids));
+    json_object_set_new (policy, "workspace_bytes", count_json (p->workspace_bytes));
+    json_object_set_new (policy, "network", json_string (p->network));
+    return policy;
 }
 
 json_t *
@@ -313,7 +395,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         && policy_apply (&self->defaults, json_object_get (file, "defaults"), NULL, "config defaults", errmsg) < 0)
         goto done;
     for (size_t i = 0; i < NUMERIC_COUNT; i++)
-        if (field_get (&self->defaults, i) > field_get (&self->maxima, i)) {
+        if (!field_within (field_get (&self->defaults, i), field_get (&self->maxima, i))) {
             *errmsg = format_error ("config %s: defaults.%s is above maxima.%s", path, numeric_fields[i].name,
                                     numeric_fields[i].name);
             goto done;

@@ -311,11 +311,7 @@ json_t *
 gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *p, json_t *tools,
                 const char *workspace, const char *run_dir)
 {
-    json_t *policy = json_deep_copy (config->confine);
-    json_object_set_new (policy, "memory_bytes", json_integer (p->memory_bytes));
-    json_object_set_new (policy, "pids", json_integer (p->pids));
-    json_object_set_new (policy, "workspace_bytes", json_integer (p->workspace_bytes));
-    json_object_set_new (policy, "network", json_string (p->network));
+    json_t *policy = gw_confine_policy_json (config, p);
     json_t *kernel;
     json_t *configured = json_object_get (config->kernels, kernel_name);
     if (configured)
@@ -619,7 +615,7 @@ gw_conv_request_close (gw_conv_t *self)
 bool
 gw_conv_idle_expired (const gw_conv_t *self, double now)
 {
-    return self->policy.idle_ttl > 0 && gw_relay_pending (self->relay) == 0 && self->kstate != K_STARTING
+    return self->policy.idle_ttl != GW_UNLIMITED && gw_relay_pending (self->relay) == 0 && self->kstate != K_STARTING
            && now - self->last_activity > self->policy.idle_ttl;
 }
 

@@ -281,8 +281,8 @@ exec_start_head (gw_relay_t *self)
     gw_launch_t *launch = gw_conv_launch (self->conv);
     gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
-    if (timeout > 0)
-        e->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000), 1, on_exec_timeout, self);
+    if (timeout != GW_UNLIMITED)
+        e->timer_id = zloop_timer (self->server->loop, gw_limit_ms (timeout), 1, on_exec_timeout, self);
     gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
 }
 
@@ -715,7 +715,7 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
         int64_t limit = gw_conv_policy (self->conv)->output_bytes;
         int64_t room = limit - e->output_bytes;
         e->output_bytes += bytes;
-        if (limit > 0 && e->output_bytes > limit) {
+        if (limit != GW_UNLIMITED && e->output_bytes > limit) {
             admit = !e->truncated && room > 0 && streq (msg_type, "stream");
             if (admit)
                 stream_cut (msg, room);
@@ -960,8 +960,8 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();
     double timeout = gw_conv_policy (self->conv)->tool_timeout;
-    if (timeout > 0)
-        call->timer_id = zloop_timer (self->server->loop, (size_t) (timeout * 1000) + 1, 1, on_tool_timeout, call);
+    if (timeout != GW_UNLIMITED)
+        call->timer_id = zloop_timer (self->server->loop, gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
     zhashx_insert (self->calls, call->call_id, call);
     json_decref (content);
     return true;

@@ -1,13 +1,15 @@
 """Step 4: kernel death, timeouts, output truncation, queue bound, interrupt,
 shutdown and heartbeat answered by the gateway, idle culling."""
+import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 import zmq
 
-from gwtest import execute, execute_started, gone, stdout_of
+from gwtest import built, execute, execute_started, gone, stdout_of
 
 
 def kernel_pid(gateway, cid):
@@ -232,3 +234,89 @@ def test_operator_maxima_from_the_config_file(make_gateway):
     info = gw.control.request("gateway_info_request")["content"]
     assert info["limits"]["defaults"]["execution_timeout"] == 2 and info["limits"]["maxima"]["execution_timeout"] == 5
     assert gw.control.open("m3", policy={"execution_timeout": 5})["status"] == "ok"
+
+
+LIMIT_FIELDS = ["execution_timeout", "tool_timeout", "idle_ttl", "memory_bytes", "pids", "workspace_bytes",
+                "output_bytes"]
+SECONDS_FIELDS = {"execution_timeout", "tool_timeout", "idle_ttl"}
+UNLIMITABLE = ["execution_timeout", "idle_ttl", "memory_bytes", "pids", "output_bytes"]
+
+
+def test_a_client_cannot_switch_a_limit_off(make_gateway):
+    """F1/F15: 0, a fraction of a count, a negative, a huge value or the word
+    "unlimited" from a client is a PolicyError naming the field, also where
+    the operator's maximum is unlimited (so 1e300 meets the range, not the
+    maximum). tool_timeout 0 is refused at open, before a pooled kernel
+    could be claimed (the pool is on here)."""
+    gw = make_gateway(config={"maxima": {f: "unlimited" for f in UNLIMITABLE}, "warm_pool": 1})
+    bad = [0, 0.0004, -1, 1e300, "unlimited", "0", None, True]
+    for field in LIMIT_FIELDS:
+        values = bad + ([] if field in SECONDS_FIELDS else [0.5, 1.5])
+        for value in values:
+            c = gw.control.open("z", policy={field: value})
+            assert c["status"] == "error" and c["ename"] == "PolicyError", (field, value, c)
+            assert field in c["evalue"], (field, value, c)
+    assert gw.control.request("conversation_list_request")["content"]["conversations"] == []
+    # the same request with sane values opens
+    c = gw.control.open("z", policy={"execution_timeout": 0.5, "tool_timeout": 0.5, "idle_ttl": 100,
+                                     "memory_bytes": 512 << 20, "pids": 64, "output_bytes": 1000})
+    assert c["status"] == "ok", c
+
+
+def test_policy_zero_reproduction_is_refused(make_gateway):
+    """The red-team reproduction (t08/t09/t39): zeros above the operator's
+    maxima switched every limit off; now the open is refused."""
+    gw = make_gateway(config={"maxima": {"execution_timeout": 5, "output_bytes": 1048576, "idle_ttl": 5,
+                                         "memory_bytes": 536870912, "pids": 64},
+                              "defaults": {"execution_timeout": 5, "idle_ttl": 5, "memory_bytes": 536870912,
+                                           "pids": 64, "output_bytes": 1048576}})
+    c = gw.control.open("zero", policy={"execution_timeout": 0, "output_bytes": 0, "idle_ttl": 0,
+                                        "memory_bytes": 0, "pids": 0})
+    assert c["status"] == "error" and c["ename"] == "PolicyError", c
+    c = gw.control.open("half", policy={"memory_bytes": 0.5})
+    assert c["status"] == "error" and "memory_bytes" in c["evalue"], c
+    # and what is opened keeps the operator's maxima
+    _, kc = gw.open_client("ok")
+    t0 = time.time()
+    r, _ = execute(kc, "import time; time.sleep(12)", timeout=30)
+    assert r["content"]["ename"] == "ExecutionTimeout" and time.time() - t0 < 11
+
+
+def test_operator_unlimited(make_gateway):
+    """Only the operator's config lifts a limit, with the word "unlimited":
+    gateway_info shows it, the launcher takes unlimited memory and pids,
+    output is not cut, and a client may still set a finite value."""
+    words = {f: "unlimited" for f in UNLIMITABLE}
+    gw = make_gateway(config={"maxima": words, "defaults": words})
+    limits = gw.control.request("gateway_info_request")["content"]["limits"]
+    for f in UNLIMITABLE:
+        assert limits["defaults"][f] == "unlimited" and limits["maxima"][f] == "unlimited", limits
+    _, kc = gw.open_client("free")
+    # above the default 1 MiB, in messages under max_message_bytes
+    r, out = execute(kc, "import sys\nfor _ in range(4):\n    print('x' * 600000); sys.stdout.flush()", timeout=60)
+    assert r["metadata"]["kennel"]["output_truncated"] is False
+    assert len(stdout_of(out)) == 4 * 600001
+    _, kc = gw.open_client("bounded", policy={"output_bytes": 10000, "execution_timeout": 1})
+    r, out = execute(kc, "print('x' * 20000)")
+    assert r["metadata"]["kennel"]["output_truncated"] is True
+    r, _ = execute(kc, "import time; time.sleep(10)", timeout=30)
+    assert r["content"]["ename"] == "ExecutionTimeout"
+
+
+@pytest.mark.parametrize("config, needle", [
+    ({"defaults": {"execution_timeout": 0}}, "execution_timeout"),
+    ({"maxima": {"pids": 0}}, "pids"),
+    ({"maxima": {"memory_bytes": 0.5}}, "memory_bytes"),
+    ({"maxima": {"tool_timeout": "unlimited"}}, "tool_timeout"),
+    ({"maxima": {"workspace_bytes": "unlimited"}}, "workspace_bytes"),
+    ({"defaults": {"idle_ttl": "unlimited"}}, "idle_ttl"),  # above a finite maximum
+    ({"maxima": {"output_bytes": "Unlimited"}}, "output_bytes"),
+])
+def test_operator_config_limits_are_checked(tmp_path, config, needle):
+    """A 0 in the operator's config is an error too (it would have meant "no
+    limit"): the daemon refuses to start, naming the field."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(config))
+    out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(tmp_path / "s"),
+                          "--config", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and needle in out.stderr, out.stderr

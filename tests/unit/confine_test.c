@@ -99,6 +99,15 @@ test_load_errors (void)
         { "{\"allow_degraded\": \"cgroup\"}", "allow_degraded" },
         { "{\"hostname\": \"\"}", "hostname" },
         { "{\"cpus\": -1}", "cpus" },
+        /* no number switches a limit off: only "unlimited", where allowed */
+        { "{\"memory_bytes\": 0}", "memory_bytes" },
+        { "{\"pids\": 0}", "pids" },
+        { "{\"cpus\": 0}", "cpus" },
+        { "{\"workspace_bytes\": 0}", "workspace_bytes" },
+        { "{\"tmp_bytes\": 0}", "tmp_bytes" },
+        { "{\"shm_bytes\": 0}", "shm_bytes" },
+        { "{\"workspace_bytes\": \"unlimited\"}", "workspace_bytes" },
+        { "{\"pids\": \"Unlimited\"}", "pids" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         confine_policy_t *p = confine_policy_new ();
@@ -111,6 +120,19 @@ test_load_errors (void)
         }
         confine_policy_destroy (&p);
     }
+}
+
+/* "unlimited" lifts memory_bytes, pids and cpus (stored as 0: no cgroup
+   file written). */
+static void
+test_load_unlimited (void)
+{
+    confine_policy_t *p = confine_policy_new ();
+    char err[256] = "";
+    CHECK (load (p, "{\"memory_bytes\": \"unlimited\", \"pids\": \"unlimited\", \"cpus\": \"unlimited\"}", err,
+                 sizeof err) == 0);
+    CHECK (p->memory_bytes == 0 && p->pids == 0 && p->cpus == 0);
+    confine_policy_destroy (&p);
 }
 
 static void
@@ -197,6 +219,7 @@ main (void)
     test_defaults ();
     test_load_all_fields ();
     test_load_errors ();
+    test_load_unlimited ();
     test_load_file ();
     test_layers ();
     test_report ();
