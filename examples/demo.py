@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,11 +48,15 @@ def send_email(to, body):
 
 # What the "model" does, turn by turn.
 ACTIONS = [
+    # HOST_PORT: a listener the demo opens on the host's loopback. Reaching
+    # it from inside would be an escape; nothing off this machine is tried.
     ("Look around the sandbox",
      "import os, socket, getpass\n"
      "print('user:', getpass.getuser(), '| cwd:', os.getcwd(), '| hostname:', socket.gethostname())\n"
+     "print('interfaces:', [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]])\n"
      "try:\n"
-     "    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+     "    socket.create_connection(('127.0.0.1', HOST_PORT), timeout=2)\n"
+     "    print('network: reached the host')\n"
      "except OSError as e:\n"
      "    print('network:', e)\n"),
     ("Define data and a helper; they persist",
@@ -87,6 +92,21 @@ def start_daemon(state_dir):
     return proc, conn
 
 
+def host_listener():
+    """A TCP listener on the host's loopback, for the sandbox to fail to reach."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    srv.setblocking(False)
+    return srv
+
+
+def reached(srv):
+    try:
+        srv.accept()[0].close()
+        return True
+    except BlockingIOError:
+        return False
+
+
 def show(result):
     for out in result.outputs:
         kind, content = out["msg_type"], out["content"]
@@ -116,7 +136,10 @@ def main():
                        handlers={"get_weather": get_weather, "send_email": send_email})
         print(f"conversation 'demo' open, workspace {conv.workspace}\n")
         failed = False
+        listener = host_listener()
+        port = listener.getsockname()[1]
         for turn, (intent, code) in enumerate(ACTIONS, 1):
+            code = code.replace("HOST_PORT", str(port))
             print(f"--- turn {turn}: {intent}")
             for line in code.rstrip("\n").splitlines():
                 print("    | " + line)
@@ -124,6 +147,10 @@ def main():
             show(result)
             failed |= result.status != "ok"
             print()
+        escaped = reached(listener)
+        listener.close()
+        print(f"host listener on 127.0.0.1:{port}: {'REACHED FROM INSIDE' if escaped else 'saw nothing'}")
+        failed |= escaped
         layers = gw.gateway_info().get("confinement", {})
         active = sorted(k for k, v in layers.items() if isinstance(v, dict) and v.get("state") == "active")
         if active:

@@ -5,20 +5,47 @@
 */
 #include "gw.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Runs inside the sandbox; prints one JSON line. The host paths it must not
-   see are passed in. */
+   see and the ports of the host's loopback listeners are passed in. "No
+   network" is proven without aiming anywhere off this machine: the host's
+   listeners must see nothing, the sandbox has only lo and no route, and a
+   nameserver in resolv.conf gets a route lookup only (connect on UDP sends
+   nothing). */
 static const char *check_code
     = "import json, os, socket\n"
       "r = {'uid': os.getuid(), 'hostname': socket.gethostname()}\n"
-      "try:\n"
-      "    socket.create_connection(('1.1.1.1', 53), timeout=2).close()\n"
-      "    r['network'] = 'reachable'\n"
-      "except OSError as e:\n"
-      "    r['network'] = 'blocked (%s)' % type(e).__name__\n"
+      "def attempt(kind, port):\n"
+      "    try:\n"
+      "        if kind == 'tcp':\n"
+      "            socket.create_connection(('127.0.0.1', port), timeout=2).close()\n"
+      "            return 'connected'\n"
+      "        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
+      "            s.sendto(b'kennel-selftest', ('127.0.0.1', port))\n"
+      "        return 'sent to its own lo'\n"
+      "    except OSError as e:\n"
+      "        return type(e).__name__\n"
+      "def routable(ns):\n"
+      "    try:\n"
+      "        with socket.socket(socket.AF_INET6 if ':' in ns else socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
+      "            s.connect((ns, 53))\n"
+      "        return not ns.startswith('127.') and ns != '::1'\n"
+      "    except OSError:\n"
+      "        return False\n"
+      "servers = []\n"
+      "if os.path.exists('/etc/resolv.conf'):\n"
+      "    servers = [l.split()[1] for l in open('/etc/resolv.conf') if l.startswith('nameserver')]\n"
+      "r['network'] = {'tcp': attempt('tcp', TCP_PORT), 'udp': attempt('udp', UDP_PORT),\n"
+      "    'interfaces': sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]),\n"
+      "    'routes': len(open('/proc/net/route').read().splitlines()) - 1,\n"
+      "    'routable_nameservers': [ns for ns in servers if routable(ns)]}\n"
       "r['visible_host_paths'] = [p for p in HOST_PATHS if os.path.exists(p)]\n"
       "try:\n"
       "    with open('/workspace/.kennel-selftest', 'w') as f: f.write('ok')\n"
@@ -28,6 +55,13 @@ static const char *check_code
       "    r['workspace_writable'] = False\n"
       "r['env'] = sorted(os.environ)\n"
       "print('KENNEL-SELFTEST ' + json.dumps(r))\n";
+
+/* A TCP listener and a UDP socket on the host's loopback: reaching either
+   from inside is an escape. */
+typedef struct {
+    int tcp, udp;
+    int tcp_port, udp_port;
+} listeners_t;
 
 typedef struct {
     gw_server_t *server;
@@ -41,6 +75,7 @@ typedef struct {
     bool idle;
     int failures;
     const char *host_secret_env;
+    listeners_t listeners;
 } selftest_t;
 
 static void
@@ -49,6 +84,68 @@ report (selftest_t *self, bool ok, const char *what, const char *detail)
     printf ("%s %-22s %s\n", ok ? "ok  " : "FAIL", what, detail ? detail : "");
     if (!ok)
         self->failures++;
+}
+
+static int
+listener_open (int type, int *port)
+{
+    int fd = socket (AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+    socklen_t len = sizeof addr;
+    if (fd < 0 || bind (fd, (struct sockaddr *) &addr, sizeof addr) < 0
+        || (type == SOCK_STREAM && listen (fd, 8) < 0) || getsockname (fd, (struct sockaddr *) &addr, &len) < 0) {
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    *port = ntohs (addr.sin_port);
+    return fd;
+}
+
+static int
+listeners_open (listeners_t *l)
+{
+    l->tcp = listener_open (SOCK_STREAM, &l->tcp_port);
+    l->udp = listener_open (SOCK_DGRAM, &l->udp_port);
+    return l->tcp >= 0 && l->udp >= 0 ? 0 : -1;
+}
+
+/* Whether anything connected or arrived since the listeners opened. */
+static bool
+listeners_reached (listeners_t *l)
+{
+    char byte;
+    int conn = accept4 (l->tcp, NULL, NULL, SOCK_CLOEXEC);
+    if (conn >= 0)
+        close (conn);
+    return conn >= 0 || recv (l->udp, &byte, 1, MSG_DONTWAIT) >= 0;
+}
+
+static void
+listeners_close (listeners_t *l)
+{
+    if (l->tcp >= 0)
+        close (l->tcp);
+    if (l->udp >= 0)
+        close (l->udp);
+}
+
+static void
+evaluate_network (selftest_t *self, json_t *net)
+{
+    const char *tcp = json_string_value (json_object_get (net, "tcp"));
+    json_t *ifs = json_object_get (net, "interfaces");
+    bool only_lo = json_array_size (ifs) == 1 && streq (json_string_value (json_array_get (ifs, 0)), "lo");
+    bool reached = listeners_reached (&self->listeners);
+    json_int_t routes = json_integer_value (json_object_get (net, "routes"));
+    size_t resolvers = json_array_size (json_object_get (net, "routable_nameservers"));
+    char *text = json_dumps (net, JSON_COMPACT);
+    char buf[768];
+    snprintf (buf, sizeof buf, "host listeners on 127.0.0.1 tcp:%d udp:%d %s; inside %s", self->listeners.tcp_port,
+              self->listeners.udp_port, reached ? "WERE REACHED" : "saw nothing", text ? text : "?");
+    free (text);
+    report (self, !reached && tcp && !streq (tcp, "connected") && only_lo && routes == 0 && resolvers == 0,
+            "no network", buf);
 }
 
 static void
@@ -63,8 +160,7 @@ evaluate (selftest_t *self)
         int uid = (int) json_integer_value (json_object_get (r, "uid"));
         snprintf (buf, sizeof buf, "uid %d", uid);
         report (self, uid != 0, "not root inside", buf);
-        const char *net = json_string_value (json_object_get (r, "network"));
-        report (self, net && strncmp (net, "blocked", 7) == 0, "no network", net);
+        evaluate_network (self, json_object_get (r, "network"));
         json_t *seen = json_object_get (r, "visible_host_paths");
         char *text = json_dumps (seen, JSON_COMPACT);
         report (self, json_array_size (seen) == 0, "no host secrets", text);
@@ -175,7 +271,8 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     char *plist = json_dumps (paths, JSON_COMPACT);
     json_decref (paths);
     char *code = NULL;
-    if (asprintf (&code, "HOST_PATHS = %s\n%s", plist, check_code) < 0)
+    if (asprintf (&code, "HOST_PATHS = %s\nTCP_PORT = %d\nUDP_PORT = %d\n%s", plist, self->listeners.tcp_port,
+                  self->listeners.udp_port, check_code) < 0)
         code = NULL;
     free (plist);
     /* the SUB needs a moment to subscribe; the relay's own handshake made
@@ -222,7 +319,9 @@ gw_selftest_run (const char *config_path)
     printf ("kennel selftest: launcher %s, state %s\n", config->launcher, tmpl);
     gw_server_t *server = gw_server_new (&config, tmpl, "127.0.0.1", "tcp", &errmsg);
     gw_config_destroy (&config);
-    selftest_t self = {.server = server, .host_secret_env = "KENNEL_SELFTEST_HOST_SECRET"};
+    selftest_t self = {.server = server, .host_secret_env = "KENNEL_SELFTEST_HOST_SECRET", .listeners = {.tcp = -1, .udp = -1}};
+    if (server && listeners_open (&self.listeners) < 0)
+        report (&self, false, "host loopback listeners", strerror (errno));
     if (!server) {
         fprintf (stderr, "kennel selftest: %s\n", errmsg ? errmsg : "?");
         free (errmsg);
@@ -254,6 +353,7 @@ gw_selftest_run (const char *config_path)
     wire_key_destroy (&self.key);
     json_decref (self.reply);
     free (self.stdout_text);
+    listeners_close (&self.listeners);
     gw_server_destroy (&server);
     rmdir (tmpl);
     printf ("selftest: %s\n", self.failures ? "FAILED" : "passed");

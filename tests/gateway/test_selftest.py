@@ -1,14 +1,17 @@
 """`kennel selftest`: a real confined kernel checks the sandbox from inside."""
+import ipaddress
 import json
+import re
+import shutil
 import subprocess
 
 from gwtest import built, launcher
 
 
-def run_selftest(tmp_path, config):
+def run_selftest(tmp_path, config, wrapper=()):
     cfg = tmp_path / "selftest.json"
     cfg.write_text(json.dumps(config))
-    return subprocess.run([str(built("gateway/kennel")), "selftest", "--config", str(cfg)],
+    return subprocess.run([*wrapper, str(built("gateway/kennel")), "selftest", "--config", str(cfg)],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -30,3 +33,26 @@ def test_selftest_fails_when_confinement_is_refused(tmp_path):
     out = run_selftest(tmp_path, {"launcher": str(bad)})
     assert out.returncode == 1
     assert "FAIL" in out.stdout and "seccomp" in out.stdout
+
+
+def test_selftest_proves_no_network_without_aiming_off_this_machine(tmp_path):
+    # "No network" is shown with the selftest's own listeners on the host's
+    # loopback (nothing may arrive), lo only and no route inside. Under
+    # strace, every connect/sendto of the selftest and its kernel is to a
+    # loopback address (or a unix socket): nothing aims off this machine.
+    trace = tmp_path / "trace"
+    strace = shutil.which("strace")
+    wrapper = [strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none", "-o", str(trace)]
+    if not strace:
+        print("strace is not installed: the syscall trace part is not checked")
+    out = run_selftest(tmp_path, {"launcher": launcher()}, wrapper if strace else ())
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = next(l for l in out.stdout.splitlines() if "no network" in l)
+    assert line.startswith("ok") and "host listeners on 127.0.0.1" in line and "saw nothing" in line, line
+    assert '"interfaces":["lo"]' in line and '"routes":0' in line, line
+    if strace:
+        text = trace.read_text()
+        addresses = re.findall(r'inet_addr\("([^"]+)"\)', text) + re.findall(r'inet_pton\(AF_INET6, "([^"]+)"', text)
+        print("addresses in connect/sendto:", sorted(set(addresses)))
+        assert all(ipaddress.ip_address(a).is_loopback for a in addresses), sorted(set(addresses))
+

@@ -15,6 +15,7 @@ import ctypes
 import dataclasses
 import errno
 import functools
+import json
 import os
 import signal
 import subprocess
@@ -171,6 +172,14 @@ def landlock_state():
     """The state the launcher must report for Landlock on this host."""
     abi, _ = landlock_abi()
     return "active" if abi >= 6 else "degraded" if abi > 0 else "unsupported"
+
+
+def interface_addresses():
+    """This host's own non-loopback IPv4 addresses (`ip -j -4 addr show
+    scope global`): a sandbox must have no route to them."""
+    out = subprocess.run(["ip", "-j", "-4", "addr", "show", "scope", "global"], capture_output=True, text=True,
+                         timeout=30).stdout
+    return [a["local"] for link in json.loads(out or "[]") for a in link.get("addr_info", [])]
 
 
 def lacking_layers(uid):

@@ -1,6 +1,8 @@
 """Escape and abuse attempts, each a small program run inside the sandbox by
 kennel-launch, as root and as uid 65534. Each asserts that the attempt
 fails inside and that nothing outside changed (the host canary fixture)."""
+import ipaddress
+import json
 import os
 import signal
 import socket
@@ -373,22 +375,127 @@ def test_loopback_works_inside_with_network_loopback(launcher):
     assert ok_lines(res) == ["hello"]
 
 
-def test_name_resolution_fails(launcher):
-    res = inside(launcher, """
-        import socket
-        for host in ["example.com", "metadata.google.internal"]:
+class HostListeners:
+    """A TCP listener and a UDP socket on the host's loopback, and the same
+    on each of the host's own interface addresses: anything that reaches
+    one of them from inside is an escape. Each is first shown to work from
+    the host itself, so "saw nothing" means something."""
+
+    def __init__(self):
+        self.addresses = ["127.0.0.1", *hostprobe.interface_addresses()]
+        self.tcp, self.udp = {}, {}
+        for addr in self.addresses:
+            self.tcp[addr] = socket.create_server((addr, 0))
+            self.udp[addr] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.udp[addr].bind((addr, 0))
+            self.self_check(addr)
+            self.tcp[addr].setblocking(False)
+            self.udp[addr].setblocking(False)
+
+    def self_check(self, addr):
+        socket.create_connection(self.tcp[addr].getsockname(), timeout=5).close()
+        self.tcp[addr].accept()[0].close()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"host", self.udp[addr].getsockname())
+        self.udp[addr].settimeout(5)
+        assert self.udp[addr].recv(16) == b"host"
+
+    def targets(self):
+        return [("tcp", *self.tcp[a].getsockname()) for a in self.addresses] + \
+               [("udp", *self.udp[a].getsockname()) for a in self.addresses]
+
+    def what_arrived(self):
+        arrived = []
+        for addr in self.addresses:
             try:
-                print("RESOLVED", socket.getaddrinfo(host, 80))
-            except OSError as e:
-                print("no", type(e).__name__)
+                arrived.append(("tcp", addr, self.tcp[addr].accept()[1]))
+            except BlockingIOError:
+                pass
+            try:
+                arrived.append(("udp", addr, self.udp[addr].recvfrom(64)))
+            except BlockingIOError:
+                pass
+        return arrived
+
+    def close(self):
+        for s in (*self.tcp.values(), *self.udp.values()):
+            s.close()
+
+
+NETWORK_PROBE = """
+    import errno, ipaddress, json, os, socket, sys
+    r = {"interfaces": sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").readlines()[2:]),
+         "routes": open("/proc/net/route").read().splitlines()[1:],
+         "routes6": [l.split()[-1] for l in open("/proc/net/ipv6_route") if l.split()[-1] != "lo"]}
+
+    def attempt(kind, host, port):
         try:
-            socket.create_connection(("169.254.169.254", 80), timeout=2)
-            print("CONNECTED")
+            if kind == "tcp":
+                socket.create_connection((host, port), timeout=2).close()
+                return "CONNECTED"
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((host, port))
+                s.send(b"kennel-escape")
+            return "SENT"
         except OSError as e:
-            print("no", type(e).__name__)
-    """, policy={"network": "loopback"})
-    assert "RESOLVED" not in res.stdout and "CONNECTED" not in res.stdout, res.stdout
-    assert res.stdout.count("no ") == 3
+            return errno.errorcode.get(e.errno, str(e))
+
+    r["attempts"] = {"%s %s:%s" % tuple(t): attempt(*t) for t in json.loads(sys.argv[1])}
+    # A route lookup only (connect on UDP sends nothing): the resolver's
+    # address must be unreachable. Nothing is sent to it.
+    servers = []
+    if os.path.exists("/etc/resolv.conf"):
+        servers = [l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver")]
+    r["nameservers"] = {}
+    for ns in servers:
+        family = socket.AF_INET6 if ":" in ns else socket.AF_INET
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.connect((ns, 53))
+            r["nameservers"][ns] = "ROUTABLE"
+        except OSError as e:
+            r["nameservers"][ns] = errno.errorcode.get(e.errno, str(e))
+    # getaddrinfo would send a query to each nameserver: only where that
+    # cannot aim off this machine (none listed, or loopback ones).
+    if all(ipaddress.ip_address(ns).is_loopback for ns in servers):
+        try:
+            r["resolved"] = str(socket.getaddrinfo("kennel-probe.invalid", 80))
+        except OSError as e:
+            r["resolved"] = None
+    print(json.dumps(r))
+"""
+
+
+@pytest.mark.parametrize("network", ["none", "loopback"])
+def test_no_route_no_resolver_and_host_listeners_see_nothing(launcher, network):
+    listeners = HostListeners()
+    try:
+        print("host listeners (checked from the host first):", listeners.targets())
+        res = inside(launcher, NETWORK_PROBE, policy={"network": network},
+                     wrapper_args=[json.dumps(listeners.targets())])
+        r = json.loads(ok_lines_text(res)[-1])
+        print(r)
+        assert r["interfaces"] == ["lo"] and r["routes"] == [] and r["routes6"] == [], r
+        assert not {k: v for k, v in r["attempts"].items() if v == "CONNECTED"}, r["attempts"]
+        if network == "none":
+            assert set(r["attempts"].values()) == {"EPERM"}, r["attempts"]
+        else:   # own lo only: host interface addresses have no route
+            for target, result in r["attempts"].items():
+                if "127.0.0.1" not in target:
+                    assert result == "ENETUNREACH", (target, result)
+        # a loopback nameserver inside is the sandbox's own lo: nobody there
+        routable = [ns for ns, result in r["nameservers"].items() if result == "ROUTABLE"]
+        assert all(ipaddress.ip_address(ns).is_loopback for ns in routable), r["nameservers"]
+        if network == "none":
+            assert r["nameservers"] == {}, "no resolv.conf with network none"
+        if "resolved" in r:
+            assert r["resolved"] is None, r["resolved"]
+        else:
+            print(f"getaddrinfo not called: it would query {r['nameservers']} (route lookup results)")
+        time.sleep(0.2)   # a datagram in flight would have landed by now
+        assert listeners.what_arrived() == [], "a host listener was reached from inside"
+    finally:
+        listeners.close()
 
 
 def test_host_abstract_unix_socket_unreachable(launcher):
