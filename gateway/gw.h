@@ -142,6 +142,21 @@ int64_t gw_fs_tree_bytes (const char *path);
    "function", "function": {...}} unwrapped), or NULL with *errmsg
    (malloc'd) naming the tool and the problem. */
 json_t *gw_tools_validate (const json_t *tools, char **errmsg);
+/* The declaration named name in a checked list, or NULL. */
+const json_t *gw_tools_find (const json_t *tools, const char *name);
+/* A declaration's parameters schema (or its input_schema/inputSchema
+   alias), NULL when it takes no parameters. */
+const json_t *gw_tools_schema (const json_t *tool);
+
+/* ---- gw_schema: the JSON Schema subset of tool parameters -------------- */
+
+/* Whether schema uses only the supported keywords, well formed; otherwise
+   false with problem naming the place (where + path) and the keyword. */
+bool gw_schema_supported (const json_t *schema, const char *where, char *problem, size_t size);
+/* Whether a call's arguments meet a supported parameters schema (NULL: no
+   parameters); otherwise false with problem naming the argument and the
+   rule it breaks. */
+bool gw_schema_check_arguments (const json_t *parameters, const json_t *arguments, char *problem, size_t size);
 
 /* ---- gw_launch: one kennel-launch process ------------------------------ */
 
@@ -397,8 +412,8 @@ bool gw_conv_kernel_alive (const gw_conv_t *self);
 /* The kernel is gone (dead and not yet restarted). */
 bool gw_conv_kernel_dead (const gw_conv_t *self);
 void gw_conv_touch (gw_conv_t *self);
-/* Whether the conversation declared a tool of this name. */
-bool gw_conv_has_tool (const gw_conv_t *self, const char *name);
+/* The declared tool named name, or NULL. */
+const json_t *gw_conv_tool (const gw_conv_t *self, const char *name);
 /* Replaces the declared tools; a running kernel is reconfigured. */
 void gw_conv_set_tools (gw_conv_t *self, json_t *tools);
 /* Kills the kernel now (timeout past grace); its death is handled as usual

@@ -106,16 +106,10 @@ gw_conv_touch (gw_conv_t *self)
     self->last_activity = gw_clock_mono ();
 }
 
-bool
-gw_conv_has_tool (const gw_conv_t *self, const char *name)
+const json_t *
+gw_conv_tool (const gw_conv_t *self, const char *name)
 {
-    size_t i;
-    json_t *tool;
-    json_array_foreach (self->tools, i, tool)
-        if (json_is_string (json_object_get (tool, "name"))
-            && streq (json_string_value (json_object_get (tool, "name")), name))
-            return true;
-    return false;
+    return gw_tools_find (self->tools, name);
 }
 
 void

@@ -783,7 +783,8 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
 
    The kernel's tool_request {call_id, name, arguments} goes to the client
    only for a declared tool, during an execution whose client serves stdin,
-   within the size and count limits; otherwise the kernel gets a tool_reply
+   within the size and count limits, with arguments that meet the tool's
+   declared schema (gw_schema.c); otherwise the kernel gets a tool_reply
    error at once, with an ename saying why (never a hang). A forwarded call
    is pending until the client's tool_reply names its call_id, the tool
    timeout, the end of its execution or of the kernel. Each call is logged
@@ -902,6 +903,8 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     const char *name = json_string_value (json_object_get (content, "name"));
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
     int max_calls = self->server->config->max_tool_calls;
+    const json_t *tool = NULL;
+    char problem[300];
     if (!e || !e->started) {
         *ename = "ToolUnavailable";
         snprintf (why, size, "no execution is running to serve a tool call");
@@ -918,13 +921,18 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
         *ename = "BadToolRequest";
         snprintf (why, size, "a tool_request needs a call_id string not already pending");
     }
-    else if (!name || !gw_conv_has_tool (self->conv, name)) {
+    else if (!name || !(tool = gw_conv_tool (self->conv, name))) {
         *ename = "UnknownTool";
         snprintf (why, size, "this conversation declared no tool named '%.200s'", name ? name : "");
     }
     else if (e->tool_calls >= max_calls) {
         *ename = "ToolLimit";
         snprintf (why, size, "this execution already made %d tool calls, the limit", max_calls);
+    }
+    else if (!gw_schema_check_arguments (gw_tools_schema (tool), json_object_get (content, "arguments"), problem,
+                                         sizeof problem)) {
+        *ename = "InvalidToolArguments";
+        snprintf (why, size, "tool '%.100s': %s", name, problem);
     }
     else
         return false;
@@ -939,7 +947,7 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     json_t *content = frame_json (msg, 5, &bytes);
     gw_exec_t *e = exec_head (self);
     const char *ename = NULL;
-    char why[300];
+    char why[512];
     const char *name = json_string_value (json_object_get (content, "name"));
     if (tool_request_refusal (self, e, content, bytes, &ename, why, sizeof why)) {
         tool_log (self, e ? e->msg_id : NULL, name, bytes, 0, "refused", ename, why,

@@ -2,7 +2,9 @@
 
     The kernel applies the same rules (kernel-launcher/pykernel/README.md,
     "Host tools"), but the gateway checks first so that a bad list gets an
-    error reply naming the tool and no kernel is started or changed.
+    error reply naming the tool and no kernel is started or changed. The
+    parameters schema must stay within the subset that gw_schema.c checks
+    every call's arguments against.
     OpenAI's wrapped form {"type": "function", "function": {...}} is unwrapped
     here, so the kernel only ever sees {name, description, parameters}.
 */
@@ -17,7 +19,7 @@
 static char *
 tool_error (int index, const char *name, const char *fmt, ...)
 {
-    char problem[300];
+    char problem[512];
     va_list ap;
     va_start (ap, fmt);
     vsnprintf (problem, sizeof problem, fmt, ap);
@@ -29,54 +31,47 @@ tool_error (int index, const char *name, const char *fmt, ...)
 }
 
 /* The schema key in effect: parameters, else the Anthropic and MCP aliases. */
-static json_t *
-tool_schema (json_t *tool)
+const json_t *
+gw_tools_schema (const json_t *tool)
 {
     static const char *keys[] = {"parameters", "input_schema", "inputSchema", NULL};
     for (int i = 0; keys[i]; i++) {
-        json_t *s = json_object_get (tool, keys[i]);
+        const json_t *s = json_object_get (tool, keys[i]);
         if (s && !json_is_null (s))
             return s;
     }
     return NULL;
 }
 
+const json_t *
+gw_tools_find (const json_t *tools, const char *name)
+{
+    size_t i;
+    json_t *tool;
+    json_array_foreach (tools, i, tool)
+        if (json_is_string (json_object_get (tool, "name"))
+            && streq (json_string_value (json_object_get (tool, "name")), name))
+            return tool;
+    return NULL;
+}
+
+/* The top level is an object schema; below it, the subset gw_schema checks
+   calls against (a keyword outside it is refused here, never ignored). */
 static bool
-schema_check (json_t *schema, char problem[300])
+schema_check (const json_t *schema, char problem[512])
 {
     if (!schema)
         return true; /* no parameters */
     if (!json_is_object (schema)) {
-        snprintf (problem, 300, "parameters must be a JSON Schema object");
+        snprintf (problem, 512, "parameters must be a JSON Schema object");
         return false;
     }
     json_t *type = json_object_get (schema, "type");
     if (type && !(json_is_string (type) && streq (json_string_value (type), "object"))) {
-        snprintf (problem, 300, "parameters must be a JSON Schema of type \"object\"");
+        snprintf (problem, 512, "parameters must be a JSON Schema of type \"object\"");
         return false;
     }
-    json_t *props = json_object_get (schema, "properties");
-    if (props && !json_is_object (props)) {
-        snprintf (problem, 300, "parameters.properties must be an object");
-        return false;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach (props, key, value)
-        if (!json_is_object (value) && !json_is_boolean (value)) {
-            snprintf (problem, 300, "parameters.properties['%.100s'] must be a JSON Schema", key);
-            return false;
-        }
-    json_t *required = json_object_get (schema, "required");
-    size_t i;
-    json_array_foreach (required, i, value)
-        if (!json_is_string (value))
-            break;
-    if (required && (!json_is_array (required) || i < json_array_size (required))) {
-        snprintf (problem, 300, "parameters.required must be a list of property names");
-        return false;
-    }
-    return true;
+    return gw_schema_supported (schema, "parameters", problem, 512);
 }
 
 json_t *
@@ -111,8 +106,8 @@ gw_tools_validate (const json_t *tools, char **errmsg)
             *errmsg = tool_error ((int) index, name, "description must be a string");
             break;
         }
-        char problem[300];
-        if (!schema_check (tool_schema (tool), problem)) {
+        char problem[512];
+        if (!schema_check (gw_tools_schema (tool), problem)) {
             *errmsg = tool_error ((int) index, name, "%s", problem);
             break;
         }

@@ -5,7 +5,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw.h gateway/main.c gateway/gw_log.c gateway/gw_config.c \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_conv.c \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
-	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_pool.c gateway/gw_capacity.c \
+	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c \
 	gateway/gw_clock.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
@@ -18,7 +18,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/hot_path.py \
-	tests/tools/test_gateway_checks.py
+	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv
@@ -42,3 +42,11 @@ TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
 	gateway/gw_proc.c gateway/gw_clock.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
+
+# The tool argument check (gw_schema) and the declarations' check at open
+# (gw_tools) on their own: tests/gateway/gw_schema_test.c.
+check_PROGRAMS += tests/gateway/gw_schema_test
+TESTS += tests/gateway/gw_schema_test
+tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c gateway/gw.h gateway/gw_schema.c \
+	gateway/gw_tools.c
+tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm

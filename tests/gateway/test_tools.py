@@ -44,13 +44,25 @@ def run(kc, code, allow_stdin=True, call_id=None):
 
 def test_tool_calls_checked_and_routed(make_gateway):
     gw = make_gateway(config={"kernels": {"ipykernel": IPYKERNEL}})
-    tools = [{"name": "add", "description": "a + b", "parameters": {"type": "object"}}]
+    tools = [{"name": "add", "description": "a + b", "parameters": {
+        "type": "object", "required": ["a", "b"],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]
     reply, kc = gw.open_client("tools", kernel="ipykernel", tools=tools, policy={"network": "loopback"})
     run(kc, CALL)
     r, out, served = run(kc, "print(json.dumps(call_tool('add', a=2, b=3)))")
     assert served == ["add"]
     assert json.loads(stdout_of(out)) == {"call_id": "c-add", "status": "ok", "result": 5}
     assert r["metadata"]["kennel"]["tool_calls"] == 1
+
+    # the arguments meet the declared schema, or the call never leaves the gateway
+    for arguments, problem in [("a=2, b='3'", "arguments.b must be of type integer, not string"),
+                               ("a=2", "arguments.b is required and missing"),
+                               ("a=2, b=3, sudo=True", "arguments.sudo is not a declared property")]:
+        r, out, served = run(kc, "print(json.dumps(call_tool('add', %s)))" % arguments)
+        answer = json.loads(stdout_of(out))
+        assert served == [] and answer["ename"] == "InvalidToolArguments", answer
+        assert answer["evalue"].startswith("tool 'add': " + problem), answer
+    assert any(e.get("ename") == "InvalidToolArguments" for e in gw.events("tool_call"))
 
     r, out, served = run(kc, "print(json.dumps(call_tool('rm_rf', path='/')))")
     assert served == []
@@ -64,8 +76,8 @@ def test_gateway_checks_a_kernel_that_does_not(make_gateway):
     # ipykernel checks nothing: every refusal here is the gateway's own
     gw = make_gateway(config={"kernels": {"ipykernel": IPYKERNEL}, "max_tool_calls": 3,
                               "log_tool_arguments": True, "max_message_bytes": 4 << 20})
-    tools = [{"type": "function", "function": {"name": "add", "description": "a + b",
-                                               "parameters": {"type": "object"}}}]
+    tools = [{"type": "function", "function": {"name": "add", "description": "a + b", "parameters": {
+        "type": "object", "additionalProperties": True}}}]
     reply, kc = gw.open_client("checks", kernel="ipykernel", tools=tools,
                                policy={"network": "loopback", "tool_timeout": 1})
     run(kc, CALL)

@@ -1,7 +1,9 @@
 """Tool declarations in the kernel: signatures built from the schemas, and
 kennel_configure_request, which replaces the tools of a running kernel (the
 gateway sends it when a conversation is reopened with another tool list or a
-warm kernel is claimed; here the test's client sends it through the daemon)."""
+warm kernel is claimed; some tests here send it from the client, through the
+daemon, which relays it but keeps checking calls against the declarations of
+conversation_open)."""
 import toolhost
 
 TOOLS = [
@@ -61,8 +63,11 @@ def test_reconfigure_replaces_the_functions(open_conv):
     assert run_ok(conv, "sorted(tools)").value == "['alpha', 'beta', 'gamma']"
     new_beta = {"name": "beta", "description": "Second, now with a count.",
                 "parameters": toolhost.schema(["x"], x=toolhost.STRING, count={"type": "integer"})}
-    assert configure(conv, {"tools": [new_beta], "tool_timeout": 30}) == {"status": "ok"}
-    result = run_ok(conv, "\n".join([
+    # through the gateway (a reopen with the new list): its declarations are
+    # what calls are checked against, and it sends kennel_configure_request
+    reopened = conv.gateway.open(conv.id, tools=[new_beta], handlers=conv.handlers)
+    reopened.client.wait_for_ready(timeout=30)
+    result = run_ok(reopened, "\n".join([
         "import inspect",
         "print(list(tools), str(inspect.signature(beta)))",
         "print(beta.__doc__.splitlines()[0])",
@@ -71,8 +76,9 @@ def test_reconfigure_replaces_the_functions(open_conv):
     assert result.stdout.splitlines() == [
         "['beta'] (x: str, count: int | None = None)", "Second, now with a count.",
         "['new beta', {'x': 'y', 'count': 2}]"]
-    assert conv.run("alpha('x')").error["ename"] == "NameError"
-    assert conv.run("tools.alpha").error["ename"] == "AttributeError"
+    assert reopened.run("alpha('x')").error["ename"] == "NameError"
+    assert reopened.run("tools.alpha").error["ename"] == "AttributeError"
+    reopened.detach()
 
 
 def test_a_function_kept_from_before_is_refused_after_replacement(open_conv):

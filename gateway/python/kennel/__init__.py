@@ -135,7 +135,9 @@ class Gateway:
         content = {"conversation_id": conversation_id, "kernel": kernel,
                    "tools": list(tools), "policy": policy or {}}
         reply = self.request("conversation_open_request", content)
-        return Conversation(self, reply, handlers or {})
+        conv = Conversation(self, reply, handlers or {})
+        conv.declare_tools(content["tools"])
+        return conv
 
     def close(self, conversation_id: str) -> None:
         self.request("conversation_close_request", {"conversation_id": conversation_id})
@@ -147,8 +149,45 @@ class Gateway:
         self.socket.close(0)
 
 
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
+
+
+def _declared_schemas(tools: Iterable[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """name -> parameters schema of each declaration (OpenAI's wrapped form
+    and the Anthropic/MCP schema keys as the gateway reads them)."""
+    schemas = {}
+    for tool in tools:
+        if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+            tool = tool["function"]
+        schema = next((tool[k] for k in _SCHEMA_KEYS if tool.get(k) is not None), None)
+        schemas[tool["name"]] = schema if isinstance(schema, dict) else {}
+    return schemas
+
+
+def _argument_problem(schema: Dict[str, Any], arguments: Any) -> Optional[str]:
+    """Why arguments cannot go to the handler under its declared schema's top
+    level, or None. The gateway already checked the whole schema; this is
+    the host's own line: no undeclared keyword reaches a handler's defaults."""
+    if not isinstance(arguments, dict):
+        return "arguments must be an object"
+    properties = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    if not (extra is True or isinstance(extra, dict)):
+        undeclared = sorted(set(arguments) - set(properties))
+        if undeclared:
+            return (f"arguments.{undeclared[0]} is not a declared property "
+                    "(additionalProperties is not allowed)")
+    missing = sorted(set(schema.get("required") or ()) - set(arguments))
+    if missing:
+        return f"arguments.{missing[0]} is required and missing"
+    return None
+
+
 class Conversation:
     """One conversation: a persistent kernel behind standard Jupyter sockets."""
+
+    #: name -> declared parameters schema (declare_tools); None: not known
+    _schemas: Optional[Dict[str, Dict[str, Any]]] = None
 
     def __init__(self, gateway: Gateway, open_reply: Dict[str, Any],
                  handlers: Dict[str, Callable[..., Any]]):
@@ -161,6 +200,12 @@ class Conversation:
         self.client = BlockingKernelClient()
         self.client.load_connection_info(self.connection)
         self.client.start_channels()
+
+    def declare_tools(self, tools: Iterable[Dict[str, Any]]) -> None:
+        """The declarations the conversation was opened with (Gateway.open
+        calls this): a call is then served only with the declared
+        parameters, and a call to a tool not declared is refused."""
+        self._schemas = _declared_schemas(tools)
 
     def run(self, code: str, timeout: Optional[float] = 60, allow_stdin: bool = True,
             stop_on_error: bool = True) -> Result:
@@ -184,6 +229,18 @@ class Conversation:
                                                 output_hook=on_output, stdin_hook=on_stdin)
         return Result(reply=reply, outputs=outputs, tool_calls=calls)
 
+    def _refusal(self, name: Any, arguments: Any,
+                 handler: Optional[Callable[..., Any]]) -> Optional[tuple]:
+        """(ename, evalue) when the handler must not run for this call."""
+        if handler is None:
+            return "UnknownTool", f"the host has no handler for tool {name!r}"
+        if self._schemas is None:
+            return None
+        if name not in self._schemas:
+            return "UnknownTool", f"tool {name!r} was not declared for this conversation"
+        problem = _argument_problem(self._schemas[name], arguments)
+        return None if problem is None else ("InvalidToolArguments", f"tool {name!r}: {problem}")
+
     def _answer_tool(self, msg: Dict[str, Any]) -> Dict[str, Any]:
         """Runs the handler of one tool_request and sends its tool_reply
         (parent: the request, so the kernel knows it is this call's answer).
@@ -194,9 +251,9 @@ class Conversation:
         handler = self.handlers.get(name)
         reply: Dict[str, Any] = {"call_id": request.get("call_id")}
         started = time.monotonic()
-        if handler is None:
-            reply.update(status="error", ename="UnknownTool",
-                         evalue=f"the host has no handler for tool {name!r}")
+        refusal = self._refusal(name, arguments, handler)
+        if refusal is not None:
+            reply.update(status="error", ename=refusal[0], evalue=refusal[1])
         else:
             try:
                 result = handler(**arguments)
