@@ -156,3 +156,31 @@ def host_workspace(launcher, scratch):
         os.chown(path, NOBODY, NOBODY)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+# Run inside a kernel: what /proc and the interpreter show of where things
+# are on the host (F13). Prints one JSON object.
+PROC_VIEW_CODE = """
+import json, os, sys
+def read(path):
+    try:
+        return open(path, "rb").read().decode(errors="replace")
+    except OSError as e:
+        return "unreadable: %s" % e.strerror
+view = {p: read(p) for p in ["/proc/1/cmdline", "/proc/self/cmdline", "/proc/self/environ", "/proc/1/environ"]}
+view["sys"] = repr((sys.argv, getattr(sys, "orig_argv", None), sys.executable))
+view["mountinfo"] = read("/proc/self/mountinfo")
+print(json.dumps(view))
+"""
+
+
+def host_paths_seen(view, host_paths):
+    """{place: [host paths it shows]} for every place but mountinfo (a
+    bind's path within its host filesystem is shown there by the kernel
+    itself: confine/README, Limits)."""
+    seen = {}
+    for place, text in view.items():
+        found = [p for p in host_paths if place != "mountinfo" and p in text]
+        if found:
+            seen[place] = found
+    return seen

@@ -11,8 +11,8 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 # the fixtures come from sandboxlib (see its docstring)
-from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
-                        launcher, scratch)
+from sandboxlib import (BUILDDIR, PROC_VIEW_CODE, Launcher, canary_untouched, host_files,  # noqa: F401
+                        host_paths_seen, host_workspace, launcher, scratch)
 
 KEY = "kernel-key-for-tests"
 
@@ -70,6 +70,33 @@ def test_confined_python_kernel_serves_jupyter_clients(launcher, run_dir):
         assert text.split() == ["1000", "kennel", "/workspace", "False", "False"]
         proc.wait(timeout=30)
         assert proc.returncode == 0, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_proc_shows_no_host_path(launcher, run_dir, scratch):
+    # F13: the launcher's install dir, its policy and connection file paths
+    # (the run dir's name) appeared in /proc/1/cmdline and the built-in
+    # kernel's own cmdline (both are the launcher's argv).
+    conn = run_dir / "kernel.json"
+    conn.write_text(json.dumps(connection("/run/kennel/k")))
+    if not launcher.root:
+        os.chown(conn, 65534, 65534)
+    policy = launcher.policy_file({})
+    cmd = launcher.prefix() + [launcher.binary, "--policy", policy, "--report-fd", "1", "--python", "-f", str(conn)]
+    proc = start(cmd)
+    try:
+        assert json.loads(proc.stdout.readline())["status"] == "confined"
+        state, text = run_cell(run_dir, PROC_VIEW_CODE)
+        assert state == "ok", text
+        view = json.loads(text)
+        host_paths = [str(scratch), str(BUILDDIR), run_dir.name, os.path.basename(policy)]
+        assert host_paths_seen(view, host_paths) == {}, view
+        assert view["/proc/1/cmdline"] == view["/proc/self/cmdline"] == "kennel-launch\0", view
+        assert str(BUILDDIR) not in view["mountinfo"] and os.path.basename(policy) not in view["mountinfo"]
+        proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()

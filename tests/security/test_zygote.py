@@ -14,7 +14,7 @@ import time
 import pytest
 from jupyter_client import BlockingKernelClient
 
-from sandboxlib import built
+from sandboxlib import BUILDDIR, PROC_VIEW_CODE, built, host_paths_seen
 
 KEY = "zygote-test-key"
 ENV = {"ASAN_OPTIONS": "detect_leaks=0", "PATH": "/usr/bin:/bin"}
@@ -146,6 +146,18 @@ def test_kernels_from_one_zygote_are_confined_separate_and_persistent(zygote, ke
     for k in ks:
         state, text = k.run("print(len([p for p in os.listdir('/proc') if p.isdigit()]))")
         assert state == "ok" and int(text) <= 3
+
+
+def test_forked_kernel_proc_shows_no_host_path(zygote, kernels, scratch):
+    # F13, the gateway's path: init and the kernel are forks of the zygote,
+    # whose command line names its socket in the state dir.
+    k = kernels(zygote.path)
+    state, text = k.run(PROC_VIEW_CODE)
+    assert state == "ok", text
+    view = json.loads(text)
+    host_paths = [str(scratch), str(BUILDDIR), k.run_dir.name, zygote.path]
+    assert host_paths_seen(view, host_paths) == {}, view
+    assert view["/proc/1/cmdline"] == view["/proc/self/cmdline"] == "kennel-launch\0", view
 
 
 def test_kernel_environment_is_its_own_not_the_zygotes(zygote, kernels):
