@@ -220,8 +220,8 @@ load_env (confine_policy_t *self, const json_t *obj, char *err, size_t errlen)
     json_object_foreach ((json_t *) obj, key, value) {
         if (!*key || strchr (key, '='))
             return fail (err, errlen, "policy field \"env\": bad variable name \"%s\"", key);
-        if (!json_is_string (value))
-            return fail (err, errlen, "policy field \"env\": \"%s\" must be a string", key);
+        if (!json_is_string (value) || strlen (json_string_value (value)) != json_string_length (value))
+            return fail (err, errlen, "policy field \"env\": \"%s\" must be a string without NUL", key);
         confine_policy_setenv (self, key, json_string_value (value));
     }
     return 0;

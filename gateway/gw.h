@@ -70,6 +70,16 @@ int gw_peek_object (const void *data, size_t size);
    parent header, 4 metadata, 5 content). */
 int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
 
+/* ---- gw_text: strings from clients, whole or refused -------------------- */
+
+/* The string of value when it is a JSON string without a NUL, else NULL
+   (a NUL would cut the C string: "a\u0000b" read as "a"). */
+const char *gw_text (const json_t *value);
+/* Whether no string and no object key anywhere in value holds a NUL: what
+   the gateway passes on in a launch spec (the launcher's parser refuses
+   NUL) or reads with json_object_foreach (keys as C strings). */
+bool gw_text_clean (const json_t *value);
+
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 
 /* The value of a limit the operator's config made "unlimited" (a client

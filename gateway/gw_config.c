@@ -171,6 +171,26 @@ field_parse (size_t i, const json_t *value, bool operator, const char *where, do
     return 0;
 }
 
+/* A list of Python module names ([A-Za-z0-9_.]+ each): what imports and
+   fork_server.preload hold. */
+static bool
+module_name (const json_t *value)
+{
+    const char *m = gw_text (value);
+    return m && *m && strspn (m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == strlen (m);
+}
+
+static bool
+module_names (const json_t *list)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach (list, i, item)
+        if (!module_name (item))
+            return false;
+    return true;
+}
+
 /* Applies one policy object onto out. With max (request mode), numeric values
    above the maximum and network "loopback" when the maximum is "none" are
    errors naming the field. */
@@ -179,6 +199,10 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
 {
     if (!json_is_object (obj)) {
         *errmsg = format_error ("%s: must be an object", where);
+        return -1;
+    }
+    if (!gw_text_clean (obj)) {
+        *errmsg = format_error ("%s: a field name or a string holds a NUL byte", where);
         return -1;
     }
     const char *name;
@@ -200,7 +224,7 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             field_set (out, i, v);
         }
         else if (streq (name, "network")) {
-            const char *v = json_string_value (value);
+            const char *v = gw_text (value);
             if (!v || (!streq (v, "none") && !streq (v, "loopback"))) {
                 *errmsg = format_error ("%s.network: must be \"none\" or \"loopback\"", where);
                 return -1;
@@ -212,7 +236,7 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             snprintf (out->network, sizeof out->network, "%s", v);
         }
         else if (streq (name, "builtins")) {
-            const char *v = json_string_value (value);
+            const char *v = gw_text (value);
             if (!v || (!streq (v, "agent") && !streq (v, "notebook") && !streq (v, "none"))) {
                 *errmsg = format_error ("%s.builtins: must be \"agent\", \"notebook\" or \"none\"", where);
                 return -1;
@@ -221,8 +245,10 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
         }
         else if (streq (name, "imports")) {
             json_t *deny = json_object_get (value, "deny"), *allow = json_object_get (value, "allow");
-            if (!json_is_object (value) || json_object_size (value) != 1 || !(json_is_array (deny) || json_is_array (allow))) {
-                *errmsg = format_error ("%s.imports: must be {\"deny\": [...]} or {\"allow\": [...]}", where);
+            if (!json_is_object (value) || json_object_size (value) != 1 || !(json_is_array (deny) || json_is_array (allow))
+                || !module_names (deny ? deny : allow)) {
+                *errmsg = format_error ("%s.imports: must be {\"deny\": [...]} or {\"allow\": [...]} of module names",
+                                        where);
                 return -1;
             }
             json_decref (out->imports);
@@ -499,8 +525,7 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
                 return -1;
             }
             json_array_foreach (value, i, mod) {
-                const char *m = json_string_value (mod);
-                if (!m || !*m || strspn (m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != strlen (m)) {
+                if (!module_name (mod)) {
                     *errmsg = format_error ("config %s: fork_server.preload[%zu] must be a module name", path, i);
                     return -1;
                 }

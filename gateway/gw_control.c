@@ -114,11 +114,12 @@ defer (gw_server_t *self, gw_conv_t *conv, wire_msg_t **req_p, bool created, gw_
     gw_conv_when_ready (conv, fn, p);
 }
 
-/* id from the content, or an error reply and NULL. */
+/* id from the content, or an error reply and NULL. Checked on its whole
+   JSON length: a NUL inside is refused, never read as the end. */
 static const char *
 conversation_id (gw_server_t *self, wire_msg_t *req)
 {
-    const char *id = json_string_value (json_object_get (req->content, "conversation_id"));
+    const char *id = gw_text (json_object_get (req->content, "conversation_id"));
     if (!id || !gw_conv_id_valid (id)) {
         reply_error (self, req, "InvalidConversationId",
                      "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
@@ -155,7 +156,7 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         return;
     }
     json_t *kernel = json_object_get (req->content, "kernel");
-    const char *kname = kernel ? json_string_value (kernel) : "python";
+    const char *kname = kernel ? gw_text (kernel) : "python";
     if (!kname || (!streq (kname, "python") && !json_object_get (self->config->kernels, kname))) {
         reply_error (self, req, "UnknownKernel", "kernel must be \"python\" or a kernel named in the config file");
         return;
@@ -215,8 +216,12 @@ do_close (gw_server_t *self, wire_msg_t *req)
         reply_error (self, req, "NoSuchConversation", "no conversation has this id");
         return;
     }
-    bool keep = json_is_true (json_object_get (req->content, "keep_workspace"));
-    gw_server_close_conv (self, id, keep, "close_request");
+    json_t *keep = json_object_get (req->content, "keep_workspace");
+    if (keep && !json_is_boolean (keep)) {
+        reply_error (self, req, "InvalidRequest", "keep_workspace must be true or false");
+        return;
+    }
+    gw_server_close_conv (self, id, json_is_true (keep), "close_request");
     reply_send (self, req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", id));
 }
 

@@ -95,10 +95,15 @@ gw_tools_validate (const json_t *tools, char **errmsg)
             *errmsg = tool_error ((int) index, NULL, "a tool must be an object {name, description, parameters}");
             break;
         }
-        const char *name = json_string_value (json_object_get (tool, "name"));
+        const char *name = gw_text (json_object_get (tool, "name"));
         if (!name || !*name || strlen (name) > TOOL_NAME_MAX) {
-            *errmsg = tool_error ((int) index, NULL, "name must be a non-empty string of at most %d characters",
+            *errmsg = tool_error ((int) index, NULL,
+                                  "name must be a non-empty string of at most %d characters, without NUL",
                                   TOOL_NAME_MAX);
+            break;
+        }
+        if (!gw_text_clean (tool)) {
+            *errmsg = tool_error ((int) index, name, "a string or a key holds a NUL byte");
             break;
         }
         json_t *desc = json_object_get (tool, "description");

@@ -7,7 +7,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c \
-	gateway/gw_clock.c
+	gateway/gw_clock.c gateway/gw_text.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -48,5 +48,5 @@ tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 check_PROGRAMS += tests/gateway/gw_schema_test
 TESTS += tests/gateway/gw_schema_test
 tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c gateway/gw.h gateway/gw_schema.c \
-	gateway/gw_tools.c
+	gateway/gw_tools.c gateway/gw_text.c
 tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm

@@ -47,6 +47,71 @@ def test_invalid_ids_refused(gateway):
     assert c["ename"] == "InvalidConversationId"
 
 
+def test_nul_in_an_id_is_refused_not_truncated(gateway):
+    """F8: "user-alice\u0000mallory" was read as "user-alice": its open got
+    alice's connection and key, its close closed alice. Now both, and a
+    restart, are InvalidConversationId, and alice keeps her kernel."""
+    reply, kc = gateway.open_client("user-alice")
+    execute(kc, "secret = 'alice-private-data'")
+    for msg_type in ("conversation_open_request", "conversation_restart_request", "conversation_close_request"):
+        for bad in ("user-alice\u0000mallory", "user-alice\u0000", "user-alice\u0000x"):
+            c = gateway.control.request(msg_type, {"conversation_id": bad})["content"]
+            assert c["status"] == "error" and c["ename"] == "InvalidConversationId", (msg_type, bad, c)
+            assert "connection" not in c
+    ids = [c["conversation_id"] for c in gateway.control.request("conversation_list_request")["content"]
+           ["conversations"]]
+    assert ids == ["user-alice"]
+    r, out = execute(kc, "print(secret)")
+    assert stdout_of(out) == "alice-private-data\n" and r["metadata"]["kennel"]["state"] == "kept"
+
+
+@pytest.mark.parametrize("content, ename, needle", [
+    ({"kernel": "python\u0000x"}, "UnknownKernel", "kernel"),
+    ({"tools": [{"name": "calc\u0000evil"}]}, "InvalidTools", "name"),
+    ({"tools": [{"name": "calc", "description": "a\u0000b"}]}, "InvalidTools", "NUL"),
+    ({"policy": {"network": "none\u0000x"}}, "PolicyError", "NUL"),
+    ({"policy": {"builtins": "agent\u0000"}}, "PolicyError", "NUL"),
+    ({"policy": {"env": {"A": "b\u0000c"}}}, "PolicyError", "NUL"),
+    ({"policy": {"imports": {"deny": ["os\u0000"]}}}, "PolicyError", "NUL"),
+    ({"policy": {"imports": {"deny": [1]}}}, "PolicyError", "imports"),
+])
+def test_nul_in_open_strings_is_refused(gateway, content, ename, needle):
+    """F8's audit: every string of conversation_open that the gateway
+    compares or passes on is taken on its whole JSON length; a NUL is
+    refused naming what, before a kernel starts."""
+    c = gateway.control.open("nul", **content)
+    assert c["status"] == "error" and c["ename"] == ename and needle in c["evalue"], c
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+
+
+@pytest.mark.parametrize("content", [
+    {"policy": {"execution_timeout\u0000x": 5}},
+    {"policy": {"env": {"A\u0000B": "c"}}},
+    {"tools": [{"name": "calc", "parameters": {"type": "object", "properties": {"x\u0000y": {}}}}]},
+])
+def test_nul_in_a_key_never_reaches_the_control_api(gateway, content):
+    """An object key with a NUL is refused by the wire decoder (logged as
+    bad_message, no reply), so no field name is ever read cut short; the
+    gateway's own check of keys (gw_text_clean) stays as a second line."""
+    with pytest.raises(TimeoutError):
+        gateway.control.request("conversation_open_request", dict(conversation_id="nulkey", **content), timeout=3)
+    assert any(e.get("channel") == "control" for e in gateway.events("bad_message"))
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+
+
+def test_close_keep_workspace_must_be_a_boolean(gateway):
+    """keep_workspace "yes" was read as false and removed the workspace."""
+    reply = gateway.control.open("keep")
+    assert reply["status"] == "ok"
+    (pathlib.Path(reply["workspace"]) / "f").write_text("data")
+    c = gateway.control.request("conversation_close_request", {"conversation_id": "keep",
+                                                               "keep_workspace": "yes"})["content"]
+    assert c["status"] == "error" and c["ename"] == "InvalidRequest" and "keep_workspace" in c["evalue"], c
+    assert (pathlib.Path(reply["workspace"]) / "f").read_text() == "data"
+    c = gateway.control.request("conversation_close_request", {"conversation_id": "keep"})["content"]
+    assert c["status"] == "ok"
+
+
 def test_policy_cannot_raise_limits(gateway):
     c = gateway.control.open("p", policy={"execution_timeout": 10 ** 9})
     assert c["status"] == "error" and c["ename"] == "PolicyError"

@@ -1,0 +1,41 @@
+/*  gw_text.c - strings from clients, taken whole or refused.
+
+    Control requests are decoded with JSON_ALLOW_NUL (wire_json.c), so a
+    string or an object key may hold "\u0000". C reads such a string only up
+    to the NUL: "user-alice\u0000mallory" would be read as "user-alice" and
+    alias another conversation. Every string the gateway compares, looks up
+    or passes on as a name goes through here and is refused when its JSON
+    length and its C length differ.
+*/
+#include "gw.h"
+
+#include <string.h>
+
+const char *
+gw_text (const json_t *value)
+{
+    const char *s = json_string_value (value);
+    if (!s || strlen (s) != json_string_length (value))
+        return NULL;
+    return s;
+}
+
+bool
+gw_text_clean (const json_t *value)
+{
+    const char *key;
+    size_t len, i;
+    json_t *item;
+    if (json_is_string (value))
+        return gw_text (value) != NULL;
+    if (json_is_array (value)) {
+        json_array_foreach ((json_t *) value, i, item)
+            if (!gw_text_clean (item))
+                return false;
+        return true;
+    }
+    json_object_keylen_foreach ((json_t *) value, key, len, item)
+        if (strlen (key) != len || !gw_text_clean (item))
+            return false;
+    return true; /* numbers, booleans, null; jansson bounds the depth */
+}
