@@ -21,6 +21,8 @@ import zmq
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
+import hostprobe
+
 HERE = pathlib.Path(__file__).resolve().parent
 BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", HERE.parent.parent / "build" / "check"))
 
@@ -91,7 +93,7 @@ class Gateway:
                "max_message_bytes": 1 << 20}
         cfg.update(config or {})
         self.config_file = tmp_path / "config.json"
-        self.config_file.write_text(json.dumps(cfg))
+        self.config_file.write_text(json.dumps(hostprobe.gateway_config(cfg)))
         cmd = [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state), "--connection-file",
                str(self.conn_file), "--config", str(self.config_file), "--log-file", str(self.log_file),
                "--transport", transport]

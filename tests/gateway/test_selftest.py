@@ -5,12 +5,13 @@ import re
 import shutil
 import subprocess
 
+import hostprobe
 from gwtest import built, launcher
 
 
 def run_selftest(tmp_path, config, wrapper=()):
     cfg = tmp_path / "selftest.json"
-    cfg.write_text(json.dumps(config))
+    cfg.write_text(json.dumps(hostprobe.gateway_config(config)))
     return subprocess.run([*wrapper, str(built("gateway/kennel")), "selftest", "--config", str(cfg)],
                           capture_output=True, text=True, timeout=120)
 

@@ -16,6 +16,8 @@ import tempfile
 
 import pytest
 
+import hostprobe
+
 SRCDIR = pathlib.Path(__file__).resolve().parent.parent.parent
 BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
 
@@ -27,9 +29,9 @@ def built(relpath):
         raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
     return path
 
-NOBODY = 65534
-SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-PYTHON = "/usr/bin/python3"
+NOBODY = hostprobe.NOBODY
+SETPRIV = hostprobe.SETPRIV
+PYTHON = hostprobe.PYTHON
 
 
 @dataclasses.dataclass
@@ -56,25 +58,28 @@ class Launcher:
     def prefix(self):
         return [] if self.root else list(SETPRIV)
 
-    def policy_file(self, policy):
+    @property
+    def uid(self):
+        return 0 if self.root else NOBODY
+
+    def policy_file(self, policy, strict=False):
+        """The policy as a file; unless strict, it also allows the layers
+        this host cannot give this user (hostprobe: e.g. cgroup v1 for uid
+        65534), and the report then says which."""
         policy = dict(policy or {})
-        if not self.root:
-            # cgroup v1 cannot be delegated to uid 65534 on this host: the
-            # only layer it may lack (the report says unsupported).
-            policy.setdefault("allow_degraded", [])
-            if "cgroup" not in policy["allow_degraded"]:
-                policy["allow_degraded"] = policy["allow_degraded"] + ["cgroup"]
+        if not strict:
+            policy["allow_degraded"] = hostprobe.allow_degraded(self.uid, policy.get("allow_degraded", ()))
         fd, path = tempfile.mkstemp(suffix=".json", dir=self.scratch)
         with os.fdopen(fd, "w") as f:
             json.dump(policy, f)
         os.chmod(path, 0o644)
         return path
 
-    def run(self, argv, policy=None, stdin=None, timeout=60, env=None, wrapper=(), raw_args=None):
+    def run(self, argv, policy=None, stdin=None, timeout=60, env=None, wrapper=(), raw_args=None, strict=False):
         """kennel-launch --policy P --report-fd N -- argv; returns Result."""
         rfd, wfd = os.pipe()
         args = raw_args if raw_args is not None else [
-            "--policy", self.policy_file(policy), "--report-fd", str(wfd), "--", *argv]
+            "--policy", self.policy_file(policy, strict), "--report-fd", str(wfd), "--", *argv]
         cmd = self.prefix() + list(wrapper) + [self.binary, *args]
         run_env = {"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": "detect_leaks=0"}
         run_env.update(env or {})
@@ -116,6 +121,19 @@ def scratch():
 def launcher(request, scratch):
     if os.geteuid() != 0:
         pytest.fail("tests/security runs as root (as CI does) and drops to uid 65534 itself")
+    user = Launcher(request.param, scratch, str(scratch))
+    userns = hostprobe.user_namespaces(user.uid)
+    if not userns.ok:
+        # Nothing can be confined as this user here: every sandbox test would
+        # only see the refusal, which test_refused_where_the_host_forbids_user_namespaces
+        # asserts. Said in the skip reason (pytest -ra lists it).
+        pytest.skip(f"{userns.detail}: confinement is refused for {request.param} on this host")
+    return user
+
+
+@pytest.fixture(scope="session", params=["root", "nobody"])
+def any_launcher(request, scratch):
+    """A launcher for each user, whatever the host allows (no userns skip)."""
     return Launcher(request.param, scratch, str(scratch))
 
 

@@ -7,8 +7,11 @@ import subprocess
 import textwrap
 import time
 
+import pytest
+
+import hostprobe
 # the fixtures come from sandboxlib (see its docstring)
-from sandboxlib import (Launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
+from sandboxlib import (Launcher, any_launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
                         launcher, scratch)
 
 
@@ -17,32 +20,58 @@ ALL_LAYERS = {"no_new_privs", "cgroup", "userns", "pid", "net", "ipc", "uts", "c
 
 
 def test_report_says_every_layer_is_active(launcher):
+    # Active everywhere but where the host lacks the layer (probed
+    # unconfined: hostprobe); there the report says so, with the reason.
     res = launcher.run(["/bin/true"])
     assert res.returncode == 0, res.stderr
     layers = res.status["layers"]
     assert set(layers) == ALL_LAYERS
     for name, layer in layers.items():
         assert layer["reason"], name
-        if name == "cgroup" and not launcher.root:
-            # uid 65534 cannot have cgroup v1 limits: reported, with the fix
-            assert layer["state"] == "unsupported" and "root" in layer["reason"], layer
-        else:
-            assert layer["state"] == "active", (name, layer)
+        expected = hostprobe.expected_layer_state(name, launcher.uid)
+        if expected != "active":
+            print(f"{name}: {expected} on this host ({hostprobe.lacking_layers(launcher.uid)[name]}): {layer}")
+        assert layer["state"] == expected, (name, layer, hostprobe.lacking_layers(launcher.uid))
     assert res.status["pid"] > 0
 
 
-def test_required_layer_missing_refuses_with_its_name(scratch):
-    # uid 65534 on cgroup v1 cannot have cgroup limits: without
-    # allow_degraded ["cgroup"] the launcher must refuse, and run nothing.
-    nobody = Launcher("nobody", scratch, str(scratch))
-    path = os.path.join(nobody.scratch, "strict.json")
-    with open(path, "w") as f:
-        json.dump({}, f)
-    os.chmod(path, 0o644)
-    res = nobody.run([], raw_args=["--policy", path, "--", "/bin/echo", "RAN"])
-    assert res.returncode == 125
-    assert "RAN" not in res.stdout
-    assert res.stderr.count("\n") == 1 and "confinement refused: cgroup:" in res.stderr, res.stderr
+def refusal_param(user):
+    uid = 0 if user == "root" else hostprobe.NOBODY
+    layer, detail = hostprobe.first_refusal(uid)
+    return pytest.param(user, id=f"{user}-{'host-lacks-' + layer if layer else detail}")
+
+
+@pytest.mark.parametrize("user", [refusal_param("root"), refusal_param("nobody")])
+def test_required_layer_missing_refuses_with_its_name(scratch, user):
+    # A launch that allows no degradation: where the host lacks a layer for
+    # this user (uid 65534 on cgroup v1, Landlock ABI < 6, no user
+    # namespaces) it is refused naming that layer and runs nothing; where
+    # the host has them all, it runs with every layer active.
+    who = Launcher(user, scratch, str(scratch))
+    layer, detail = hostprobe.first_refusal(who.uid)
+    print(f"{user}: {detail}")
+    res = who.run(["/bin/echo", "RAN"], policy={"allow_degraded": []}, strict=True)
+    if layer:
+        assert res.returncode == 125 and "RAN" not in res.stdout, (res.returncode, res.stdout)
+        assert res.stderr.count("\n") == 1 and f"confinement refused: {layer}:" in res.stderr, res.stderr
+        assert res.status["status"] == "error" and res.status["stage"] == layer
+    else:
+        assert (res.returncode, res.stdout) == (0, "RAN\n"), res.stderr
+        assert {layer["state"] for layer in res.status["layers"].values()} == {"active"}, res.status
+
+
+def test_refused_where_the_host_forbids_user_namespaces(any_launcher):
+    # The real host (no simulation, see the next test for that): a user the
+    # host gives no user namespaces gets a refusal naming userns; otherwise
+    # the layer is active.
+    probe = hostprobe.user_namespaces(any_launcher.uid)
+    print(probe.detail)
+    res = any_launcher.run(["/bin/echo", "RAN"])
+    if probe.ok:
+        assert res.status["layers"]["userns"]["state"] == "active", res.status
+    else:
+        assert res.returncode == 125 and "RAN" not in res.stdout
+        assert res.status["stage"] == "userns" and "confinement refused: userns:" in res.stderr, res.stderr
 
 
 def test_no_user_namespaces_refuses_naming_the_layer(launcher):
@@ -199,7 +228,7 @@ def test_launch_spec_runs_argv_kernel_after_status_line(launcher, host_workspace
     if not launcher.root:
         os.chown(run_dir, 65534, 65534)
         os.chown(run_dir / "kernel.json", 65534, 65534)
-    policy = {"allow_degraded": ["quota"] + ([] if launcher.root else ["cgroup"])}
+    policy = {"allow_degraded": hostprobe.allow_degraded(launcher.uid, ["quota"])}
     rc, out, err, lines = spec_launch(launcher, {
         "policy": policy, "workspace": str(host_workspace), "run_dir": str(run_dir),
         "env": {"KENNEL_CONVERSATION": "c1"},
@@ -223,10 +252,19 @@ def test_launch_spec_errors_come_back_on_the_status_fd(launcher):
 
 def test_cgroup_memory_limit_kills_and_says_so(scratch):
     # As root the cgroup is the memory bound (here without RLIMIT_DATA):
-    # the OOM kill is reported on stderr, the launcher dies of SIGKILL.
+    # the OOM kill is reported on stderr, the launcher dies of SIGKILL. On a
+    # host that gives root no cgroup limits the launch must be refused
+    # instead (cgroup is not allowed to degrade here: nothing would bound
+    # the bomb).
     root = Launcher("root", scratch, str(scratch))
-    res = root.py("chunks = []\nwhile True: chunks.append(bytearray(16 << 20))",
-                  policy={"memory_bytes": 128 << 20, "rlimits": {"data": 0}})
+    probe = hostprobe.cgroup_limits(0)
+    print(probe.detail)
+    others = [name for name in hostprobe.lacking_layers(0) if name != "cgroup"]
+    res = root.py("chunks = []\nwhile True: chunks.append(bytearray(16 << 20))", strict=True,
+                  policy={"memory_bytes": 128 << 20, "rlimits": {"data": 0}, "allow_degraded": others})
+    if not probe.ok:
+        assert res.returncode == 125 and res.status["stage"] == "cgroup", (res.returncode, res.stderr)
+        return
     assert res.returncode == -signal.SIGKILL, (res.returncode, res.stderr)
     assert "reached its memory limit (134217728 bytes)" in res.stderr
     assert "OOM killer" in res.stderr
@@ -265,13 +303,23 @@ def test_a_missing_workspace_is_refused_at_the_mount_stage(launcher):
 
 def test_stale_cgroup_of_a_killed_launcher_is_removed(scratch):
     # A launcher killed with SIGKILL cannot remove its cgroup; the next one
-    # removes cgroups of launchers that no longer exist.
+    # removes cgroups of launchers that no longer exist (beside its own:
+    # v1 in the pids hierarchy, v2 in the unified one).
+    probe = hostprobe.cgroup_limits(0)
+    if not probe.ok:
+        pytest.skip(f"{probe.detail}: the launcher makes no cgroup here, so none is left to remove "
+                    "(test_report_says_every_layer_is_active asserts the layer is reported unsupported)")
     root = Launcher("root", scratch, str(scratch))
-    own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup")
-               if "pids" in line.split(":")[1].split(","))
+    if hostprobe.cgroup_version() == 1:
+        own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup")
+                   if "pids" in line.split(":")[1].split(","))
+        hierarchy = "/sys/fs/cgroup/pids"
+    else:
+        own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup") if line.startswith("0::"))
+        hierarchy = "/sys/fs/cgroup"
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = f"/sys/fs/cgroup/pids{'' if own == '/' else own}/kennel-{dead.pid}"
+    stale = f"{hierarchy}{'' if own == '/' else own}/kennel-{dead.pid}"
     os.mkdir(stale)
     try:
         assert root.run(["/bin/true"]).returncode == 0

@@ -60,3 +60,26 @@ def test_this_hosts_probes_answer_with_a_detail():
     for uid in (0, hostprobe.NOBODY):
         assert hostprobe.cgroup_limits(uid).detail.startswith(f"cgroup v{hostprobe.cgroup_version()}")
         assert "uid" in hostprobe.user_namespaces(uid).detail
+
+
+@pytest.mark.parametrize("cgroup,abi,userns,refusal,landlock", [
+    (True, 7, True, None, "active"),              # this CI host as root
+    (False, 7, True, "cgroup", "active"),         # cgroup v1, uid 65534 (this CI host)
+    (True, 3, True, "landlock", "degraded"),      # Linux 6.2-6.6
+    (True, 0, True, "landlock", "unsupported"),   # no Landlock at all
+    (True, 7, False, "userns", "active"),         # userns forbidden (Docker, Ubuntu AppArmor)
+    (False, 3, False, "cgroup", "degraded"),      # several missing: the first one set up
+], ids=["all", "no-cgroup", "landlock-abi-3", "no-landlock", "no-userns", "several"])
+def test_layer_decisions_for_each_host_kind(monkeypatch, cgroup, abi, userns, refusal, landlock):
+    # The decisions from simulated probe results (the probes themselves run
+    # for real in test_this_hosts_probes_answer_with_a_detail).
+    monkeypatch.setattr(hostprobe, "cgroup_limits", lambda uid: hostprobe.Probe(cgroup, "cgroup probe"))
+    monkeypatch.setattr(hostprobe, "landlock_abi", lambda: (abi, f"Landlock ABI {abi}"))
+    monkeypatch.setattr(hostprobe, "user_namespaces", lambda uid: hostprobe.Probe(userns, "userns probe"))
+    assert hostprobe.first_refusal(hostprobe.NOBODY)[0] == refusal
+    assert hostprobe.expected_layer_state("landlock", hostprobe.NOBODY) == landlock
+    assert hostprobe.expected_layer_state("cgroup", hostprobe.NOBODY) == ("active" if cgroup else "unsupported")
+    assert hostprobe.expected_layer_state("seccomp", hostprobe.NOBODY) == "active"
+    lacking = {"cgroup"} if not cgroup else set()
+    lacking |= {"landlock"} if abi < 6 else set()
+    assert set(hostprobe.allow_degraded(hostprobe.NOBODY, ["quota"])) == {"quota"} | lacking

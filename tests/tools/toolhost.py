@@ -18,6 +18,8 @@ import zmq
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
+import hostprobe
+
 HERE = pathlib.Path(__file__).resolve().parent
 SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", HERE.parent.parent))
 BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
@@ -122,7 +124,7 @@ class Daemon:
         self.conn_file = self.state / "gateway.json"
         self.log_file = pathlib.Path(log_dir) / "gateway.log"
         config_file = pathlib.Path(log_dir) / "config.json"
-        config_file.write_text(json.dumps(config or {}))
+        config_file.write_text(json.dumps(hostprobe.gateway_config(config or {})))
         self.proc = subprocess.Popen(
             [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state),
              "--connection-file", str(self.conn_file), "--config", str(config_file),

@@ -9,8 +9,11 @@ run and what came back; tests put it in their ids and messages.
 
 The probes: foreign syscall ABIs (i386 `int 0x80`, x32), the Landlock ABI,
 cgroup limits for a given uid (v1 or v2, delegation), unprivileged user
-namespaces. Results are cached per process: the host does not change
-during a run."""
+namespaces, the host's own interface addresses. Results are cached per
+process: the host does not change during a run.
+
+At the top of tests/ (beside conftest.py, which puts this folder on
+sys.path), so that every folder's tests use the same probes."""
 import ctypes
 import dataclasses
 import errno
@@ -182,10 +185,11 @@ def interface_addresses():
     return [a["local"] for link in json.loads(out or "[]") for a in link.get("addr_info", [])]
 
 
-def lacking_layers(uid):
-    """The degradable layers this host cannot give a launcher run as uid,
-    each with the probe's detail: tests allow exactly these (and then
-    assert their report says so), never more."""
+def lacking_layers(uid=None):
+    """The degradable layers this host cannot give a launcher run as uid
+    (default: this process's), each with the probe's detail: tests allow
+    exactly these (and then assert their report says so), never more."""
+    uid = os.geteuid() if uid is None else uid
     lacking = {}
     cgroup = cgroup_limits(uid)
     if not cgroup.ok:
@@ -194,3 +198,49 @@ def lacking_layers(uid):
     if abi < 6:
         lacking["landlock"] = detail + " (< 6: no TCP rules or scoping)"
     return lacking
+
+
+def allow_degraded(uid=None, also=()):
+    """A policy's allow_degraded for this host: `also` (what the test itself
+    accepts, e.g. "quota" for a host workspace) plus what the host lacks."""
+    return sorted(set(also) | set(lacking_layers(uid)))
+
+
+
+def expected_layer_state(name, uid=None):
+    """The state the launcher's report must give a layer on this host."""
+    uid = os.geteuid() if uid is None else uid
+    if name == "landlock":
+        return landlock_state()
+    if name == "cgroup" and not cgroup_limits(uid).ok:
+        return "unsupported"
+    return "active"
+
+
+# The order in which the launcher sets the probed layers up: the first one
+# a host lacks is the one a strict launch is refused for.
+SETUP_ORDER = ("cgroup", "userns", "landlock")
+
+
+def first_refusal(uid):
+    """The layer a launch that allows no degradation is refused for on this
+    host (None: the host has every layer), with the probe's detail."""
+    lacking = dict(lacking_layers(uid))
+    userns = user_namespaces(uid)
+    if not userns.ok:
+        lacking["userns"] = userns.detail
+    for name in SETUP_ORDER:
+        if name in lacking:
+            return name, lacking[name]
+    return None, "host-has-every-layer"
+
+
+def gateway_config(config):
+    """A test gateway's config: where this host lacks a layer for this
+    user, "confine" allows exactly that layer (plus "quota", the gateway's
+    own default), unless the test sets "confine" itself. On a host with
+    every layer the config is left as it is, so the gateway's default runs."""
+    lacking = lacking_layers()
+    if not lacking or "confine" in config:
+        return config
+    return dict(config, confine={"allow_degraded": allow_degraded(also=["quota"])})
