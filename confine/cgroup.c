@@ -257,8 +257,8 @@ cgroup_attach (confine_ctx_t *ctx, pid_t pid)
 }
 
 /* How many processes the memory limit killed (v1 memory.oom_control,
-   v2 memory.events: "oom_kill N"); 0 when unknown. */
-static unsigned long
+   v2 memory.events: "oom_kill N"); -1 when neither file has that count. */
+static long
 oom_kills (const char *dir)
 {
     const char *files[] = { "memory.events", "memory.oom_control" };
@@ -268,24 +268,32 @@ oom_kills (const char *dir)
         FILE *f = fopen (path, "re");
         if (!f)
             continue;
-        unsigned long n = 0;
+        long n = -1;
         while (fgets (line, sizeof line, f))
-            if (sscanf (line, "oom_kill %lu", &n) == 1)
+            if (sscanf (line, "oom_kill %ld", &n) == 1)
                 break;
         fclose (f);
         return n;
     }
-    return 0;
+    return -1;
+}
+
+/* The waiter's last reading, for confine_oom_kills: its cgroup is gone by
+   the time the policy's on_exit hook runs. One sandbox per process. */
+static long s_oom_kills = -1;
+
+long
+confine_oom_kills (void)
+{
+    return s_oom_kills;
 }
 
 void
 cgroup_cleanup (confine_ctx_t *ctx)
 {
-    /* The only place the cause of a SIGKILL is known: say it. */
-    unsigned long kills = ctx->cgroup_dirs[0][0] ? oom_kills (ctx->cgroup_dirs[0]) : 0;
-    if (kills)
-        fprintf (stderr, "confine: the sandbox reached its memory limit (%llu bytes): %lu process(es) killed by the OOM killer\n",
-                 (unsigned long long) ctx->policy->memory_bytes, kills);
+    /* The only place the cause of a SIGKILL is known: kept for on_exit. */
+    if (ctx->cgroup_dirs[0][0] && ctx->policy->memory_bytes)
+        s_oom_kills = oom_kills (ctx->cgroup_dirs[0]);
     remove_dirs (ctx);
 }
 

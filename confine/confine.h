@@ -107,6 +107,13 @@ typedef struct {
     void *on_exit_arg;
 } confine_policy_t;
 
+/* In the waiter, e.g. from on_exit: how many processes the sandbox's
+   memory limit killed (cgroup v1 memory.oom_control, v2 memory.events
+   "oom_kill"), read just before its cgroup was removed; -1 when there is no
+   such count (no memory limit, the cgroup layer degraded, or a kernel
+   without the counter). */
+long confine_oom_kills (void);
+
 /* The defaults (documented in README.md). Never NULL (aborts on OOM). */
 confine_policy_t *confine_policy_new (void);
 /* Applies the fields of a JSON object on top of the current values.

@@ -283,8 +283,10 @@ on_launch_exit (gw_launch_t *launch, void *arg)
     gw_log ("kernel_exit", "{s:s, s:s, s:s}", "conversation", self->id, "status", gw_launch_cause (launch), "cause",
             cause);
     self->kstate = K_DEAD;
-    gw_launch_abandon (&self->launch);
+    /* detached while the launch is still ours: the replies' metadata.kennel
+       take its cause (kernel_ended) */
     gw_relay_kernel_detach (self->relay, ename, cause, true);
+    gw_launch_abandon (&self->launch);
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = self->kill_cause = NULL;
 }

@@ -5,7 +5,13 @@
     runs in its own session (so a terminal's SIGINT never reaches a kernel and
     the gateway can kill the whole group). stdout/stderr go to a log file in
     the conversation's run dir: kernels may print anything and the gateway's
-    stderr is a stream of JSON lines.
+    stderr is a stream of JSON lines. The launcher keeps that file outside
+    the sandbox; the kernel's output reaches it through the launcher's pump.
+
+    After the status line, the pipe stays open, unwatched: the launcher's
+    waiter writes {"status": "ended", "oom_kills": K, ...} there before it
+    exits, which tells a kernel the memory limit killed from any other
+    SIGKILL. It is read when the launcher's exit is seen.
 */
 #include "gw.h"
 
@@ -35,7 +41,10 @@ struct gw_launch {
     size_t status_len;
     json_t *status;
     char *error;
-    char cause[128];
+    char cause[160];
+    bool ended;         /* the waiter's "ended" line was read: */
+    long oom_kills;     /* its count (-1: no memory cgroup) */
+    json_int_t memory_bytes;
     gw_launch_fn *on_status;
     gw_launch_fn *on_exit;
     void *arg;
@@ -111,13 +120,27 @@ describe_status (int status, char *out, size_t size)
 {
     if (WIFSIGNALED (status)) {
         int sig = WTERMSIG (status);
-        snprintf (out, size, "killed by signal %d (SIG%s)%s", sig, sigabbrev_np (sig) ? sigabbrev_np (sig) : "?",
-                  sig == SIGKILL ? ", possibly out of memory" : "");
+        snprintf (out, size, "killed by signal %d (SIG%s)", sig, sigabbrev_np (sig) ? sigabbrev_np (sig) : "?");
     }
     else if (WIFEXITED (status))
         snprintf (out, size, "exit status %d", WEXITSTATUS (status));
     else
         snprintf (out, size, "wait status %d", status);
+}
+
+/* A SIGKILL is "out of memory" only on the waiter's evidence: its cgroup
+   counted OOM kills. Without a memory cgroup, nobody can know. */
+static void
+describe_exit (const gw_launch_t *self, char *out, size_t size)
+{
+    int status = self->wait_status;
+    bool killed = WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL;
+    if (killed && self->ended && self->oom_kills > 0)
+        snprintf (out, size, "out of memory (memory_bytes %lld)", (long long) self->memory_bytes);
+    else if (killed && self->ended && self->oom_kills < 0)
+        snprintf (out, size, "killed by signal 9 (SIGKILL); cause unknown: no memory cgroup");
+    else
+        describe_status (status, out, size);
 }
 
 static void
@@ -127,6 +150,37 @@ status_close (gw_launch_t *self)
         unwatch (self, &self->status_item);
         close (self->status_item.fd);
         self->status_item.fd = -1;
+    }
+}
+
+/* The waiter's {"status":"ended",...} line, anywhere in what was read. */
+static void
+end_parse (gw_launch_t *self)
+{
+    for (size_t at = 0; at < self->status_len;) {
+        char *nl = memchr (self->status_buf + at, '\n', self->status_len - at);
+        size_t len = nl ? (size_t) (nl - (self->status_buf + at)) : self->status_len - at;
+        json_t *obj = json_loadb (self->status_buf + at, len, 0, NULL);
+        const char *status = json_string_value (json_object_get (obj, "status"));
+        if (status && streq (status, "ended") && json_is_integer (json_object_get (obj, "oom_kills"))) {
+            self->ended = true;
+            self->oom_kills = (long) json_integer_value (json_object_get (obj, "oom_kills"));
+            self->memory_bytes = json_integer_value (json_object_get (obj, "memory_bytes"));
+        }
+        json_decref (obj);
+        at += len + 1;
+    }
+}
+
+/* Whatever the launcher wrote before it exited is still in the pipe. */
+static void
+status_read_rest (gw_launch_t *self)
+{
+    while (self->status_item.fd >= 0 && self->status_len < STATUS_MAX) {
+        ssize_t n = read (self->status_item.fd, self->status_buf + self->status_len, STATUS_MAX - self->status_len);
+        if (n <= 0)
+            break;
+        self->status_len += (size_t) n;
     }
 }
 
@@ -153,10 +207,10 @@ status_parse (gw_launch_t *self)
         if (asprintf (&self->error, "confinement failed at %s: %s", stage ? stage : "?", message ? message : "?") < 0)
             self->error = NULL;
     }
-    else if (!len) {
-        char c[128];
+    else if (!len || (status && streq (status, "ended"))) {
+        char c[sizeof self->cause];
         if (self->exited)
-            describe_status (self->wait_status, c, sizeof c);
+            describe_exit (self, c, sizeof c);
         else
             snprintf (c, sizeof c, "closed its status pipe");
         if (asprintf (&self->error, "the launcher ended without a status line (%s)", c) < 0)
@@ -171,15 +225,14 @@ status_parse (gw_launch_t *self)
 static void
 status_done (gw_launch_t *self)
 {
-    /* whatever the launcher wrote before it exited is still in the pipe */
-    while (self->status_item.fd >= 0 && self->status_len < STATUS_MAX) {
-        ssize_t n = read (self->status_item.fd, self->status_buf + self->status_len, STATUS_MAX - self->status_len);
-        if (n <= 0)
-            break;
-        self->status_len += (size_t) n;
-    }
-    status_close (self);
+    status_read_rest (self);
+    if (self->exited)
+        end_parse (self);
     status_parse (self);
+    if (self->state == GW_LAUNCH_CONFINED && !self->exited && self->status_item.fd >= 0)
+        unwatch (self, &self->status_item); /* kept for the "ended" line */
+    else
+        status_close (self);
     if (self->on_status && !self->abandoned) {
         self->in_callback++;
         self->on_status (self, self->arg);
@@ -224,7 +277,6 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     self->pid_item.fd = -1;
     self->exited = true;
     self->wait_status = status;
-    describe_status (status, self->cause, sizeof self->cause);
     if (self->abandoned) {
         void *handle = zlistx_find (abandoned_list, self);
         if (handle)
@@ -234,8 +286,14 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     }
     /* a launcher that dies before writing its status line: the pipe's EOF
        may not have been seen yet, so settle the status first */
-    if (self->status_item.fd >= 0)
+    if (self->status_item.fd >= 0 && self->state == GW_LAUNCH_WAITING)
         status_done (self);
+    else if (self->status_item.fd >= 0) {
+        status_read_rest (self);
+        end_parse (self);
+        status_close (self);
+    }
+    describe_exit (self, self->cause, sizeof self->cause);
     if (!self->abandoned) {
         self->state = GW_LAUNCH_EXITED;
         if (self->on_exit) {

@@ -307,9 +307,14 @@ exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
     if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED)
         gw_proc_watch_end (&e->usage, &cpu, &hwm);
     gw_proc_watch_close (&e->usage);
-    return json_pack ("{s:f, s:f, s:I, s:I, s:b, s:i, s:s}", "wall_seconds", wall, "cpu_seconds", cpu < 0 ? 0 : cpu,
-                      "max_rss_bytes", (json_int_t) hwm, "output_bytes", (json_int_t) e->output_bytes,
-                      "output_truncated", e->truncated, "tool_calls", e->tool_calls, "state", state);
+    json_t *cost = json_pack ("{s:f, s:f, s:I, s:I, s:b, s:i, s:s}", "wall_seconds", wall, "cpu_seconds",
+                              cpu < 0 ? 0 : cpu, "max_rss_bytes", (json_int_t) hwm, "output_bytes",
+                              (json_int_t) e->output_bytes, "output_truncated", e->truncated, "tool_calls",
+                              e->tool_calls, "state", state);
+    /* how the kernel ended, when that ended this execution */
+    if (launch && gw_launch_state (launch) == GW_LAUNCH_EXITED)
+        json_object_set_new (cost, "kernel_ended", json_string (gw_launch_cause (launch)));
+    return cost;
 }
 
 /* Ends the head (or any) execution: log, drop, start the next one. */

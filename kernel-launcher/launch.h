@@ -17,6 +17,7 @@ typedef struct {
     char *connection_file;      /* for the builtin kernel, as seen inside */
     char *zygote;               /* spec "zygote": the fork server's socket (owned; may be NULL) */
     bool forked;                /* runs in a zygote's child: CPython is already up */
+    bool from_spec;             /* a launch spec's (the gateway's): log pump, "ended" line */
 } launch_kernel_t;
 
 void launch_kernel_free (launch_kernel_t *kernel);
@@ -52,11 +53,33 @@ int launch_zygote_child_fixup (void);
    cannot be reached (the caller then starts the kernel itself). */
 int launch_zygote_proxy (const char *socket_path, const char *text, int status_fd);
 
+/* ---- the kernel's output to the host log (logpump.c) ---- */
+
+/* The most bytes of kernel output one launch writes to the log. */
+#define LAUNCH_LOG_MAX (8 << 20)
+
+/* Before confinement: fds 1 and 2 become a pipe that a pump process
+   (outside the sandbox) copies to the launcher's fd 2, each line marked
+   "[kernel] ", at most LAUNCH_LOG_MAX bytes. 0, or -1 (fds unchanged). */
+int launch_logpump_start (void);
+/* The launcher's own fds 1 and 2 back, then waits (bounded) for the pump
+   to log what the ended sandbox wrote. Without a pump: nothing. */
+void launch_logpump_finish (void);
+
+/* ---- the status line (status.c) ---- */
+
+/* Writes all of data to fd (retries short writes and EINTR; stops at an error). */
+void launch_write_all (int fd, const char *data, size_t len);
+
 /* One JSON line on fd, then closes it unless it is 0, 1 or 2 (fd < 0: nothing). */
 void launch_status_confined (int fd, const confine_report_t *report);
 /* The same in two steps: the line made now, written (and taken) later. */
 json_t *launch_status_confined_json (const confine_report_t *report);
 void launch_status_write (int fd, json_t *line);
 void launch_status_error (int fd, const char *stage, int err, const char *message);
+/* The waiter's last line, once the sandbox ended: {"status": "ended",
+   "wait_status": W, "oom_kills": K (-1: no count), "memory_bytes": N};
+   closes fd. */
+void launch_status_ended (int fd, int wait_status, long oom_kills, unsigned long long memory_bytes);
 
 #endif

@@ -13,6 +13,7 @@ EXTRA_kernel_launcher_kennel_launch_DEPENDENCIES = kernel-launcher/kennel-launch
 
 kernel_launcher_kennel_launch_full_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
+	kernel-launcher/logpump.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
 	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c
 kernel_launcher_kennel_launch_full_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
@@ -31,4 +32,4 @@ EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/secur
 	tests/security/test_zygote.py kernel-launcher/zygote_bench.py
 
 # gateway tests of what the launcher carries (tests/local.mk runs them)
-EXTRA_DIST += tests/gateway/test_utf8.py
+EXTRA_DIST += tests/gateway/test_utf8.py tests/gateway/test_death_cause.py tests/gateway/test_kernel_log.py

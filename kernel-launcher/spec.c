@@ -166,6 +166,7 @@ launch_spec_parse (const char *text, confine_policy_t *policy, launch_kernel_t *
         return fail (err, errlen, "launch spec: line %d: %s", jerr.line, jerr.text);
     int rc = json_is_object (spec) ? read_fields (spec, policy, kernel, status_fd, err, errlen)
                                    : fail (err, errlen, "launch spec must be a JSON object");
+    kernel->from_spec = true;
     /* status_fd is also known on error, so the caller can report there. */
     json_t *sfd = json_object_get (spec, "status_fd");
     if (rc < 0 && json_is_integer (sfd))

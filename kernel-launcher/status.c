@@ -1,6 +1,7 @@
-/*  status.c - the one JSON status line the launcher writes before the
+/*  status.c - the JSON status line the launcher writes before the
     kernel runs: {"status": "confined", "pid", "layers"} or
-    {"status": "error", "stage", "errno", "message"}. */
+    {"status": "error", "stage", "errno", "message"}; and, from a launch
+    spec, the waiter's {"status": "ended", ...} once the sandbox ended. */
 #include "launch.h"
 
 #include <errno.h>
@@ -17,6 +18,20 @@ done (int fd)
         close (fd);
 }
 
+void
+launch_write_all (int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write (fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        data += n;
+        len -= (size_t) n;
+    }
+}
+
 static void
 write_line (int fd, json_t *json)
 {
@@ -28,17 +43,7 @@ write_line (int fd, json_t *json)
     }
     size_t len = strlen (text);
     text[len] = '\n';   /* json_dumps's NUL becomes the newline */
-    const char *p = text;
-    size_t left = len + 1;
-    while (left > 0) {
-        ssize_t n = write (fd, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        p += n;
-        left -= (size_t) n;
-    }
+    launch_write_all (fd, text, len + 1);
     free (text);
     done (fd);
 }
@@ -75,4 +80,13 @@ launch_status_error (int fd, const char *stage, int err, const char *message)
         return;
     write_line (fd, json_pack ("{s:s, s:s, s:i, s:s}", "status", "error", "stage", stage, "errno", err,
                                "message", message));
+}
+
+void
+launch_status_ended (int fd, int wait_status, long oom_kills, unsigned long long memory_bytes)
+{
+    if (fd < 0)
+        return;
+    write_line (fd, json_pack ("{s:s, s:i, s:I, s:I}", "status", "ended", "wait_status", wait_status, "oom_kills",
+                               (json_int_t) oom_kills, "memory_bytes", (json_int_t) memory_bytes));
 }

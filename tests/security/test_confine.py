@@ -236,10 +236,17 @@ def test_launch_spec_runs_argv_kernel_after_status_line(launcher, host_workspace
                             "sh", "{connection_file}"]},
     })
     assert rc == 0, err
-    assert len(lines) == 1
+    assert len(lines) == 2
     status = json.loads(lines[0])
     assert status["status"] == "confined" and status["layers"]["userns"]["state"] == "active"
-    assert out.strip() == '{"key": "k"} c1'
+    # the waiter's last line: the memory cgroup's OOM count, -1 without one
+    ended = json.loads(lines[1])
+    has_cgroup = status["layers"]["cgroup"]["state"] == "active"
+    assert ended == {"status": "ended", "wait_status": 0, "oom_kills": 0 if has_cgroup else -1,
+                     "memory_bytes": 2 << 30}
+    # a spec's kernel writes to the launcher's stderr through its pump, marked
+    assert out == ""
+    assert '[kernel] {"key": "k"} c1' in err.splitlines(), err
     assert (host_workspace / "out").read_text() == "hi\n"
 
 

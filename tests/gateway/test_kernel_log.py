@@ -1,0 +1,118 @@
+"""The host-side conv/<id>/kernel.log is out of the kernel's reach (issue
+12, F12): the kernel's stdout and stderr are a pipe that a pump outside the
+sandbox copies into the log, each line marked "[kernel] ", at most
+LAUNCH_LOG_MAX (8 MiB) per launch; no descriptor of the file itself is
+inside, so the kernel can neither truncate it nor write a line that looks
+like the launcher's."""
+import json
+import os
+import pathlib
+
+import pytest
+
+from gwtest import execute, stdout_of
+
+LOG_MAX = 8 << 20
+FORGED = "confine: the sandbox reached its memory limit (FAKE) \x1b[2J kennel-launch: FORGED"
+
+# every fd of the kernel (and of the sandbox's init, as far as /proc lets
+# it see them): what it is, and whether ftruncate or a write went through
+ATTACK = r'''
+import json, os, stat
+forged = %r.encode()
+def attack(fd):
+    r = {}
+    try:
+        st = os.fstat(fd)
+    except OSError as e:
+        return {"fstat": e.strerror}
+    r["kind"] = ("reg" if stat.S_ISREG(st.st_mode) else "fifo" if stat.S_ISFIFO(st.st_mode)
+                 else "sock" if stat.S_ISSOCK(st.st_mode) else "chr" if stat.S_ISCHR(st.st_mode) else "other")
+    if r["kind"] in ("sock", "fifo"):
+        return r  # the kernel's own channels (ZeroMQ, output capture, log pipe)
+    try:
+        os.ftruncate(fd, 0)
+        r["truncate"] = "ok"
+    except OSError as e:
+        r["truncate"] = e.strerror
+    try:
+        os.write(fd, forged + b"\n")
+        r["write"] = "ok"
+    except OSError as e:
+        r["write"] = e.strerror
+    return r
+result = {"self": {}, "init": {}}
+for name in os.listdir("/proc/self/fd"):
+    result["self"][name] = attack(int(name))
+try:
+    names = os.listdir("/proc/1/fd")
+except OSError as e:
+    names = []
+    result["init"] = e.strerror
+for name in names:
+    try:
+        fd = os.open("/proc/1/fd/" + name, os.O_WRONLY | os.O_APPEND)
+    except OSError as e:
+        result["init"][name] = {"open": e.strerror}
+        continue
+    result["init"][name] = attack(fd)
+    os.close(fd)
+print(json.dumps(result))
+''' % FORGED
+
+
+def log_lines(gw, cid):
+    return (gw.state / "conv" / cid / "kernel.log").read_text(errors="replace").splitlines()
+
+
+def assert_only_marked(lines, text):
+    """text appears in the log only on lines marked as the kernel's."""
+    for line in lines:
+        if text in line:
+            assert line.startswith("[kernel] "), line
+
+
+@pytest.mark.parametrize("fork_server", [True, False], ids=["zygote", "cold"])
+def test_the_kernel_holds_no_descriptor_of_its_host_log(make_gateway, fork_server):
+    gw = make_gateway(config={"warm_pool": 0, "fork_server": {"enabled": fork_server}})
+    _, kc = gw.open_client("klog")
+    log = gw.state / "conv" / "klog" / "kernel.log"
+    r, out = execute(kc, ATTACK, timeout=60)
+    assert r["content"]["status"] == "ok", r["content"]
+    seen = json.loads(stdout_of(out))
+    for where in ("self", "init"):
+        if isinstance(seen[where], str):
+            continue  # /proc/1/fd not listable: nothing there to reach
+        for fd, what in seen[where].items():
+            assert what.get("kind") != "reg", (where, fd, what, seen)
+            assert what.get("truncate", "refused") != "ok", (where, fd, what)
+            if what.get("kind") == "chr":
+                continue  # /dev/null takes writes and keeps nothing
+            assert what.get("write", "refused") != "ok", (where, fd, what)
+    assert log.exists()
+    assert FORGED not in log.read_text(errors="replace")
+
+
+def test_kernel_output_is_marked_and_bounded(make_gateway):
+    """A kernel command that writes forged launcher lines, terminal escapes
+    and 3 x LOG_MAX bytes before it becomes ipykernel: the log keeps the
+    first LOG_MAX bytes, marked, and the launcher's own line says the rest
+    was dropped."""
+    script = ("printf '%s\\n' \"$1\" >&2; printf 'no newline at the end' ; "
+              f"head -c {3 * LOG_MAX} /dev/zero | tr '\\0' x; echo; "
+              "exec /usr/bin/python3 -m ipykernel_launcher -f \"$0\"")
+    argv = ["/bin/sh", "-c", script, "{connection_file}", FORGED]
+    gw = make_gateway(config={"kernels": {"noisy": {"argv": argv}}, "warm_pool": 0})
+    # ipykernel needs loopback (as in test_tools.py)
+    _, kc = gw.open_client("noisy", kernel="noisy", policy={"network": "loopback"})
+    r, out = execute(kc, "print('alive')", timeout=60)
+    assert stdout_of(out) == "alive\n"
+    log = gw.state / "conv" / "noisy" / "kernel.log"
+    size = log.stat().st_size
+    assert LOG_MAX - 1024 < size < LOG_MAX + 1024, size
+    lines = log.read_text(errors="replace").splitlines()
+    assert_only_marked(lines, "FAKE")
+    assert_only_marked(lines, "FORGED")
+    assert not any("\x1b" in line for line in lines)
+    assert any("\\x1b[2J" in line for line in lines)
+    assert any(line.startswith("kennel-launch: the kernel wrote more than 8388608 bytes") for line in lines)
