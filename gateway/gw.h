@@ -244,6 +244,9 @@ gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel,
 /* Stops the kernel, closes the sockets, removes the directories (the
    workspace too unless keep_workspace). */
 void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
+/* Before a close (why: "close_request", "idle", "shutdown", ...): every
+   execution still running or queued gets a ConversationClosed reply. */
+void gw_conv_closing (gw_conv_t *self, const char *why);
 const char *gw_conv_id (const gw_conv_t *self);
 json_t *gw_conv_connection_json (const gw_conv_t *self);
 const char *gw_conv_workspace (const gw_conv_t *self);
@@ -401,6 +404,10 @@ int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_co
                             char **errmsg);
 /* Drops the kernel sockets; running and queued requests get an error naming cause. */
 void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
+/* The conversation closes: the running execution and the queued ones get
+   an error reply (ename ConversationClosed, evalue cause), an iopub error
+   and idle; pending tool calls end. Call before gw_relay_destroy. */
+void gw_relay_close (gw_relay_t *self, const char *cause);
 /* Sends kennel_configure_request {tools} to the kernel (now, or first
    thing when it is ready). */
 void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);

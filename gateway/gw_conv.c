@@ -608,6 +608,26 @@ gw_conv_request_close (gw_conv_t *self)
     gw_server_close_later (self->server, self->id, "shutdown_request");
 }
 
+/* Why the client's executions end, in its words: the close request's
+   reason (gw_server_close_conv's why) says who closed. */
+void
+gw_conv_closing (gw_conv_t *self, const char *why)
+{
+    char cause[256];
+    if (streq (why, "close_request"))
+        snprintf (cause, sizeof cause, "the conversation was closed by the host; the kernel is gone");
+    else if (streq (why, "idle"))
+        snprintf (cause, sizeof cause, "the conversation was culled after %g s idle; the kernel is gone",
+                  self->policy.idle_ttl);
+    else if (streq (why, "shutdown"))
+        snprintf (cause, sizeof cause, "the gateway shut down; the kernel is gone");
+    else if (streq (why, "shutdown_request"))
+        snprintf (cause, sizeof cause, "a client's shutdown_request closed the conversation; the kernel is gone");
+    else
+        snprintf (cause, sizeof cause, "the conversation was closed (%.100s); the kernel is gone", why);
+    gw_relay_close (self->relay, cause);
+}
+
 bool
 gw_conv_idle_expired (const gw_conv_t *self, double now)
 {

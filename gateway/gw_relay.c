@@ -1514,13 +1514,12 @@ backlog_flush (gw_relay_t *self)
     }
 }
 
-void
-gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost)
+/* The running request and those queued behind it each get an answer, in
+   order, none is silently lost: the running one's evalue is cause, a queued
+   one's "not run: <queued> (cause)"; state goes to metadata.kennel. */
+static void
+execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const char *queued, const char *state)
 {
-    kernel_sockets_close (self);
-    calls_end (self, NULL, "kernel_ended"); /* nothing is waiting for them any more */
-    /* the running request and those queued behind it were in the dead
-       kernel's queue: each gets an answer, none is silently lost */
     gw_exec_t *e;
     bool first = true;
     while ((e = zlistx_first (self->execs))) {
@@ -1529,7 +1528,7 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
         if (first)
             snprintf (evalue, sizeof evalue, "%s", cause);
         else
-            snprintf (evalue, sizeof evalue, "not run: the kernel ended before it (%s)", cause);
+            snprintf (evalue, sizeof evalue, "not run: %s (%s)", queued, cause);
         if (e->reply) {
             /* it had finished; only its idle was missing */
             zmsg_t *msg = e->reply;
@@ -1540,16 +1539,34 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
             publish_status (self, e->header, "idle");
         }
         else
-            exec_fail (self, e, ename, evalue, lost ? "lost" : "kept", !first || !e->started);
+            exec_fail (self, e, ename, evalue, state, !first || !e->started);
         gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
                 e->msg_id, "status", "error", "reason", evalue);
         self->executions++;
         zlistx_delete (self->execs, zlistx_cursor (self->execs));
         first = false;
     }
+}
+
+void
+gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost)
+{
+    kernel_sockets_close (self);
+    calls_end (self, NULL, "kernel_ended"); /* nothing is waiting for them any more */
+    /* they were in the dead kernel's queue */
+    execs_answer_all (self, ename, cause, "the kernel ended before it", lost ? "lost" : "kept");
     zlistx_purge (self->backlog);
     if (lost)
         self->state_lost = true;
+}
+
+void
+gw_relay_close (gw_relay_t *self, const char *cause)
+{
+    calls_end (self, NULL, "closed");
+    /* sent before the client sockets close, which linger to deliver them */
+    execs_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");
+    zlistx_purge (self->backlog);
 }
 
 void

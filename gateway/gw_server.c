@@ -278,6 +278,7 @@ gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, co
     gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
     if (self->kernel_mode)
         gw_server_stop (self); /* first: what the close tells waiters is not a failure */
+    gw_conv_closing (conv, why);
     gw_conv_destroy (&conv, keep_workspace);
 }
 

@@ -18,7 +18,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/hot_path.py \
-	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py
+	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv

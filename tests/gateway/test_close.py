@@ -1,0 +1,93 @@
+"""Closing a conversation while its client waits (red-team finding F14): the
+running execution and the queued ones end with a ConversationClosed error
+reply, an iopub error and an idle status, sent before the sockets close, so
+jupyter_client's execute_interactive returns at once instead of at its own
+timeout. Real daemon, confined kernel, jupyter_client."""
+import signal
+import threading
+import time
+
+SLEEP = "import time\ntime.sleep(30)"
+
+
+def wait_started(gw, conversation_id, count=1, timeout=20):
+    deadline = time.monotonic() + timeout
+    while len([e for e in gw.events("execute_start") if e["conversation"] == conversation_id]) < count:
+        assert time.monotonic() < deadline, "the execution did not start"
+        time.sleep(0.05)
+
+
+def interactive_in_thread(kc, code):
+    """Runs execute_interactive in a thread: (thread, box); box gets the reply,
+    the outputs and when it returned."""
+    box = {"outputs": []}
+
+    def run():
+        try:
+            box["reply"] = kc.execute_interactive(code, timeout=30, output_hook=box["outputs"].append)
+        except Exception as exc:  # TimeoutError before the fix
+            box["error"] = exc
+        box["returned"] = time.monotonic()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+def test_close_during_an_execution_answers_the_client(gateway):
+    _, kc = gateway.open_client("closing")
+    thread, box = interactive_in_thread(kc, SLEEP)
+    wait_started(gateway, "closing")
+    closed_at = time.monotonic()
+    assert gateway.control.request("conversation_close_request",
+                                   {"conversation_id": "closing"})["content"]["status"] == "ok"
+    thread.join(10)
+    assert "error" not in box, box["error"]
+    assert box["returned"] - closed_at < 2, box["returned"] - closed_at
+    content = box["reply"]["content"]
+    assert content["status"] == "error" and content["ename"] == "ConversationClosed"
+    assert content["evalue"] == "the conversation was closed by the host; the kernel is gone"
+    assert box["reply"]["metadata"]["kennel"]["state"] == "lost"
+    errors = [m["content"] for m in box["outputs"] if m["msg_type"] == "error"]
+    assert [e["ename"] for e in errors] == ["ConversationClosed"]
+
+
+def test_close_answers_queued_executions_too(gateway):
+    _, kc = gateway.open_client("queued")
+    running = kc.execute(SLEEP)
+    queued = kc.execute("print('never')")
+    wait_started(gateway, "queued")
+    gateway.control.request("conversation_close_request", {"conversation_id": "queued"})
+    replies = {}
+    deadline = time.monotonic() + 3
+    while len(replies) < 2:
+        assert time.monotonic() < deadline, replies
+        msg = kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+        replies[msg["parent_header"]["msg_id"]] = msg["content"]
+    assert replies[running]["ename"] == replies[queued]["ename"] == "ConversationClosed"
+    assert replies[queued]["evalue"] == ("not run: the conversation was closed before it (the conversation "
+                                         "was closed by the host; the kernel is gone)")
+    # each got its error output and its idle on iopub
+    seen = {running: [], queued: []}
+    deadline = time.monotonic() + 3
+    while not all(states[-2:] == ["error", "idle"] for states in seen.values()):
+        assert time.monotonic() < deadline, seen
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        parent = msg["parent_header"].get("msg_id")
+        if parent in seen and msg["msg_type"] in ("error", "status"):
+            seen[parent].append(msg["content"].get("execution_state", msg["msg_type"]))
+    assert seen[queued] == ["busy", "error", "idle"]
+
+
+def test_gateway_shutdown_during_an_execution_answers_the_client(gateway):
+    _, kc = gateway.open_client("stopping")
+    thread, box = interactive_in_thread(kc, SLEEP)
+    wait_started(gateway, "stopping")
+    stopped_at = time.monotonic()
+    gateway.proc.send_signal(signal.SIGTERM)
+    thread.join(10)
+    assert "error" not in box, box["error"]
+    assert box["returned"] - stopped_at < 3
+    assert box["reply"]["content"]["ename"] == "ConversationClosed"
+    assert box["reply"]["content"]["evalue"] == "the gateway shut down; the kernel is gone"
+    assert gateway.proc.wait(20) == 0
