@@ -4,13 +4,19 @@ limit's kill is "out of memory (memory_bytes N)", an operator's kill -9 is
 metadata.kennel.kernel_ended and the gateway log. The launcher's waiter
 reads the sandbox's cgroup (v1 memory.oom_control / v2 memory.events
 oom_kill) and says it on the status pipe; without a memory cgroup it says
-the cause is unknown, never out of memory."""
+the cause is unknown, never out of memory. Each test probes the host's
+cgroup for the gateway's user first (tests/hostprobe.py)."""
 import os
+import pathlib
+import shutil
 import signal
+import tempfile
 
 import pytest
 
-from gwtest import execute, execute_started
+import gwtest
+import hostprobe
+from gwtest import Gateway, execute, execute_started
 
 MEMORY = 300 << 20
 # shared anonymous memory: not bounded by RLIMIT_DATA (private writable
@@ -24,11 +30,17 @@ def kernel_pid(gw, cid):
     return next(c["pid"] for c in listed if c["conversation_id"] == cid)
 
 
-def cgroup_layer(gw):
-    """The memory cgroup as the gateway's first confinement reported it
-    (this host: cgroup v1 as root, or v2 with delegation)."""
-    layers = gw.events("confinement")[0]["layers"]
-    return layers["cgroup"]
+def memory_cgroup(gw, uid):
+    """The host probe (can a launcher run as uid get cgroup limits here?),
+    checked against the gateway's first confinement report."""
+    probe = hostprobe.cgroup_limits(uid)
+    layer = gw.events("confinement")[0]["layers"]["cgroup"]
+    assert (layer["state"] == "active") == probe.ok, (probe.detail, layer)
+    return probe
+
+
+def kill_9_expected(probe):
+    return "killed by signal 9 (SIGKILL)" + ("" if probe.ok else "; cause unknown: no memory cgroup")
 
 
 def died(kc, msg_id):
@@ -42,21 +54,34 @@ def died(kc, msg_id):
             return reply, m["content"]
 
 
+def assert_reported(gw, reply, error, expected):
+    c = reply["content"]
+    assert c["ename"] == "KernelDied" and expected in c["evalue"], c
+    assert error["ename"] == "KernelDied" and expected in error["evalue"], error
+    assert reply["metadata"]["kennel"]["kernel_ended"] == expected
+    assert [e["status"] for e in gw.events("kernel_exit")] == [expected]
+
+
+def kill_9_and_check(gw, kc, cid, expected):
+    """A real kill -9 of conversation cid's kernel mid-execution."""
+    msg_id = execute_started(kc, "import time; time.sleep(60)")
+    os.kill(kernel_pid(gw, cid), signal.SIGKILL)
+    reply, error = died(kc, msg_id)
+    assert_reported(gw, reply, error, expected)
+    assert "out of memory" not in reply["content"]["evalue"] and "out of memory" not in error["evalue"]
+
+
 def test_out_of_memory_is_named_with_its_limit(make_gateway):
     gw = make_gateway(config={"warm_pool": 0})
     _, kc = gw.open_client("oom", policy={"memory_bytes": MEMORY})
-    layer = cgroup_layer(gw)
-    # the host probe: this test needs the memory cgroup it is about
-    assert layer["state"] == "active" and "memory %d B" % (2 << 30) in layer["reason"], layer
+    probe = memory_cgroup(gw, os.geteuid())
+    if not probe.ok:
+        # without a cgroup the bomb would take host memory: nothing to test
+        pytest.skip("no memory cgroup for the gateway's user: " + probe.detail)
     msg_id = kc.execute(BOMB)
     reply, error = died(kc, msg_id)
-    expected = "out of memory (memory_bytes %d)" % MEMORY
-    c = reply["content"]
-    assert c["ename"] == "KernelDied" and expected in c["evalue"], c
-    assert "signal 9" not in c["evalue"]
-    assert error["ename"] == "KernelDied" and expected in error["evalue"]
-    assert reply["metadata"]["kennel"]["kernel_ended"] == expected
-    assert [e["status"] for e in gw.events("kernel_exit")] == [expected]
+    assert_reported(gw, reply, error, "out of memory (memory_bytes %d)" % MEMORY)
+    assert "signal 9" not in reply["content"]["evalue"]
     log = (gw.state / "conv" / "oom" / "kernel.log").read_text()
     assert any(line.startswith("kennel-launch: the sandbox reached its memory limit (%d bytes)" % MEMORY)
                for line in log.splitlines()), log
@@ -67,14 +92,32 @@ def test_out_of_memory_is_named_with_its_limit(make_gateway):
 def test_kill_9_is_not_called_out_of_memory(make_gateway):
     gw = make_gateway(config={"warm_pool": 0})
     _, kc = gw.open_client("k9")
-    assert cgroup_layer(gw)["state"] == "active"
-    msg_id = execute_started(kc, "import time; time.sleep(60)")
-    os.kill(kernel_pid(gw, "k9"), signal.SIGKILL)
-    reply, error = died(kc, msg_id)
-    expected = "killed by signal 9 (SIGKILL)"
-    c = reply["content"]
-    assert c["ename"] == "KernelDied" and expected in c["evalue"], c
-    assert "memory" not in c["evalue"] and "memory" not in error["evalue"]
-    assert expected in error["evalue"]
-    assert reply["metadata"]["kennel"]["kernel_ended"] == expected
-    assert [e["status"] for e in gw.events("kernel_exit")] == [expected]
+    kill_9_and_check(gw, kc, "k9", kill_9_expected(memory_cgroup(gw, os.geteuid())))
+
+
+def test_unprivileged_gateway_never_claims_oom_without_a_cgroup(monkeypatch):
+    """A gateway run as uid 65534: on a cgroup v1 host (or v2 without
+    delegation) its launchers have no memory cgroup, and a kill -9 is "cause
+    unknown: no memory cgroup"; where the probe finds one, it is plain."""
+    uid = hostprobe.NOBODY
+    userns = hostprobe.user_namespaces(uid)
+    assert userns.ok, userns.detail
+    mkdtemp = tempfile.mkdtemp
+
+    def owned_by_nobody(*args, **kw):
+        path = mkdtemp(*args, **kw)
+        os.chown(path, uid, uid)
+        return path
+
+    # the gateway's state dir (gwtest makes it with tempfile.mkdtemp) and
+    # its own files belong to the user it runs as
+    monkeypatch.setattr(gwtest.tempfile, "mkdtemp", owned_by_nobody)
+    home = pathlib.Path(owned_by_nobody(prefix="kennel-death-"))
+    config = {"warm_pool": 0, "confine": {"allow_degraded": hostprobe.allow_degraded(uid, also=["quota"])}}
+    gw = Gateway(home, config=config, preexec_fn=lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid)))
+    try:
+        _, kc = gw.open_client("k9")
+        kill_9_and_check(gw, kc, "k9", kill_9_expected(memory_cgroup(gw, uid)))
+    finally:
+        gw.stop()
+        shutil.rmtree(home, ignore_errors=True)
