@@ -101,7 +101,10 @@ def test_unprivileged_gateway_never_claims_oom_without_a_cgroup(monkeypatch):
     unknown: no memory cgroup"; where the probe finds one, it is plain."""
     uid = hostprobe.NOBODY
     userns = hostprobe.user_namespaces(uid)
-    assert userns.ok, userns.detail
+    if not userns.ok:
+        pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
+                    "(security/test_confine.py::test_refused_where_the_host_forbids_user_namespaces "
+                    "asserts the refusal)")
     mkdtemp = tempfile.mkdtemp
 
     def owned_by_nobody(*args, **kw):
