@@ -43,6 +43,7 @@ struct gw_launch {
     char *error;
     char cause[160];
     bool ended;         /* the waiter's "ended" line was read: */
+    int end_status;     /* the kernel's wait status, */
     long oom_kills;     /* its count (-1: no memory cgroup) */
     json_int_t memory_bytes;
     gw_launch_fn *on_status;
@@ -133,7 +134,7 @@ describe_status (int status, char *out, size_t size)
 static void
 describe_exit (const gw_launch_t *self, char *out, size_t size)
 {
-    int status = self->wait_status;
+    int status = self->exited ? self->wait_status : self->end_status;
     bool killed = WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL;
     if (killed && self->ended && self->oom_kills > 0)
         snprintf (out, size, "out of memory (memory_bytes %lld)", (long long) self->memory_bytes);
@@ -164,6 +165,7 @@ end_parse (gw_launch_t *self)
         const char *status = json_string_value (json_object_get (obj, "status"));
         if (status && streq (status, "ended") && json_is_integer (json_object_get (obj, "oom_kills"))) {
             self->ended = true;
+            self->end_status = (int) json_integer_value (json_object_get (obj, "wait_status"));
             self->oom_kills = (long) json_integer_value (json_object_get (obj, "oom_kills"));
             self->memory_bytes = json_integer_value (json_object_get (obj, "memory_bytes"));
         }
@@ -209,7 +211,8 @@ status_parse (gw_launch_t *self)
     }
     else if (!len || (status && streq (status, "ended"))) {
         char c[sizeof self->cause];
-        if (self->exited)
+        end_parse (self); /* the kernel died before its status line */
+        if (self->exited || self->ended)
             describe_exit (self, c, sizeof c);
         else
             snprintf (c, sizeof c, "closed its status pipe");
@@ -226,8 +229,6 @@ static void
 status_done (gw_launch_t *self)
 {
     status_read_rest (self);
-    if (self->exited)
-        end_parse (self);
     status_parse (self);
     if (self->state == GW_LAUNCH_CONFINED && !self->exited && self->status_item.fd >= 0)
         unwatch (self, &self->status_item); /* kept for the "ended" line */
@@ -290,9 +291,9 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
         status_done (self);
     else if (self->status_item.fd >= 0) {
         status_read_rest (self);
-        end_parse (self);
         status_close (self);
     }
+    end_parse (self);
     describe_exit (self, self->cause, sizeof self->cause);
     if (!self->abandoned) {
         self->state = GW_LAUNCH_EXITED;
