@@ -57,6 +57,37 @@ void gw_io_poller_end (gw_io_t *self, int fd);
 void gw_io_sent (gw_io_t *self, zsock_t *sock);
 int gw_io_size (const gw_io_t *self); /* registered sockets and fds */
 
+/* ---- gw_curve: CurveZMQ on tcp client sockets, the ZAP handler --------- */
+
+/* One set of client sockets' keys (z85) and the ZAP domain naming them. */
+typedef struct {
+    char server_public[41];
+    char server_secret[41];
+    char client_public[41];
+    char client_secret[41];
+    char domain[33];
+} gw_curve_keys_t;
+
+/* Fresh keypairs and domain; -1 when libzmq cannot do CURVE. */
+int gw_curve_keys_new (gw_curve_keys_t *keys);
+/* Makes s (before its bind) a CURVE server of keys' domain. */
+void gw_curve_server (zsock_t *s, const gw_curve_keys_t *keys);
+/* Adds curve_serverkey, curve_publickey, curve_secretkey to a connection. */
+void gw_curve_info (const gw_curve_keys_t *keys, json_t *info);
+/* Connects s to port of a connection info as a client would (ipc or tcp,
+   CURVE when the info has keys). zsock_connect's result. */
+int gw_client_connect (zsock_t *s, const json_t *info, int port);
+
+/* Answers libzmq's ZAP requests in the loop: a CURVE client is admitted
+   only with the client key of the domain its socket serves. */
+typedef struct gw_zap gw_zap_t;
+/* NULL + *errmsg when the handler cannot be bound (then CURVE would
+   admit anyone: the caller refuses to serve tcp). */
+gw_zap_t *gw_zap_new (zloop_t *loop, char **errmsg);
+void gw_zap_destroy (gw_zap_t **self_p);
+void gw_zap_allow (gw_zap_t *self, const gw_curve_keys_t *keys);
+void gw_zap_forget (gw_zap_t *self, const gw_curve_keys_t *keys);
+
 /* ---- gw_peek: one string field of a JSON frame, no tree ---------------- */
 
 /* The string value of key in the JSON object data, as jansson would decode
@@ -342,6 +373,11 @@ struct gw_server {
     char *state_dir;
     char *ip;
     char *transport;
+    /* tcp client sockets are CURVE servers (gw_curve.c); false for ipc,
+       --insecure-tcp and kernelspec mode (Jupyter's connection file) */
+    bool curve;
+    gw_zap_t *zap;           /* the ZAP handler while curve */
+    gw_curve_keys_t control_keys;
     char *connection_file;
     wire_key_t *key;
     wire_replay_t *replay;
@@ -367,6 +403,10 @@ struct gw_server {
 gw_server_t *gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport,
                             char **errmsg);
 void gw_server_destroy (gw_server_t **self_p);
+/* True when every client socket admits only authenticated peers: CURVE,
+   or ipc in the 0700 sock dir (not --insecure-tcp, not kernelspec mode's
+   tcp, where Jupyter's connection file decides). */
+bool gw_server_authenticates (const gw_server_t *self);
 /* Binds the control socket and writes the connection file. */
 int gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg);
 int gw_server_run (gw_server_t *self);
@@ -397,7 +437,8 @@ typedef struct gw_relay gw_relay_t;
 gw_relay_t *gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
                           const wire_connection_t *fixed, char **errmsg);
 void gw_relay_destroy (gw_relay_t **self_p);
-/* The client connection {transport, ip, *_port, key, signature_scheme, kernel_name}. */
+/* The client connection {transport, ip, *_port, key, signature_scheme,
+   kernel_name}, and the CURVE keys when the sockets have them. */
 json_t *gw_relay_connection_json (const gw_relay_t *self);
 /* Connects to a fresh kernel's ipc sockets under run_dir with its key. */
 int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kernel,

@@ -51,10 +51,11 @@ do_gateway_info (gw_server_t *self, wire_msg_t *req)
     json_t *pool = self->pool ? gw_pool_info (self->pool)
                               : json_pack ("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "starting", 0, "claimed", 0);
     reply_send (self, req,
-                json_pack ("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:o}", "status", "ok", "implementation",
-                           "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels",
-                           kernels, "confinement", layers, "limits", gw_config_limits_json (self->config),
-                           "conversations", (int) zhashx_size (self->conversations), "transport", self->transport,
+                json_pack ("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok",
+                           "implementation", "kennel", "version", PACKAGE_VERSION, "protocol_version",
+                           WIRE_PROTOCOL_VERSION, "kernels", kernels, "confinement", layers, "limits",
+                           gw_config_limits_json (self->config), "conversations",
+                           (int) zhashx_size (self->conversations), "transport", self->transport, "curve", self->curve,
                            "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity), "fork_server",
                            gw_zygote_info (self->zygote, self->config)));
 }

@@ -70,6 +70,8 @@ struct gw_relay {
     int ports[WIRE_CHANNEL_COUNT_];
     char *transport;
     char *ip;
+    bool curve; /* the client sockets are CURVE servers of curve_keys */
+    gw_curve_keys_t curve_keys;
     wire_key_t *key;
     wire_replay_t *replay;
     zsock_t *kernel[WIRE_CHANNEL_COUNT_]; /* shell, iopub, stdin, control; NULL when detached */
@@ -1258,7 +1260,11 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
     size_t max = self->server->limits.max_message_bytes;
     if (max > 0 && max < INT32_MAX / 2)
         zsock_set_maxmsgsize (s, (int) (2 * max));
-    if (types[ch] == ZMQ_ROUTER)
+    if (self->curve)
+        gw_curve_server (s, &self->curve_keys);
+    /* a peer naming another's identity takes its routing: only among
+       authenticated peers; kernelspec mode keeps ipykernel's choice */
+    if (types[ch] == ZMQ_ROUTER && (gw_server_authenticates (self->server) || self->server->kernel_mode))
         zsock_set_router_handover (s, 1);
     int rc;
     if (streq (transport, "ipc"))
@@ -1294,6 +1300,19 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
     }
     self->client[ch] = s;
     self->ports[ch] = rc;
+    return 0;
+}
+
+/* This conversation's own keys, admitted on its own ZAP domain only. */
+static int
+relay_curve_start (gw_relay_t *self, char **errmsg)
+{
+    if (!self->server->zap || gw_curve_keys_new (&self->curve_keys) < 0) {
+        *errmsg = strdup ("cannot set up CurveZMQ for the client sockets (no ZAP handler or no CURVE in libzmq)");
+        return -1;
+    }
+    gw_zap_allow (self->server->zap, &self->curve_keys);
+    self->curve = true;
     return 0;
 }
 
@@ -1333,6 +1352,10 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
     else if (streq (self->transport, "ipc"))
         for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
             fixed_ports[ch] = ch + 1;
+    if (!fixed && server->curve && relay_curve_start (self, errmsg) < 0) {
+        gw_relay_destroy (&self);
+        return NULL;
+    }
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (bind_client (self, (wire_channel_t) ch, self->transport, self->ip, fixed_ports[ch], errmsg) < 0) {
             gw_relay_destroy (&self);
@@ -1428,6 +1451,8 @@ gw_relay_destroy (gw_relay_t **self_p)
                 unlink (path);
             }
         }
+    if (self->curve)
+        gw_zap_forget (self->server->zap, &self->curve_keys);
     wire_key_destroy (&self->key);
     wire_replay_destroy (&self->replay);
     free (self->transport);
@@ -1439,11 +1464,15 @@ gw_relay_destroy (gw_relay_t **self_p)
 json_t *
 gw_relay_connection_json (const gw_relay_t *self)
 {
-    return json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", self->transport, "ip",
-                      self->ip, "shell_port", self->ports[WIRE_SHELL], "iopub_port", self->ports[WIRE_IOPUB],
-                      "stdin_port", self->ports[WIRE_STDIN], "control_port", self->ports[WIRE_CONTROL], "hb_port",
-                      self->ports[WIRE_HB], "key", wire_key_text (self->key), "signature_scheme",
-                      WIRE_SIGNATURE_SCHEME, "kernel_name", "kennel");
+    json_t *info = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", self->transport,
+                              "ip", self->ip, "shell_port", self->ports[WIRE_SHELL], "iopub_port",
+                              self->ports[WIRE_IOPUB], "stdin_port", self->ports[WIRE_STDIN], "control_port",
+                              self->ports[WIRE_CONTROL], "hb_port", self->ports[WIRE_HB], "key",
+                              wire_key_text (self->key), "signature_scheme", WIRE_SIGNATURE_SCHEME, "kernel_name",
+                              "kennel");
+    if (self->curve)
+        gw_curve_info (&self->curve_keys, info);
+    return info;
 }
 
 int

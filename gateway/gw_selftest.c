@@ -253,15 +253,14 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         return;
     }
     json_t *c = gw_conv_connection_json (conv);
-    const char *ip = json_string_value (json_object_get (c, "ip"));
     const char *key = json_string_value (json_object_get (c, "key"));
     wire_error_t err;
     self->key = wire_key_new (NULL, key, strlen (key), &err);
     self->shell = zsock_new (ZMQ_DEALER);
     self->iopub = zsock_new (ZMQ_SUB);
     zsock_set_subscribe (self->iopub, "");
-    zsock_connect (self->shell, "tcp://%s:%d", ip, (int) json_integer_value (json_object_get (c, "shell_port")));
-    zsock_connect (self->iopub, "tcp://%s:%d", ip, (int) json_integer_value (json_object_get (c, "iopub_port")));
+    gw_client_connect (self->shell, c, (int) json_integer_value (json_object_get (c, "shell_port")));
+    gw_client_connect (self->iopub, c, (int) json_integer_value (json_object_get (c, "iopub_port")));
     json_decref (c);
     zloop_reader (self->server->loop, self->shell, on_shell, self);
     zloop_reader (self->server->loop, self->iopub, on_iopub, self);
@@ -317,7 +316,7 @@ gw_selftest_run (const char *config_path)
     }
     chmod (tmpl, 0711);
     printf ("kennel selftest: launcher %s, state %s\n", config->launcher, tmpl);
-    gw_server_t *server = gw_server_new (&config, tmpl, "127.0.0.1", "tcp", &errmsg);
+    gw_server_t *server = gw_server_new (&config, tmpl, "127.0.0.1", "ipc", &errmsg);
     gw_config_destroy (&config);
     selftest_t self = {.server = server, .host_secret_env = "KENNEL_SELFTEST_HOST_SECRET", .listeners = {.tcp = -1, .udp = -1}};
     if (server && listeners_open (&self.listeners) < 0)

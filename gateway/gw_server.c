@@ -67,6 +67,31 @@ check_traversable (const char *dir)
     free (copy);
 }
 
+/* ipc client sockets live in sock/, 0700 and ours: only our uid (and
+   root) can connect, whatever the umask made of the socket files. The
+   longest path, sock/<16 random>-<n>, must fit sun_path. */
+static int
+sock_dir_make (gw_server_t *self, char **errmsg)
+{
+    const char *why = NULL;
+    char *dir = NULL;
+    struct stat st;
+    if (asprintf (&dir, "%s/sock", self->state_dir) < 0)
+        return -1;
+    if (strlen (dir) + 1 + 16 + 3 > 107)
+        why = "too long for ipc socket paths (107 bytes of sun_path): choose a shorter --state-dir";
+    else if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+        why = strerror (errno);
+    else if (lstat (dir, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != geteuid ())
+        why = "not a directory of ours";
+    else if ((st.st_mode & 07777) != 0700 && chmod (dir, 0700) < 0)
+        why = strerror (errno);
+    if (why && asprintf (errmsg, "the client socket dir %s: %s", dir, why) < 0)
+        *errmsg = NULL;
+    free (dir);
+    return why ? -1 : 0;
+}
+
 gw_server_t *
 gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport, char **errmsg)
 {
@@ -86,6 +111,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     check_traversable (self->state_dir);
     self->ip = strdup (ip);
     self->transport = strdup (transport);
+    self->curve = streq (transport, "tcp");
     self->loop = zloop_new ();
     self->io = gw_io_new (self->loop);
     if (!self->io) {
@@ -107,6 +133,10 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     wire_id_new (self->session);
     gw_capacity_init (&self->capacity, self->config);
     gw_log ("capacity", "{s:o}", "capacity", gw_capacity_json (&self->capacity));
+    if (streq (transport, "ipc") && sock_dir_make (self, errmsg) < 0) {
+        gw_server_destroy (&self);
+        return NULL;
+    }
     return self;
 }
 
@@ -126,19 +156,50 @@ on_cull_check (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+/* Who may connect: with CURVE only the holder of the connection file's
+   client key (through the ZAP handler, which every conversation's tcp
+   sockets use too). ROUTER_HANDOVER lets a peer take over another's
+   routing by naming its identity, so it is on only where every peer is
+   authenticated (CURVE, or ipc in the 0700 sock dir). */
+static int
+control_secure (gw_server_t *self, char **errmsg)
+{
+    if (self->curve) {
+        if (gw_curve_keys_new (&self->control_keys) < 0) {
+            *errmsg = strdup ("--transport tcp needs CurveZMQ, which this libzmq lacks "
+                              "(use --transport ipc, or --insecure-tcp: README, \"What is enforced\")");
+            return -1;
+        }
+        self->zap = gw_zap_new (self->loop, errmsg);
+        if (!self->zap)
+            return -1;
+        gw_zap_allow (self->zap, &self->control_keys);
+        gw_curve_server (self->control, &self->control_keys);
+    }
+    zsock_set_router_handover (self->control, gw_server_authenticates (self));
+    return 0;
+}
+
+bool
+gw_server_authenticates (const gw_server_t *self)
+{
+    return self->curve || streq (self->transport, "ipc");
+}
+
 int
 gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
 {
     self->control = zsock_new (ZMQ_ROUTER);
     zsock_set_linger (self->control, 200);
-    zsock_set_router_handover (self->control, 1);
+    if (control_secure (self, errmsg) < 0)
+        return -1;
     wire_connection_t *c = wire_connection_new ();
     gw_set_string (&c->transport, self->transport);
     gw_set_string (&c->key, wire_key_text (self->key));
     free (c->ip);
     c->ip = NULL;
     if (streq (self->transport, "ipc")) {
-        if (asprintf (&c->ip, "%s/gateway", self->state_dir) < 0)
+        if (asprintf (&c->ip, "%s/sock/gateway", self->state_dir) < 0)
             c->ip = NULL;
         self->control_port = zsock_bind (self->control, "ipc://%s-1", c->ip) == 0 ? 1 : -1;
     }
@@ -162,6 +223,8 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
     /* only the fields of a gateway connection file: it is not a kernel's */
     json_t *j = json_pack ("{s:s, s:s, s:i, s:s, s:s}", "transport", c->transport, "ip", c->ip, "control_port",
                            c->control_port, "key", c->key, "signature_scheme", c->signature_scheme);
+    if (self->curve)
+        gw_curve_info (&self->control_keys, j);
     wire_connection_destroy (&c);
     char *tmp = NULL;
     if (asprintf (&tmp, "%s.tmp%d", self->connection_file, (int) getpid ()) < 0)
@@ -343,9 +406,10 @@ gw_server_destroy (gw_server_t **self_p)
         unlink (self->connection_file);
     if (streq (self->transport, "ipc") && self->state_dir) {
         char path[4200];
-        snprintf (path, sizeof path, "%s/gateway-1", self->state_dir);
+        snprintf (path, sizeof path, "%s/sock/gateway-1", self->state_dir);
         unlink (path);
     }
+    gw_zap_destroy (&self->zap); /* after every CURVE socket is gone */
     if (self->state_dir) {
         /* the dirs we made for conversations; the operator's state dir stays */
         const char *subdirs[] = {"run", "sock", "conv", "probe"};

@@ -7,7 +7,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c \
-	gateway/gw_clock.c gateway/gw_text.c
+	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -17,7 +17,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
-	tests/gateway/test_relay_load.py tests/gateway/hot_path.py \
+	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
 	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It

@@ -1,7 +1,7 @@
 /*  main.c - `kennel`: the CLI dispatch.
 
     kennel serve [--connection-file F] [--state-dir D] [--config F]
-                 [--ip 127.0.0.1] [--transport tcp|ipc] [--log-file F]
+                 [--ip 127.0.0.1] [--transport ipc|tcp [--insecure-tcp]] [--log-file F]
     kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]
     kennel info [--connection-file F] [--state-dir D]
     kennel selftest [--config F] [--log-file F]
@@ -54,7 +54,7 @@ static void
 usage (FILE *out)
 {
     fprintf (out, "usage: kennel serve [--connection-file F] [--state-dir D] [--config F] [--ip IP]\n"
-                  "                    [--transport tcp|ipc] [--log-file F]\n"
+                  "                    [--transport ipc|tcp [--insecure-tcp]] [--log-file F]\n"
                   "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]\n"
                   "       kennel info [--connection-file F] [--state-dir D]\n"
                   "       kennel selftest [--config F] [--log-file F]\n"
@@ -69,6 +69,7 @@ typedef struct {
     const char *transport;
     const char *log_file;
     const char *tools; /* kernelspec mode only */
+    bool insecure_tcp; /* tcp without CURVE: the operator's explicit word */
 } serve_opts_t;
 
 static int
@@ -78,7 +79,8 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
         = {{"connection-file", required_argument, NULL, 'c'}, {"state-dir", required_argument, NULL, 's'},
            {"config", required_argument, NULL, 'C'},          {"ip", required_argument, NULL, 'i'},
            {"transport", required_argument, NULL, 't'},       {"log-file", required_argument, NULL, 'l'},
-           {"tools", required_argument, NULL, 'T'},           {"help", no_argument, NULL, 'h'},
+           {"tools", required_argument, NULL, 'T'},           {"insecure-tcp", no_argument, NULL, 'I'},
+           {"help", no_argument, NULL, 'h'},
            {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -105,6 +107,9 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
             break;
         case 'T':
             o->tools = optarg;
+            break;
+        case 'I':
+            o->insecure_tcp = true;
             break;
         case 'h':
             usage (stdout);
@@ -156,11 +161,18 @@ setup_process (const char *log_file)
 static int
 cmd_serve (int argc, char **argv)
 {
-    serve_opts_t o = {.ip = "127.0.0.1", .transport = "tcp"};
+    /* ipc by default: its 0700 dir admits only our uid, and jupyter_client
+       speaks it unchanged; tcp is for remote clients and always CURVE
+       unless the operator says --insecure-tcp (README, "What is enforced") */
+    serve_opts_t o = {.ip = "127.0.0.1", .transport = "ipc"};
     if (parse_opts (argc, argv, &o) < 0)
         return 2;
     if (refuse_tools (&o, "serve") < 0)
         return 2;
+    if (o.insecure_tcp && !streq (o.transport, "tcp")) {
+        fprintf (stderr, "kennel serve: --insecure-tcp goes with --transport tcp\n");
+        return 2;
+    }
     setup_process (o.log_file);
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (o.config, &errmsg);
@@ -173,6 +185,8 @@ cmd_serve (int argc, char **argv)
     gw_server_t *server = gw_server_new (&config, state_dir, o.ip, o.transport, &errmsg);
     gw_config_destroy (&config);
     free (state_dir);
+    if (server && o.insecure_tcp)
+        server->curve = false;
     if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0) {
         fprintf (stderr, "kennel: %s\n", errmsg ? errmsg : "cannot start");
         free (errmsg);
@@ -282,6 +296,7 @@ cmd_kernel (int argc, char **argv)
     int rc = 1;
     if (server) {
         server->kernel_mode = true;
+        server->curve = false; /* Jupyter's connection file has no CURVE keys: its own model */
         gw_policy_t policy;
         gw_policy_copy (&policy, &server->config->defaults);
         /* declared exactly as conversation_open with these tools would */
@@ -346,7 +361,7 @@ cmd_info (int argc, char **argv)
     zsock_t *dealer = zsock_new (ZMQ_DEALER);
     zsock_set_linger (dealer, 0);
     int rc = 1;
-    if (wkey && zsock_connect (dealer, streq (transport, "ipc") ? "ipc://%s-%d" : "tcp://%s:%d", ip, port) == 0) {
+    if (wkey && gw_client_connect (dealer, file, port) == 0) {
         wire_msg_t *req = wire_msg_new (NULL, "gateway_info_request", NULL);
         wire_msg_send (req, dealer, wkey);
         wire_msg_destroy (&req);

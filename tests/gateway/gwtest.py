@@ -17,13 +17,18 @@ import subprocess
 import tempfile
 import time
 
+import sys
+
 import zmq
+import zmq.asyncio
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
 import hostprobe
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "gateway" / "python"))
+import kennel  # noqa: E402  (the host module: how to reach a connection info's sockets)
 BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", HERE.parent.parent / "build" / "check"))
 
 
@@ -53,13 +58,7 @@ class Control:
         info = json.loads(pathlib.Path(connection_file).read_text())
         self.info = info
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.ctx = zmq.Context.instance()
-        self.sock = self.ctx.socket(zmq.DEALER)
-        self.sock.linger = 0
-        if info["transport"] == "ipc":
-            self.sock.connect(f"ipc://{info['ip']}-{info['control_port']}")
-        else:
-            self.sock.connect(f"tcp://{info['ip']}:{info['control_port']}")
+        self.sock = connect(info, "control_port", zmq.DEALER)
 
     def request(self, msg_type, content=None, timeout=30):
         msg = self.session.send(self.sock, msg_type, content or {})
@@ -80,8 +79,20 @@ class Control:
         self.sock.close()
 
 
+def connect(info, port_field, socket_type):
+    """A pyzmq socket connected to one socket of a connection info as a
+    client would (ipc, or tcp with the info's CURVE keys)."""
+    sock = kennel.client_context(info).socket(socket_type)
+    sock.linger = 0
+    sock.connect(kennel.endpoint(info, port_field))
+    return sock
+
+
 class Gateway:
-    def __init__(self, tmp_path, config=None, transport="tcp", preexec_fn=None):
+    """`kennel serve` with transport None: the daemon's default (ipc);
+    "tcp" is CURVE, extra_args e.g. ["--insecure-tcp"]."""
+
+    def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=()):
         self.dir = tmp_path
         # the confined kernel's host uid must traverse to its workspace:
         # pytest's tmp dirs are 0700, so the state dir lives in /tmp
@@ -95,8 +106,8 @@ class Gateway:
         self.config_file = tmp_path / "config.json"
         self.config_file.write_text(json.dumps(hostprobe.gateway_config(cfg)))
         cmd = [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state), "--connection-file",
-               str(self.conn_file), "--config", str(self.config_file), "--log-file", str(self.log_file),
-               "--transport", transport]
+               str(self.conn_file), "--config", str(self.config_file), "--log-file", str(self.log_file)]
+        cmd += (["--transport", transport] if transport else []) + list(extra_args)
         # in a sanitizer build, every daemon of these tests must exit leak-free
         # (stop() asserts exit status 0)
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
@@ -121,7 +132,7 @@ class Gateway:
         return [e for e in self.log() if e["event"] == name]
 
     def client(self, connection):
-        kc = BlockingKernelClient()
+        kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context))
         kc.load_connection_info(connection)
         kc.start_channels()
         kc.wait_for_ready(timeout=30)

@@ -13,7 +13,9 @@ def test_connection_file_is_private_and_complete(gateway):
     assert mode == 0o600
     info = json.loads(gateway.conn_file.read_text())
     assert set(info) == {"transport", "ip", "control_port", "key", "signature_scheme"}
-    assert info["transport"] == "tcp" and info["ip"] == "127.0.0.1"
+    # ipc by default, in the 0700 sock dir: no other local user can connect
+    assert info["transport"] == "ipc" and info["ip"] == str(gateway.state / "sock" / "gateway")
+    assert stat.S_IMODE(os.stat(gateway.state / "sock").st_mode) == 0o700
     assert info["signature_scheme"] == "hmac-sha256" and len(info["key"]) >= 32
 
 
@@ -67,12 +69,35 @@ def test_sigterm_clean_exit(gateway):
     assert gateway.events("stopped")
 
 
-def test_ipc_transport(make_gateway):
-    gw = make_gateway(transport="ipc")
+def test_tcp_transport_is_curve(make_gateway):
+    gw = make_gateway(transport="tcp")
     info = json.loads(gw.conn_file.read_text())
-    assert info["transport"] == "ipc"
-    assert gw.control.request("gateway_info_request")["content"]["status"] == "ok"
+    assert info["transport"] == "tcp" and info["ip"] == "127.0.0.1"
+    assert {len(info[k]) for k in ("curve_serverkey", "curve_publickey", "curve_secretkey")} == {40}
+    content = gw.control.request("gateway_info_request")["content"]
+    assert content["status"] == "ok" and content["transport"] == "tcp" and content["curve"] is True
+    out = subprocess.run([str(built("gateway/kennel")), "info", "--connection-file", str(gw.conn_file)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
     assert gw.stop() == 0
+
+
+def test_insecure_tcp_only_when_asked(make_gateway, tmp_path):
+    gw = make_gateway(transport="tcp", extra_args=["--insecure-tcp"])
+    info = json.loads(gw.conn_file.read_text())
+    assert info["transport"] == "tcp" and not any(k.startswith("curve") for k in info)
+    assert gw.control.request("gateway_info_request")["content"]["curve"] is False
+    assert gw.stop() == 0
+    out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(tmp_path / "s"),
+                          "--insecure-tcp"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "--insecure-tcp goes with --transport tcp" in out.stderr
+
+
+def test_state_dir_too_long_for_ipc(tmp_path):
+    state = tmp_path / ("d" * 90)
+    out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(state)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and "too long for ipc socket paths" in out.stderr, out.stderr
 
 
 def test_bad_config_is_refused(tmp_path):

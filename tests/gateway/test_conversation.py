@@ -11,7 +11,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from gwtest import execute, gone, stdout_of
+from gwtest import connect, execute, gone, stdout_of
 
 
 def test_open_execute_persist(gateway):
@@ -182,10 +182,7 @@ def test_two_conversations_isolated(gateway):
 def test_wrong_key_gets_nothing(gateway):
     reply, kc = gateway.open_client("k")
     conn = dict(reply["connection"])
-    ctx = zmq.Context.instance()
-    sock = ctx.socket(zmq.DEALER)
-    sock.linger = 0
-    sock.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
+    sock = connect(conn, "shell_port", zmq.DEALER)
     bad = Session(key=b"not-the-key")
     bad.send(sock, "execute_request", {"code": "print(1)", "silent": False})
     assert sock.poll(1000) == 0
@@ -197,10 +194,7 @@ def test_wrong_key_gets_nothing(gateway):
 
 
 def _raw_shell(conn):
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    sock.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
-    return sock
+    return connect(conn, "shell_port", zmq.DEALER)
 
 
 def test_malformed_messages_dropped_and_logged(gateway):
@@ -240,12 +234,25 @@ def test_sigterm_leaves_no_process(gateway):
         assert gone(pid, timeout=0.1)
 
 
-def test_ipc_transport_conversation(make_gateway):
-    gw = make_gateway(transport="ipc")
-    reply, kc = gw.open_client("over-ipc")
-    assert reply["connection"]["transport"] == "ipc"
+def test_ipc_conversation_by_default(gateway):
+    reply, kc = gateway.open_client("over-ipc")
+    conn = reply["connection"]
+    assert conn["transport"] == "ipc" and conn["ip"].startswith(str(gateway.state / "sock") + "/")
+    assert not any(k.startswith("curve") for k in conn)
     r, out = execute(kc, "print(6 * 7)")
     assert stdout_of(out) == "42\n"
+
+
+def test_tcp_conversation_is_curve(make_gateway):
+    gw = make_gateway(transport="tcp")
+    reply, kc = gw.open_client("over-curve")
+    conn = reply["connection"]
+    assert conn["transport"] == "tcp" and len(conn["curve_secretkey"]) == 40
+    r, out = execute(kc, "print(6 * 7)")
+    assert stdout_of(out) == "42\n"
+    # each conversation has its own keys: another's do not open this one
+    other, _ = gw.open_client("other")
+    assert other["connection"]["curve_publickey"] != conn["curve_publickey"]
     assert gw.stop() == 0
 
 

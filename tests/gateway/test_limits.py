@@ -9,7 +9,7 @@ import time
 import pytest
 import zmq
 
-from gwtest import built, execute, execute_started, gone, stdout_of
+from gwtest import built, connect, execute, execute_started, gone, stdout_of
 
 
 def kernel_pid(gateway, cid):
@@ -153,9 +153,7 @@ def test_shutdown_request_restart_and_close(gateway):
 def test_heartbeat_answered(gateway):
     reply, kc = gateway.open_client("hb")
     conn = reply["connection"]
-    s = zmq.Context.instance().socket(zmq.REQ)
-    s.linger = 0
-    s.connect(f"tcp://{conn['ip']}:{conn['hb_port']}")
+    s = connect(conn, "hb_port", zmq.REQ)
     s.send(b"ping")
     assert s.poll(2000)
     assert s.recv() == b"ping"

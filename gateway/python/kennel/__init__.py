@@ -19,10 +19,41 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import zmq
+import zmq.asyncio
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
-__all__ = ["Gateway", "Conversation", "Result", "GatewayError"]
+__all__ = ["Gateway", "Conversation", "Result", "GatewayError", "client_context", "endpoint"]
+
+#: the CURVE fields of a connection info (`kennel serve --transport tcp`),
+#: named as pyzmq's socket options
+CURVE_FIELDS = ("curve_serverkey", "curve_publickey", "curve_secretkey")
+
+
+def endpoint(info: Dict[str, Any], port_field: str) -> str:
+    """The address of one socket of a connection info (port_field:
+    "control_port", "shell_port", ...), as jupyter_client forms it."""
+    if info.get("transport", "tcp") == "ipc":
+        return f"ipc://{info['ip']}-{info[port_field]}"
+    return f"tcp://{info['ip']}:{info[port_field]}"
+
+
+def client_context(info: Dict[str, Any], cls: type = zmq.Context) -> zmq.Context:
+    """A zmq context (of class cls) for the sockets of a connection info.
+
+    With CURVE keys in the info (a gateway serving `--transport tcp`),
+    every socket made from it is a CURVE client with those keys; for plain
+    jupyter_client: BlockingKernelClient(context=client_context(info,
+    zmq.asyncio.Context)). It shadows the process's one context of that
+    class: no I/O thread per conversation."""
+    ctx = cls.shadow(cls.instance().underlying)
+    if any(k in info for k in CURVE_FIELDS):
+        if not zmq.has("curve"):
+            raise GatewayError("NoCurve", "the gateway serves CurveZMQ and this libzmq has no CURVE support")
+        for name in CURVE_FIELDS:
+            setattr(ctx, name, info[name].encode())
+    return ctx
+
 
 
 class GatewayError(RuntimeError):
@@ -90,20 +121,15 @@ class Gateway:
         self.timeout = timeout
         self.session = Session(key=info["key"].encode(),
                                signature_scheme=info.get("signature_scheme", "hmac-sha256"))
-        self.context = zmq.Context.instance()
+        self.context = client_context(info)
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.linger = 0
-        self.socket.connect(self._endpoint())
+        self.socket.connect(endpoint(info, "control_port"))
 
     @classmethod
     def from_connection_file(cls, path: str, **kw) -> "Gateway":
         with open(path) as f:
             return cls(json.load(f), **kw)
-
-    def _endpoint(self) -> str:
-        if self.info.get("transport", "tcp") == "ipc":
-            return f"ipc://{self.info['ip']}-{self.info['control_port']}"
-        return f"tcp://{self.info['ip']}:{self.info['control_port']}"
 
     def request(self, msg_type: str, content: Dict[str, Any]) -> Dict[str, Any]:
         """Sends one control request and returns the reply's content, raising
@@ -197,7 +223,7 @@ class Conversation:
         self.workspace = open_reply.get("workspace")
         self.connection = open_reply["connection"]
         self.handlers = handlers
-        self.client = BlockingKernelClient()
+        self.client = BlockingKernelClient(context=client_context(self.connection, zmq.asyncio.Context))
         self.client.load_connection_info(self.connection)
         self.client.start_channels()
 

@@ -1,0 +1,184 @@
+"""A local user without the connection file can neither read nor disturb a
+conversation (red-team F5).
+
+The attacker is a separate process as uid 65534 (setpriv). It is given
+more than it could find alone: the victim's socket addresses (ports from
+/proc/net/tcp, or the ipc paths) and the victim's session id (which
+jupyter_client uses as the ZMQ identity of its shell, stdin and control
+sockets; before, it was read from iopub). It lists the state dir, connects
+a SUB to iopub, DEALERs with the victim's identity to shell, stdin and
+control (ROUTER_HANDOVER would give it the victim's routing), and pings hb,
+while the victim runs executions that print a secret."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from gwtest import execute, stdout_of
+
+NOBODY = 65534
+SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+SECRET = "hunter2-password"
+
+ATTACKER = r"""
+import json, os, socket, sys, zmq
+p = json.loads(sys.argv[1])
+conn = p["conn"]
+out = {"uid": os.getuid(), "listing": {}, "unix_connect": {}, "iopub": [], "hb": None, "shell": []}
+for d in (p["state"], p["state"] + "/sock"):
+    try:
+        out["listing"][d] = os.listdir(d)
+    except OSError as e:
+        out["listing"][d] = type(e).__name__
+ctx = zmq.Context()
+
+def url(field):
+    if conn["transport"] == "ipc":
+        return "ipc://%s-%d" % (conn["ip"], conn[field])
+    return "tcp://%s:%d" % (conn["ip"], conn[field])
+
+def sock(kind, field, identity=None):
+    s = ctx.socket(kind)
+    s.linger = 0
+    for name, value in (p.get("curve") or {}).items():
+        setattr(s, name, value.encode())
+    if identity:
+        s.identity = identity.encode()
+    s.connect(url(field))
+    return s
+
+if conn["transport"] == "ipc":
+    for field in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            u.connect("%s-%d" % (conn["ip"], conn[field]))
+            out["unix_connect"][field] = "connected"
+        except OSError as e:
+            out["unix_connect"][field] = type(e).__name__
+        u.close()
+sub = sock(zmq.SUB, "iopub_port")
+sub.setsockopt(zmq.SUBSCRIBE, b"")
+dealers = [sock(zmq.DEALER, f, p["session"]) for f in ("shell_port", "stdin_port", "control_port")
+           if p["hijack"]]
+hb = sock(zmq.REQ, "hb_port")
+hb.send(b"ping")
+print("ready", flush=True)
+poller = zmq.Poller()
+for s in [sub, hb] + dealers:
+    poller.register(s, zmq.POLLIN)
+poller.register(sys.stdin, zmq.POLLIN)
+while True:
+    ready = dict(poller.poll(100))
+    if sys.stdin.fileno() in ready or sys.stdin in ready:
+        break
+    if sub in ready:
+        out["iopub"].append(b"|".join(sub.recv_multipart()).decode(errors="replace"))
+    if hb in ready:
+        out["hb"] = hb.recv().decode()
+    for d in dealers:
+        if d in ready:
+            out["shell"].append(b"|".join(d.recv_multipart()).decode(errors="replace"))
+print(json.dumps(out), flush=True)
+"""
+
+
+def attack(gw, conn, session, curve=None, hijack=True):
+    """Starts the attacker (hijack: also the DEALERs with the victim's
+    identity); returns finish(), which ends it and returns what it saw."""
+    visible = {k: v for k, v in conn.items() if k != "key" and not k.startswith("curve")}
+    params = json.dumps({"state": str(gw.state), "conn": visible, "session": session, "curve": curve,
+                         "hijack": hijack})
+    proc = subprocess.Popen(SETPRIV + ["/usr/bin/python3", "-c", ATTACKER, params], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+    time.sleep(1.0)  # its handshakes (and, before, the identity takeover) are done
+
+    def finish():
+        out, err = proc.communicate("", timeout=30)
+        assert proc.returncode == 0, err
+        return json.loads(out)
+    return finish
+
+
+def victim_runs(kc, n=3):
+    """What went wrong in n executions of the victim ([] when nothing):
+    collected, not raised, so that a failure also shows what the attacker read."""
+    for i in range(n):
+        try:
+            r, out = execute(kc, f"secret = '{SECRET}'; print('run', {i}, secret)", timeout=10)
+        except Exception as e:  # the identity takeover made the reply go elsewhere
+            return [f"execution {i}: {type(e).__name__} {e}"]
+        if r["content"]["status"] != "ok" or stdout_of(out) != f"run {i} {SECRET}\n":
+            return [f"execution {i}: {r['content']} {stdout_of(out)!r}"]
+    return []
+
+
+def assert_untouched(seen, disturbed):
+    assert seen["uid"] == NOBODY
+    read = seen["iopub"] + seen["shell"] + ([seen["hb"]] if seen["hb"] else [])
+    assert not read and not disturbed, {"attacker read": read[:4], "victim disturbed": disturbed}
+    assert SECRET not in json.dumps(seen)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nobody_can_run_python():
+    """The attacker needs only the system Python and pyzmq as uid 65534:
+    checked first, so a failure below is the gateway's and not the host's."""
+    r = subprocess.run(SETPRIV + ["/usr/bin/python3", "-c", "import os, zmq; print(os.getuid())"],
+                       capture_output=True, text=True, cwd="/")
+    assert r.returncode == 0 and r.stdout.strip() == str(NOBODY), r.stderr
+
+
+@pytest.mark.parametrize("hijack", [False, True], ids=["subscribe", "hijack"])
+def test_default_gateway_local_user_reads_and_disturbs_nothing(gateway, hijack):
+    reply, kc = gateway.open_client("victim")
+    conn = reply["connection"]
+    finish = attack(gateway, conn, kc.session.session, hijack=hijack)
+    disturbed = victim_runs(kc)
+    seen = finish()
+    assert_untouched(seen, disturbed)
+    # the default is ipc in the 0700 sock dir: not even connectable
+    assert conn["transport"] == "ipc"
+    assert set(seen["unix_connect"].values()) == {"PermissionError"}, seen["unix_connect"]
+    assert set(seen["listing"].values()) == {"PermissionError"}, seen["listing"]
+
+
+@pytest.mark.parametrize("keys", ["none", "own", "other_conversation"])
+def test_curve_tcp_without_the_key_gets_nothing(make_gateway, keys):
+    import zmq
+    gw = make_gateway(transport="tcp")
+    reply, kc = gw.open_client("victim")
+    conn = reply["connection"]
+    assert conn["transport"] == "tcp" and "curve_serverkey" in conn
+    curve = None
+    if keys == "own":  # the server's public key (not a secret) with a keypair of its own
+        public, secret = zmq.curve_keypair()
+        curve = {"curve_serverkey": conn["curve_serverkey"], "curve_publickey": public.decode(),
+                 "curve_secretkey": secret.decode()}
+    elif keys == "other_conversation":  # a valid keypair, of another conversation
+        other = gw.control.open("other")["connection"]
+        curve = {k: other[k] for k in ("curve_publickey", "curve_secretkey")}
+        curve["curve_serverkey"] = conn["curve_serverkey"]
+    finish = attack(gw, conn, kc.session.session, curve)
+    disturbed = victim_runs(kc)
+    assert_untouched(finish(), disturbed)
+    if keys != "none":  # no key at all fails the handshake before any ZAP request
+        refused = gw.events("curve_refused")
+        assert refused and refused[0]["reason"] == "wrong client key", refused
+    assert gw.stop() == 0
+
+
+def test_insecure_tcp_has_no_identity_takeover(make_gateway):
+    """--insecure-tcp is the operator's explicit word: iopub is readable
+    (README, "What is enforced"), but with ROUTER_HANDOVER off a peer naming
+    the victim's identity cannot take its routing."""
+    gw = make_gateway(transport="tcp", extra_args=["--insecure-tcp"])
+    reply, kc = gw.open_client("victim")
+    finish = attack(gw, reply["connection"], kc.session.session)
+    assert victim_runs(kc) == []
+    seen = finish()
+    assert any(SECRET in m for m in seen["iopub"])  # the residual risk, as documented
+    assert seen["shell"] == []
+    assert gw.stop() == 0
