@@ -317,7 +317,8 @@ def section_rtt_kennel(run):
     run.put("c_client_rtt_us", {"kennel_via_gateway": via, "kennel_direct_unconfined": direct})
     run.put("gateway_added_us", {"median": via["p50_us"] - direct["p50_us"], "p99": None,
                                  "note": "p50 of the C client through the gateway minus straight to an "
-                                         "unconfined kennel kernel (tcp loopback both); p99s do not subtract"})
+                                         "unconfined kennel kernel (gateway over ipc, its default; the kernel over "
+                                         "tcp loopback); p99s do not subtract"})
 
 
 def section_rtt_ipykernel(run):

@@ -121,7 +121,9 @@ main (int argc, char **argv)
     rtt_kernel_t *kernel = opt.launcher ? rtt_kernel_start (opt.launcher) : NULL;
     wire_connection_t *loaded = opt.connection_file ? s_load (opt.connection_file) : NULL;
     const wire_connection_t *conn = kernel ? rtt_kernel_connection (kernel) : loaded;
-    rtt_client_t *client = conn ? rtt_client_new (conn) : NULL;
+    json_t *info = opt.connection_file ? json_load_file (opt.connection_file, 0, NULL) : NULL;
+    rtt_client_t *client = conn ? rtt_client_new (conn, info) : NULL;
+    json_decref (info);
     int64_t *samples = calloc ((size_t) opt.n, sizeof *samples);
     int rc = 1;
     if (client && samples && s_measure (client, &opt, samples) == 0) {

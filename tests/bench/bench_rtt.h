@@ -16,8 +16,10 @@
 typedef struct rtt_client rtt_client_t;
 
 /* Connects to the shell (DEALER) and iopub (SUB, subscribed before
-   connect) endpoints of conn. NULL with a message on stderr on failure. */
-rtt_client_t *rtt_client_new (const wire_connection_t *conn);
+   connect) endpoints of conn; with the CURVE keys of info (the connection
+   file's JSON, may be NULL) when it has them. NULL with a message on
+   stderr on failure. */
+rtt_client_t *rtt_client_new (const wire_connection_t *conn, const json_t *info);
 void rtt_client_destroy (rtt_client_t **self_p);
 /* Sends kernel_info_request until one is answered AND something arrived on
    iopub (the SUB subscription is live), within timeout_ms. 0 or -1. */

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from queue import Empty
@@ -21,6 +22,11 @@ import zmq
 import zmq.asyncio
 from jupyter_client import AsyncKernelClient, BlockingKernelClient, KernelManager
 from jupyter_client.session import Session
+
+# the host module from the source tree: how to reach a connection info's
+# sockets (ipc, or tcp with its CURVE keys)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "gateway" / "python"))
+import kennel  # noqa: E402
 
 # One event loop and one context for every client of the run: a context per
 # client (jupyter_client's default) would start an I/O thread per client and
@@ -119,7 +125,7 @@ def client(connection, stdin=False, ready=None):
     request). No heartbeat thread: it measures nothing and would cost one
     thread per conversation in the scale ramp. ready: seconds to wait until
     its iopub subscription is live (see wait_ready); None: no wait."""
-    kc = BlockingKernelClient(context=CTX)
+    kc = BlockingKernelClient(context=kennel.client_context(connection, CTX))
     kc.load_connection_info(connection)
     kc.start_channels(shell=True, iopub=True, stdin=stdin, hb=False, control=False)
     if ready is not None:
@@ -224,14 +230,13 @@ class SessionClient:
     def __init__(self, connection, ready=30):
         info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection.items()}
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.ctx = zmq.Context.instance()
-        self.ctx.set(zmq.MAX_SOCKETS, 65536)
-        url = f"{info['transport']}://{info['ip']}" + ("-" if info["transport"] == "ipc" else ":")
+        zmq.Context.instance().set(zmq.MAX_SOCKETS, 65536)
+        self.ctx = kennel.client_context(info)
         self.shell = self.ctx.socket(zmq.DEALER)
-        self.shell.connect(f"{url}{info['shell_port']}")
+        self.shell.connect(kennel.endpoint(info, "shell_port"))
         self.iopub = self.ctx.socket(zmq.SUB)
         self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
-        self.iopub.connect(f"{url}{info['iopub_port']}")
+        self.iopub.connect(kennel.endpoint(info, "iopub_port"))
         try:
             self._ready(ready)
         except BaseException:
@@ -393,12 +398,9 @@ class Control:
         self.process = process  # the daemon: a dead one is reported at once, not after a timeout
         info = json.loads(pathlib.Path(connection_file).read_text())
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock = kennel.client_context(info).socket(zmq.DEALER)
         self.sock.linger = 0
-        if info["transport"] == "ipc":
-            self.sock.connect(f"ipc://{info['ip']}-{info['control_port']}")
-        else:
-            self.sock.connect(f"tcp://{info['ip']}:{info['control_port']}")
+        self.sock.connect(kennel.endpoint(info, "control_port"))
 
     def requests(self, items, in_flight=1, timeout=60):
         """items: [(msg_type, content)]. Returns their reply contents in order
@@ -435,7 +437,7 @@ class KennelGateway:
     """`kennel serve` of a build dir, with its own state dir under /tmp (the
     sandbox uid must traverse to the workspaces: 0711)."""
 
-    def __init__(self, builddir, workdir, extra_config=None, env=None):
+    def __init__(self, builddir, workdir, extra_config=None, env=None, transport_args=()):
         self.builddir = pathlib.Path(builddir)
         pathlib.Path(workdir).mkdir(parents=True, exist_ok=True)
         self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-bench-"))
@@ -448,7 +450,7 @@ class KennelGateway:
         config_file.write_text(json.dumps(config))
         cmd = [str(self.builddir / "gateway" / "kennel"), "serve", "--state-dir", str(self.state),
                "--connection-file", str(self.conn_file), "--config", str(config_file),
-               "--log-file", str(self.log_file)]
+               "--log-file", str(self.log_file)] + list(transport_args)
         if self.conn_file.exists():
             self.conn_file.unlink()
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)

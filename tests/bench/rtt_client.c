@@ -26,8 +26,29 @@ s_now_ns (void)
     return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A socket of type connected to endpoint, a CURVE client when info has
+   the keys of a gateway serving tcp (gateway/README.md). */
+static zsock_t *
+s_connect (int type, const char *endpoint, const json_t *info)
+{
+    zsock_t *s = zsock_new (type);
+    if (!s)
+        return NULL;
+    if (type == ZMQ_SUB)
+        zsock_set_subscribe (s, "");
+    const char *server = json_string_value (json_object_get (info, "curve_serverkey"));
+    if (server) {
+        zsock_set_curve_serverkey (s, server);
+        zsock_set_curve_publickey (s, json_string_value (json_object_get (info, "curve_publickey")));
+        zsock_set_curve_secretkey (s, json_string_value (json_object_get (info, "curve_secretkey")));
+    }
+    if (zsock_connect (s, "%s", endpoint) < 0)
+        zsock_destroy (&s);
+    return s;
+}
+
 rtt_client_t *
-rtt_client_new (const wire_connection_t *conn)
+rtt_client_new (const wire_connection_t *conn, const json_t *info)
 {
     rtt_client_t *self = calloc (1, sizeof *self);
     if (!self)
@@ -37,8 +58,8 @@ rtt_client_new (const wire_connection_t *conn)
     char *shell = wire_connection_endpoint (conn, WIRE_SHELL);
     char *iopub = wire_connection_endpoint (conn, WIRE_IOPUB);
     /* SUB subscribes before it connects so no early message is lost. */
-    self->shell = zsock_new_dealer (shell);
-    self->iopub = zsock_new_sub (iopub, "");
+    self->shell = s_connect (ZMQ_DEALER, shell, info);
+    self->iopub = s_connect (ZMQ_SUB, iopub, info);
     if (!self->key || !self->shell || !self->iopub)
         fprintf (stderr, "bench_rtt: cannot connect to %s / %s: %s\n", shell, iopub,
                  self->key ? zmq_strerror (zmq_errno ()) : wire_strerror (err));

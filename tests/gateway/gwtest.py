@@ -132,7 +132,7 @@ class Gateway:
         return [e for e in self.log() if e["event"] == name]
 
     def client(self, connection):
-        kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context))
+        kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context.instance()))
         kc.load_connection_info(connection)
         kc.start_channels()
         kc.wait_for_ready(timeout=30)

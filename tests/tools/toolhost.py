@@ -15,6 +15,7 @@ import tempfile
 import time
 
 import zmq
+import zmq.asyncio
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
@@ -26,6 +27,7 @@ BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "ch
 
 # the host module from the source tree (what `make install` installs)
 sys.path.insert(0, str(SRCDIR / "gateway" / "python"))
+import kennel  # noqa: E402
 
 
 def built(relpath):
@@ -95,9 +97,9 @@ class Control:
     def __init__(self, connection_file):
         info = json.loads(pathlib.Path(connection_file).read_text())
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.sock = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock = kennel.client_context(info).socket(zmq.DEALER)
         self.sock.linger = 0
-        self.sock.connect(f"tcp://{info['ip']}:{info['control_port']}")
+        self.sock.connect(kennel.endpoint(info, "control_port"))
 
     def request(self, msg_type, content, timeout=30):
         sent = self.session.send(self.sock, msg_type, content)
@@ -149,7 +151,7 @@ class Daemon:
         return reply
 
     def client(self, connection):
-        kc = BlockingKernelClient()
+        kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context.instance()))
         kc.load_connection_info(connection)
         kc.start_channels()
         kc.wait_for_ready(timeout=30)

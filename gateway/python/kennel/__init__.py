@@ -38,15 +38,15 @@ def endpoint(info: Dict[str, Any], port_field: str) -> str:
     return f"tcp://{info['ip']}:{info[port_field]}"
 
 
-def client_context(info: Dict[str, Any], cls: type = zmq.Context) -> zmq.Context:
-    """A zmq context (of class cls) for the sockets of a connection info.
-
-    With CURVE keys in the info (a gateway serving `--transport tcp`),
-    every socket made from it is a CURVE client with those keys; for plain
+def client_context(info: Dict[str, Any], base: Optional[zmq.Context] = None) -> zmq.Context:
+    """A zmq context for the sockets of a connection info: a shadow of base
+    (default: the process's zmq.Context.instance(); same class, same I/O
+    thread), whose sockets are CURVE clients with the info's keys when it
+    has them (a gateway serving `--transport tcp`). For plain
     jupyter_client: BlockingKernelClient(context=client_context(info,
-    zmq.asyncio.Context)). It shadows the process's one context of that
-    class: no I/O thread per conversation."""
-    ctx = cls.shadow(cls.instance().underlying)
+    zmq.asyncio.Context.instance()))."""
+    base = base if base is not None else zmq.Context.instance()
+    ctx = type(base).shadow(base.underlying)
     if any(k in info for k in CURVE_FIELDS):
         if not zmq.has("curve"):
             raise GatewayError("NoCurve", "the gateway serves CurveZMQ and this libzmq has no CURVE support")
@@ -223,7 +223,8 @@ class Conversation:
         self.workspace = open_reply.get("workspace")
         self.connection = open_reply["connection"]
         self.handlers = handlers
-        self.client = BlockingKernelClient(context=client_context(self.connection, zmq.asyncio.Context))
+        self.client = BlockingKernelClient(
+            context=client_context(self.connection, zmq.asyncio.Context.instance()))
         self.client.load_connection_info(self.connection)
         self.client.start_channels()
 
