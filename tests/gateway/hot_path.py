@@ -4,6 +4,7 @@ run by hand on a build without sanitizers, not a test.
 
     /usr/bin/python3 tests/gateway/hot_path.py --builddir B [--idle N]
         [-n 2000] [--runs 3] [--strace] [--direct] [--perf FILE]
+        [--serve-args "--transport tcp"]
 
 Starts `kennel serve` (tests/bench/benchlib.py), opens one conversation
 and, with --idle N, N more that stay idle, then runs the C client
@@ -60,6 +61,7 @@ def main():
     p.add_argument("--perf", help="perf record -g the daemon over the runs into this file")
     p.add_argument("--config", default="{}", help="JSON merged into the daemon's config")
     p.add_argument("--kennel", help="another kennel binary (e.g. a copy of the one before a change)")
+    p.add_argument("--serve-args", default="", help='more `kennel serve` arguments, e.g. "--transport tcp"')
     a = p.parse_args()
     builddir = pathlib.Path(a.builddir).resolve()
     B.raise_fd_limit()
@@ -73,9 +75,9 @@ def main():
         (fake / "gateway").mkdir(parents=True)
         (fake / "gateway" / "kennel").symlink_to(pathlib.Path(a.kennel).resolve())
         (fake / "kernel-launcher").symlink_to(builddir / "kernel-launcher")
-        gw = B.KennelGateway(fake, work, extra_config=config)
+        gw = B.KennelGateway(fake, work, extra_config=config, transport_args=a.serve_args.split())
     else:
-        gw = B.KennelGateway(builddir, work, extra_config=config)
+        gw = B.KennelGateway(builddir, work, extra_config=config, transport_args=a.serve_args.split())
     try:
         reply = gw.open(["hot"])[0]
         assert reply.get("status") == "ok", reply

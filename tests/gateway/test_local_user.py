@@ -11,7 +11,10 @@ control (ROUTER_HANDOVER would give it the victim's routing), and pings hb,
 while the victim runs executions that print a secret."""
 import json
 import os
+import pathlib
+import shutil
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -182,3 +185,66 @@ def test_insecure_tcp_has_no_identity_takeover(make_gateway):
     assert any(SECRET in m for m in seen["iopub"])  # the residual risk, as documented
     assert seen["shell"] == []
     assert gw.stop() == 0
+
+
+def _as(uid, argv, **kw):
+    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + argv,
+                          capture_output=True, text=True, cwd="/", timeout=60, **kw)
+
+
+OPERATOR_CLIENT = r"""
+import sys, kennel
+gw = kennel.Gateway.from_connection_file(sys.argv[1])
+conv = gw.open("mine")
+print(conv.connection["transport"], conv.connection["ip"])
+r = conv.run("import os; print(os.getuid(), 6 * 7)")
+print(r.status, r.stdout.strip())
+conv.close()
+"""
+
+
+def test_unprivileged_operator_gets_a_private_sock_dir(tmp_path):
+    """A non-root operator (uid 65534) runs `kennel serve` with the default
+    transport: its sockets are in its own 0700 sock dir, its own client
+    (same uid) works, another uid (65533) cannot connect."""
+    from gwtest import built, launcher, HERE
+    probe = _as(NOBODY, ["unshare", "--user", "--map-root-user", "true"])
+    if probe.returncode != 0:  # checked unconfined: the host gives no unprivileged user namespaces
+        pytest.skip(f"unprivileged user namespaces refused on this host: {probe.stderr.strip()}")
+    base = pathlib.Path(tempfile.mkdtemp(prefix="kennel-op-"))
+    try:
+        os.chown(base, NOBODY, NOBODY)
+        os.chmod(base, 0o711)
+        config = base / "config.json"
+        config.write_text(json.dumps({"launcher": launcher(), "warm_pool": 0,
+                                      "confine": {"allow_degraded": ["quota", "cgroup"]}}))
+        state = base / "state"
+        daemon = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                                   str(built("gateway/kennel")), "serve", "--state-dir", str(state),
+                                   "--config", str(config), "--log-file", str(base / "log")],
+                                  cwd="/", env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+        try:
+            conn_file = state / "gateway.json"
+            deadline = time.time() + 20
+            while not conn_file.exists():
+                assert daemon.poll() is None and time.time() < deadline, (base / "log").read_text()
+                time.sleep(0.05)
+            sock = state / "sock"
+            assert os.stat(sock).st_uid == NOBODY and os.stat(sock).st_mode & 0o777 == 0o700
+            pypath = str(HERE.parent.parent / "gateway" / "python")
+            out = _as(NOBODY, ["env", f"PYTHONPATH={pypath}", "/usr/bin/python3", "-c", OPERATOR_CLIENT,
+                               str(conn_file)])
+            assert out.returncode == 0, out.stderr
+            transport_line, result_line = out.stdout.splitlines()
+            assert transport_line.startswith(f"ipc {sock}/")
+            assert result_line == "ok 1000 42"
+            other = _as(NOBODY - 1, ["/usr/bin/python3", "-c",
+                                     "import socket, sys\ns = socket.socket(socket.AF_UNIX)\n"
+                                     "try:\n    s.connect(sys.argv[1]); print('connected')\n"
+                                     "except OSError as e:\n    print(type(e).__name__)", f"{sock}/gateway-1"])
+            assert other.stdout.strip() == "PermissionError", other
+        finally:
+            daemon.terminate()
+            assert daemon.wait(20) == 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
