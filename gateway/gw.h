@@ -211,6 +211,8 @@ typedef void (gw_launch_fn) (gw_launch_t *launch, void *arg);
    line read from fd 4; stdout and stderr go to log_path. NULL with *errmsg. */
 gw_launch_t *gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *log_path,
                               gw_launch_fn *on_status, gw_launch_fn *on_exit, void *arg, char **errmsg);
+/* Removes log_path and the older log a launch rotated it to (log_path.1). */
+void gw_launch_log_remove (const char *log_path);
 /* In a forked child whose fds are in place: a new session that dies with the
    gateway, default signals, an environment with nothing of the gateway's
    (PATH and the sanitizers' settings only), then exec of launcher with argv.

@@ -558,7 +558,7 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     if (!keep_workspace && self->dir)
         gw_fs_remove_tree (self->dir);
     else if (self->log_path)
-        unlink (self->log_path);
+        gw_launch_log_remove (self->log_path);
     free (self->id);
     free (self->kernel_name);
     json_decref (self->tools);

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -308,6 +309,41 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     return 0;
 }
 
+/* A launch logs at most the launcher's LAUNCH_LOG_MAX (8 MiB) of kernel
+   output, but a conversation whose kernel is restarted again and again
+   would still grow its log without end. Past LOG_ROTATE_BYTES, a launch
+   first moves the log to log_path.1 (replacing an older one): one
+   conversation's logs stay under 2 x (LOG_ROTATE_BYTES + 8 MiB + the
+   launcher's own lines). */
+#define LOG_ROTATE_BYTES (8 << 20)
+
+static char *
+log_older (const char *log_path)
+{
+    char *older = NULL;
+    return asprintf (&older, "%s.1", log_path) < 0 ? NULL : older;
+}
+
+static void
+log_rotate (const char *log_path)
+{
+    struct stat st;
+    char *older = log_older (log_path);
+    if (older && stat (log_path, &st) == 0 && st.st_size >= LOG_ROTATE_BYTES)
+        rename (log_path, older);
+    free (older);
+}
+
+void
+gw_launch_log_remove (const char *log_path)
+{
+    char *older = log_older (log_path);
+    unlink (log_path);
+    if (older)
+        unlink (older);
+    free (older);
+}
+
 static void
 child_exec (const char *launcher, int spec_r, int status_w, const char *log_path)
 {
@@ -319,6 +355,8 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     int devnull = open ("/dev/null", O_RDONLY);
     if (devnull >= 0)
         dup2 (devnull, 0);
+    if (log_path)
+        log_rotate (log_path);
     int logfd = log_path ? open (log_path, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
     if (logfd >= 0) {
         dup2 (logfd, 1);

@@ -5,6 +5,7 @@ LAUNCH_LOG_MAX (8 MiB) per launch; no descriptor of the file itself is
 inside, so the kernel can neither truncate it nor write a line that looks
 like the launcher's."""
 import json
+import shutil
 import time
 
 import pytest
@@ -137,3 +138,25 @@ def test_kernel_output_is_marked_and_bounded(make_gateway):
     assert not any("\x1b" in line for line in lines)
     assert any("\\x1b[2J" in line for line in lines)
     assert any(line.startswith("kennel-launch: the kernel wrote more than 8388608 bytes") for line in lines)
+
+
+def test_a_conversations_logs_stay_bounded_across_restarts(make_gateway):
+    """Each launch logs at most LOG_MAX; a conversation whose kernel is
+    restarted again and again rotates its log (kernel.log.1, one older
+    file), so its logs stay under 2 x (LOG_MAX + LOG_MAX + a few lines)."""
+    script = (f"head -c {LOG_MAX + (1 << 20)} /dev/zero | tr '\\0' x; echo; "
+              "exec /usr/bin/python3 -m ipykernel_launcher -f \"$0\"")
+    gw = make_gateway(config={"kernels": {"big": {"argv": ["/bin/sh", "-c", script, "{connection_file}"]}},
+                              "warm_pool": 0})
+    gw.open_client("big", kernel="big", policy={"network": "loopback"})
+    conv = gw.state / "conv" / "big"
+    for _ in range(4):
+        r = gw.control.request("conversation_restart_request", {"conversation_id": "big"})
+        assert r["content"]["status"] == "ok", r["content"]
+    sizes = {p.name: p.stat().st_size for p in conv.glob("kernel.log*")}
+    assert set(sizes) == {"kernel.log", "kernel.log.1"}, sizes
+    assert all(size < 2 * LOG_MAX + (64 << 10) for size in sizes.values()), sizes
+    # a close that keeps the workspace removes both logs
+    gw.control.request("conversation_close_request", {"conversation_id": "big", "keep_workspace": True})
+    assert [p.name for p in conv.iterdir()] == ["workspace"]
+    shutil.rmtree(conv)
