@@ -249,6 +249,11 @@ cmd_kernel (int argc, char **argv)
         fprintf (stderr, "kennel kernel: -f CONNECTION_FILE is required\n");
         return 2;
     }
+    if (o.insecure_tcp) {
+        fprintf (stderr, "kennel kernel: --insecure-tcp is for `kennel serve`; kernelspec mode binds what the "
+                         "connection file says\n");
+        return 2;
+    }
     /* checked before anything starts, so a bad file is one line and exit 2 */
     const char *tools_path = o.tools ? o.tools : getenv ("KENNEL_TOOLS");
     json_t *tools = NULL;

@@ -91,6 +91,9 @@ def test_insecure_tcp_only_when_asked(make_gateway, tmp_path):
     out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(tmp_path / "s"),
                           "--insecure-tcp"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "--insecure-tcp goes with --transport tcp" in out.stderr
+    out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", str(tmp_path / "k.json"), "--insecure-tcp"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "--insecure-tcp is for `kennel serve`" in out.stderr
 
 
 def test_state_dir_too_long_for_ipc(tmp_path):
