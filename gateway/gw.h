@@ -389,7 +389,14 @@ struct gw_server {
     zhashx_t *conversations; /* id -> gw_conv_t* (not owning) */
     char session[33];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
+    json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */
     gw_launch_t *probe;  /* the start-up confinement probe while it runs */
+    int probe_timer;     /* its launch_timeout */
+    double probe_started; /* monotonic */
+    char *startup_error; /* why the probe failed (conversations refused), or NULL */
+    char *startup_layer; /* the layer (launcher stage) it failed at */
+    json_t *connection_info; /* the gateway connection file's content */
+    bool ready;              /* the probe ended: file written, control answered */
     int launching;           /* launch slots in use (gw_conv.c) */
     zlistx_t *launch_queue;  /* gw_conv_t* waiting for a slot */
     gw_pool_t *pool;         /* NULL when warm_pool is 0 or in kernelspec mode */
@@ -409,8 +416,13 @@ void gw_server_destroy (gw_server_t **self_p);
    or ipc in the 0700 sock dir (not --insecure-tcp, not kernelspec mode's
    tcp, where Jupyter's connection file decides). */
 bool gw_server_authenticates (const gw_server_t *self);
-/* Binds the control socket and writes the connection file. */
+/* Binds the control socket; the connection file is written (and the socket
+   read) by gw_server_run once the start-up confinement probe has ended. */
 int gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg);
+/* A layer report (copied) and how it was taken: by whom, the confined
+   pid, and the monotonic start of the launch (-1: unknown) for its
+   duration - shown in gateway_info. */
+void gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pid_t pid, double started);
 int gw_server_run (gw_server_t *self);
 /* Closes a conversation and removes it from the table. */
 void gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, const char *why);

@@ -44,20 +44,22 @@ do_gateway_info (gw_server_t *self, wire_msg_t *req)
     json_t *k;
     json_object_foreach (self->config->kernels, name, k)
         json_array_append_new (kernels, json_string (name));
-    json_t *layers = self->last_layers
-                         ? json_deep_copy (self->last_layers)
-                         : json_pack ("{s:s}", "note", "no kernel has been confined yet: layers are reported by the "
-                                                       "launcher when the first conversation starts");
+    /* answered only once the start-up probe has ended (gw_server.c): a
+       report, or the probe's failure, is always there */
+    json_t *layers = self->last_layers ? json_deep_copy (self->last_layers) : json_object ();
     json_t *pool = self->pool ? gw_pool_info (self->pool)
                               : json_pack ("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "starting", 0, "claimed", 0);
-    reply_send (self, req,
-                json_pack ("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok",
-                           "implementation", "kennel", "version", PACKAGE_VERSION, "protocol_version",
-                           WIRE_PROTOCOL_VERSION, "kernels", kernels, "confinement", layers, "limits",
-                           gw_config_limits_json (self->config), "conversations",
-                           (int) zhashx_size (self->conversations), "transport", self->transport, "curve", self->curve,
-                           "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity), "fork_server",
-                           gw_zygote_info (self->zygote, self->config)));
+    json_t *content = json_pack (
+        "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
+        "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
+        self->startup_error == NULL, "confinement", layers, "confinement_taken", self->layers_taken, "limits",
+        gw_config_limits_json (self->config), "conversations", (int) zhashx_size (self->conversations), "transport",
+        self->transport, "curve", self->curve, "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity),
+        "fork_server", gw_zygote_info (self->zygote, self->config));
+    if (self->startup_error)
+        json_object_set_new (content, "startup_error",
+                             json_pack ("{s:s, s:s}", "layer", self->startup_layer, "reason", self->startup_error));
+    reply_send (self, req, content);
 }
 
 static json_t *
@@ -154,6 +156,18 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
             json_decref (checked);
         }
         defer (self, conv, req_p, false, on_open_ready);
+        return;
+    }
+    if (self->startup_error) {
+        char *evalue = NULL;
+        if (asprintf (&evalue,
+                      "this host cannot confine kernels as configured: the start-up probe failed at %s: %s "
+                      "(fix it and restart kennel)",
+                      self->startup_layer, self->startup_error)
+            < 0)
+            evalue = NULL;
+        reply_error (self, req, "ConfinementUnavailable", evalue ? evalue : "the start-up confinement probe failed");
+        free (evalue);
         return;
     }
     json_t *kernel = json_object_get (req->content, "kernel");

@@ -234,8 +234,9 @@ on_launch_status (gw_launch_t *launch, void *arg)
     }
     json_t *layers = json_object_get (gw_launch_status (launch), "layers");
     if (layers) {
-        json_decref (self->server->last_layers);
-        self->server->last_layers = json_deep_copy (layers);
+        char by[200];
+        snprintf (by, sizeof by, "the kernel of conversation %s", self->id);
+        gw_server_set_layers (self->server, layers, by, gw_launch_kernel_pid (launch), -1);
     }
     /* from memory, never read back from the run dir: the kernel owns it */
     char *errmsg = NULL;

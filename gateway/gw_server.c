@@ -221,18 +221,28 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
     else if (asprintf (&self->connection_file, "%s/gateway.json", self->state_dir) < 0)
         self->connection_file = NULL;
     /* only the fields of a gateway connection file: it is not a kernel's */
-    json_t *j = json_pack ("{s:s, s:s, s:i, s:s, s:s}", "transport", c->transport, "ip", c->ip, "control_port",
-                           c->control_port, "key", c->key, "signature_scheme", c->signature_scheme);
+    self->connection_info = json_pack ("{s:s, s:s, s:i, s:s, s:s}", "transport", c->transport, "ip", c->ip,
+                                       "control_port", c->control_port, "key", c->key, "signature_scheme",
+                                       c->signature_scheme);
     if (self->curve)
-        gw_curve_info (&self->control_keys, j);
+        gw_curve_info (&self->control_keys, self->connection_info);
     wire_connection_destroy (&c);
+    return 0;
+}
+
+/* Written (tmp + rename: never seen half-written) only once start-up
+   confinement is known, so that its appearance means "ready to answer". */
+static int
+connection_file_write (gw_server_t *self, char **errmsg)
+{
     char *tmp = NULL;
     if (asprintf (&tmp, "%s.tmp%d", self->connection_file, (int) getpid ()) < 0)
         tmp = NULL;
     int rc = -1;
     FILE *f = NULL;
     int fd = tmp ? open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    if (fd >= 0 && (f = fdopen (fd, "w")) && json_dumpf (j, f, JSON_INDENT (2)) == 0 && fputc ('\n', f) != EOF)
+    if (fd >= 0 && (f = fdopen (fd, "w")) && json_dumpf (self->connection_info, f, JSON_INDENT (2)) == 0
+        && fputc ('\n', f) != EOF)
         rc = 0;
     if (f)
         rc = fclose (f) == 0 ? rc : -1;
@@ -240,67 +250,138 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
         close (fd);
     if (rc == 0)
         rc = rename (tmp, self->connection_file);
-    json_decref (j);
     if (rc < 0) {
         if (tmp)
             unlink (tmp);
         if (asprintf (errmsg, "cannot write the connection file %s: %s", self->connection_file, strerror (errno))
             < 0)
             *errmsg = NULL;
-        free (tmp);
-        return -1;
     }
     free (tmp);
-    gw_io_reader (self->io, self->control, gw_control_on_message, self);
-    return 0;
+    return rc;
+}
+
+void
+gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pid_t pid, double started)
+{
+    char taken[40];
+    gw_iso_time (gw_clock_wall (), taken);
+    json_decref (self->last_layers);
+    json_decref (self->layers_taken);
+    self->last_layers = json_deep_copy (layers);
+    self->layers_taken = json_pack ("{s:s, s:s, s:i}", "taken", taken, "by", by, "pid", (int) pid);
+    if (started >= 0)
+        json_object_set_new (self->layers_taken, "seconds", json_real (gw_clock_mono () - started));
 }
 
 /* ---- the confinement probe ---------------------------------------------
    At start the daemon confines a trivial command (/bin/true) exactly as it
-   will confine kernels (same confine policy, a host workspace), so that
-   gateway_info reports every layer before the first conversation, and an
-   operator sees at once in the log when this host cannot confine. */
+   will confine kernels (the config's confine settings with the default
+   policy's limits, a host workspace). Only when its layer report is in
+   does the daemon write its connection file and answer on the control
+   socket: the file's appearance means ready. A probe that fails (a layer
+   the host cannot give, the launcher missing or silent past
+   launch_timeout) is logged naming the layer and the launcher's reason
+   (which names the host setting); the daemon then still writes the file
+   and answers gateway_info with the failure, and refuses every
+   conversation_open with it (fail closed, visible to a health check). */
+
+#define PROBE_COMMAND "/bin/true"
+
+static void zygote_and_pool_start (gw_server_t *self);
+
+static void
+startup_done (gw_server_t *self, const char *layer, const char *error)
+{
+    if (self->probe_timer)
+        zloop_timer_end (self->loop, self->probe_timer);
+    self->probe_timer = 0;
+    if (error) {
+        self->startup_error = strdup (error);
+        self->startup_layer = strdup (layer);
+        json_t *failed = json_pack ("{s:{s:s, s:s}}", layer, "state", "unsupported", "reason", error);
+        gw_server_set_layers (self, failed, "start-up probe (" PROBE_COMMAND ") failed", 0, self->probe_started);
+        json_decref (failed);
+        gw_log ("confinement_failed", "{s:s, s:s, s:s}", "layer", layer, "reason", error, "consequence",
+                "every conversation_open is refused until kennel is restarted on a host that can confine");
+    }
+    char *errmsg = NULL;
+    if (connection_file_write (self, &errmsg) < 0) {
+        gw_log ("error", "{s:s}", "message", errmsg ? errmsg : "cannot write the connection file");
+        free (errmsg);
+        self->exit_code = 1;
+        gw_server_stop (self);
+        return;
+    }
+    gw_io_reader (self->io, self->control, gw_control_on_message, self);
+    self->ready = true;
+    gw_log ("ready", "{s:s, s:b, s:f}", "connection_file", self->connection_file, "confined", error == NULL,
+            "seconds", gw_clock_mono () - self->probe_started);
+    if (!error)
+        zygote_and_pool_start (self);
+}
 
 static void
 on_probe_status (gw_launch_t *launch, void *arg)
 {
     gw_server_t *self = arg;
-    json_t *layers = json_object_get (gw_launch_status (launch), "layers");
-    if (gw_launch_state (launch) == GW_LAUNCH_CONFINED && layers) {
-        if (!self->last_layers)
-            self->last_layers = json_deep_copy (layers);
-        gw_log ("confinement", "{s:O}", "layers", layers);
+    json_t *status = gw_launch_status (launch);
+    json_t *layers = json_object_get (status, "layers");
+    if (gw_launch_state (launch) == GW_LAUNCH_CONFINED && json_is_object (layers)) {
+        gw_server_set_layers (self, layers, "start-up probe: " PROBE_COMMAND " confined by the launcher",
+                              gw_launch_kernel_pid (launch), self->probe_started);
+        gw_log ("confinement", "{s:O, s:s}", "layers", layers, "by", "start-up probe");
+        gw_launch_abandon (&self->probe);
+        startup_done (self, NULL, NULL);
+        return;
     }
-    else {
-        json_decref (self->last_layers);
-        self->last_layers = json_pack ("{s:{s:s, s:s}}", "launcher", "state", "unsupported", "reason",
-                                       gw_launch_error (launch));
-        gw_log ("confinement_failed", "{s:s}", "reason", gw_launch_error (launch));
-    }
+    const char *stage = gw_text (json_object_get (status, "stage"));
+    char *error = strdup (gw_launch_error (launch) ? gw_launch_error (launch) : "the launcher failed");
     gw_launch_abandon (&self->probe);
+    startup_done (self, stage ? stage : "launcher", error);
+    free (error);
+}
+
+static int
+on_probe_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_server_t *self = arg;
+    self->probe_timer = 0;
+    gw_launch_abandon (&self->probe);
+    char error[160];
+    snprintf (error, sizeof error, "the confinement probe sent no status line within %g s (launch_timeout)",
+              self->config->launch_timeout);
+    startup_done (self, "launcher", error);
+    return 0;
 }
 
 static void
 probe_start (gw_server_t *self)
 {
-    char *ws = NULL;
-    if (asprintf (&ws, "%s/probe", self->state_dir) < 0 || (mkdir (ws, 0700) < 0 && errno != EEXIST)) {
-        free (ws);
+    self->probe_started = gw_clock_mono ();
+    if (asprintf (&self->probe_dir, "%s/probe", self->state_dir) < 0)
+        self->probe_dir = NULL;
+    if (!self->probe_dir || (mkdir (self->probe_dir, 0700) < 0 && errno != EEXIST)) {
+        char error[300];
+        snprintf (error, sizeof error, "cannot create the probe's workspace in %s: %s", self->state_dir,
+                  strerror (errno));
+        startup_done (self, "setup", error);
         return;
     }
-    json_t *policy = json_deep_copy (self->config->confine);
-    json_object_set_new (policy, "network", json_string (self->config->defaults.network));
-    json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", "policy", policy, "workspace", ws, "kernel", "argv",
-                              "/bin/true", "env");
+    json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", "policy",
+                              gw_confine_policy_json (self->config, &self->config->defaults), "workspace",
+                              self->probe_dir, "kernel", "argv", PROBE_COMMAND, "env");
     char *errmsg = NULL;
     self->probe = gw_launch_start (self->loop, self->config->launcher, spec, "/dev/null", on_probe_status, NULL, self,
                                    &errmsg);
     json_decref (spec);
-    self->probe_dir = ws;
     if (!self->probe) {
-        gw_log ("confinement_failed", "{s:s}", "reason", errmsg ? errmsg : "launch failed");
+        startup_done (self, "launcher", errmsg ? errmsg : "launch failed");
         free (errmsg);
+        return;
     }
+    self->probe_timer = zloop_timer (self->loop, gw_limit_ms (self->config->launch_timeout), 1, on_probe_timeout,
+                                     self);
 }
 
 static void
@@ -314,17 +395,22 @@ probe_cleanup (gw_server_t *self)
     }
 }
 
+static void
+zygote_and_pool_start (gw_server_t *self)
+{
+    if (self->config->fork_server)
+        self->zygote = gw_zygote_new (self);
+    if (self->config->warm_pool > 0)
+        self->pool = gw_pool_new (self, self->config->warm_pool);
+}
+
 int
 gw_server_run (gw_server_t *self)
 {
-    if (!self->kernel_mode)
-        probe_start (self);
-    if (!self->kernel_mode)
+    if (!self->kernel_mode) {
         zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
-    if (!self->kernel_mode && self->config->fork_server)
-        self->zygote = gw_zygote_new (self);
-    if (!self->kernel_mode && self->config->warm_pool > 0)
-        self->pool = gw_pool_new (self, self->config->warm_pool);
+        probe_start (self); /* then the connection file, the zygote, the pool */
+    }
     zloop_start (self->loop);
     gw_log ("stopping", "{s:i, s:b}", "conversations", (int) zhashx_size (self->conversations), "signal",
             zsys_interrupted != 0);
@@ -399,10 +485,11 @@ gw_server_destroy (gw_server_t **self_p)
     zhashx_destroy (&self->conversations);
     zlistx_destroy (&self->launch_queue);
     if (self->control) {
-        gw_io_reader_end (self->io, self->control);
+        if (self->ready)
+            gw_io_reader_end (self->io, self->control);
         zsock_destroy (&self->control);
     }
-    if (self->connection_file && !self->kernel_mode)
+    if (self->connection_file && self->ready)
         unlink (self->connection_file);
     if (streq (self->transport, "ipc") && self->state_dir) {
         char path[4200];
@@ -424,6 +511,10 @@ gw_server_destroy (gw_server_t **self_p)
     wire_key_destroy (&self->key);
     wire_replay_destroy (&self->replay);
     json_decref (self->last_layers);
+    json_decref (self->layers_taken);
+    json_decref (self->connection_info);
+    free (self->startup_error);
+    free (self->startup_layer);
     gw_config_destroy (&self->config);
     free (self->state_dir);
     free (self->ip);

@@ -4,6 +4,7 @@
                  [--ip 127.0.0.1] [--transport ipc|tcp [--insecure-tcp]] [--log-file F]
     kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]
     kennel info [--connection-file F] [--state-dir D]
+                 (exit 0 ready, 1 no answer, 2 usage, 3 up but cannot confine)
     kennel selftest [--config F] [--log-file F]
     kennel install-kernelspec [--user | --prefix DIR] [--tools F]
 
@@ -377,7 +378,12 @@ cmd_info (int argc, char **argv)
             char *text = json_dumps (reply->content, JSON_INDENT (2) | JSON_SORT_KEYS);
             printf ("%s\n", text);
             free (text);
-            rc = 0;
+            /* a health check's answer: up but unable to confine is not ready */
+            rc = json_is_false (json_object_get (reply->content, "ready")) ? 3 : 0;
+            if (rc)
+                fprintf (stderr, "kennel info: the gateway cannot confine kernels: %s\n",
+                         json_string_value (json_object_get (json_object_get (reply->content, "startup_error"),
+                                                             "reason")));
         }
         else
             fprintf (stderr, "kennel info: no valid reply from %s:%s:%d within 5 s\n", transport, ip, port);

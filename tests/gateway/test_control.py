@@ -1,11 +1,14 @@
 """Step 1: the daemon, its control socket and connection file, SIGTERM."""
+import datetime
 import json
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 import time
 
-from gwtest import built
+from gwtest import Control, built, launcher
 
 
 def test_connection_file_is_private_and_complete(gateway):
@@ -32,17 +35,51 @@ def test_gateway_info(gateway):
 
 
 def test_gateway_info_reports_layers_before_any_conversation(gateway):
-    """The daemon's start-up probe confines /bin/true as it will confine kernels."""
-    deadline = time.time() + 20
-    while True:
-        layers = gateway.control.request("gateway_info_request")["content"]["confinement"]
-        if "seccomp" in layers or time.time() > deadline:
-            break
-        time.sleep(0.1)
+    """The daemon's start-up probe confines /bin/true as it will confine
+    kernels; the report is there at the first request."""
+    layers = gateway.control.request("gateway_info_request")["content"]["confinement"]
     for name in ["userns", "pid", "net", "mount", "seccomp", "caps", "no_new_privs"]:
         assert layers[name]["state"] == "active", (name, layers[name])
     assert all(layer["state"] in ("active", "degraded", "unsupported") and layer["reason"] for layer in layers.values())
     assert gateway.events("confinement")
+
+
+def test_connection_file_means_ready(tmp_path):
+    """Issue 11: the file appeared before the daemon knew its confinement,
+    and a gateway_info sent at once got {"note": "no kernel has been
+    confined yet..."}. Polled every millisecond and asked the instant it
+    appears, the daemon now answers ready, with the layer report, when and
+    how it was taken; the log says confinement before ready."""
+    conn = tmp_path / "gw.json"
+    log = tmp_path / "gw.log"
+    state = tempfile.mkdtemp(prefix="kennel-gw-test-")
+    os.chmod(state, 0o711)
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"launcher": launcher()}))
+    proc = subprocess.Popen([str(built("gateway/kennel")), "serve", "--state-dir", state, "--connection-file",
+                             str(conn), "--config", str(cfg), "--log-file", str(log)])
+    try:
+        deadline = time.time() + 30
+        while not conn.exists():
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.001)
+        control = Control(conn)
+        before = datetime.datetime.now(datetime.timezone.utc)
+        c = control.request("gateway_info_request")["content"]
+        control.close()
+        assert c["ready"] is True and "note" not in c["confinement"], c["confinement"]
+        for name in ["userns", "pid", "net", "mount", "seccomp", "caps", "no_new_privs"]:
+            assert c["confinement"][name]["state"] == "active", (name, c["confinement"])
+        taken = c["confinement_taken"]
+        assert "/bin/true" in taken["by"] and taken["pid"] > 0 and 0 <= taken["seconds"] < 30, taken
+        when = datetime.datetime.fromisoformat(taken["taken"].replace("Z", "+00:00"))
+        assert before - datetime.timedelta(seconds=60) < when <= before, taken
+        events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+        assert events.index("confinement") < events.index("ready"), events
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def test_list_empty(gateway):

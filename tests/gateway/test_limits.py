@@ -2,14 +2,17 @@
 shutdown and heartbeat answered by the gateway, idle culling."""
 import json
 import os
+import pathlib
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
 import zmq
 
-from gwtest import built, connect, execute, execute_started, gone, stdout_of
+from gwtest import Control, built, connect, execute, execute_started, gone, launcher, stdout_of
 
 
 def kernel_pid(gateway, cid):
@@ -181,18 +184,115 @@ def test_max_conversations(make_gateway):
     assert gw.control.open("one")["created"] is False
 
 
-def test_launcher_failure_refuses_open(make_gateway, tmp_path):
+def test_startup_confinement_failure_refuses_conversations(make_gateway, tmp_path):
+    """A launcher that cannot confine (here one that fails every launch at
+    userns, as on a host without unprivileged user namespaces): the
+    start-up probe fails, the daemon still writes its connection file and
+    answers gateway_info with ready false and the layer and setting, every
+    open is refused with them, `kennel info` exits 3, nothing is left."""
     bad = tmp_path / "bad_launch.sh"
     bad.write_text('#!/bin/sh\necho \'{"status":"error","stage":"userns","errno":1,"message":"unshare: EPERM; '
                    'set kernel.unprivileged_userns_clone=1"}\' >&4\nexit 1\n')
     bad.chmod(0o755)
     gw = make_gateway(config={"launcher": str(bad)})
+    info = gw.control.request("gateway_info_request")["content"]
+    assert info["ready"] is False
+    assert info["startup_error"]["layer"] == "userns", info
+    assert "unprivileged_userns_clone" in info["startup_error"]["reason"]
+    assert info["confinement"]["userns"]["state"] == "unsupported"
     c = gw.control.open("refused")
-    assert c["status"] == "error" and c["ename"] == "KernelStartFailed"
+    assert c["status"] == "error" and c["ename"] == "ConfinementUnavailable", c
     assert "userns" in c["evalue"] and "unprivileged_userns_clone" in c["evalue"]
-    time.sleep(0.2)
+    failed = gw.events("confinement_failed")
+    assert failed and failed[0]["layer"] == "userns" and "unprivileged_userns_clone" in failed[0]["reason"]
+    assert gw.events("ready")[0]["confined"] is False
+    out = subprocess.run([str(built("gateway/kennel")), "info", "--connection-file", str(gw.conn_file)],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 3 and "unprivileged_userns_clone" in out.stderr, out
     assert gw.control.request("conversation_list_request")["content"]["conversations"] == []
     assert not list((gw.state / "conv").glob("*"))
+    assert not gw.events("pool_launch") and not gw.events("fork_server_start")
+
+
+def test_a_required_layer_the_host_lacks_refuses(make_gateway):
+    """The real launcher with a layer required that this host may not give.
+    Probed first: a gateway with the default config (quota allowed to
+    degrade) reports the quota layer's state on this host. Where it is not
+    active, a gateway requiring it (allow_degraded []) must fail closed
+    naming quota; where the host gives a quota, the strict gateway is
+    ready (and the test says which case ran)."""
+    probe = make_gateway("probe")
+    quota = probe.control.request("gateway_info_request")["content"]["confinement"]["quota"]
+    probe.stop()
+    strict = make_gateway("strict", config={"confine": {"allow_degraded": []}})
+    info = strict.control.request("gateway_info_request")["content"]
+    print(f"host quota layer: {quota}")
+    if quota["state"] == "active":
+        assert info["ready"] is True, info
+        assert strict.control.open("q")["status"] == "ok"
+        return
+    assert info["ready"] is False and info["startup_error"]["layer"] == "quota", info
+    c = strict.control.open("q")
+    assert c["ename"] == "ConfinementUnavailable" and "quota" in c["evalue"], c
+
+
+NOBODY = 65534
+
+
+def serve_as_nobody(config):
+    """`kennel serve` as uid 65534 (setpriv) in a scratch dir it owns; returns
+    (process, dir, Control) once the connection file is there."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="kennel-gw-nobody-"))
+    os.chmod(d, 0o755)
+    os.chown(d, NOBODY, NOBODY)
+    cfg = d / "config.json"
+    cfg.write_text(json.dumps(dict({"launcher": launcher()}, **config)))
+    os.chmod(cfg, 0o644)
+    proc = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                             str(built("gateway/kennel")), "serve", "--state-dir", str(d / "state"),
+                             "--connection-file", str(d / "gw.json"), "--config", str(cfg), "--log-file",
+                             str(d / "gw.log")], env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+    deadline = time.time() + 30
+    while not (d / "gw.json").exists():
+        assert proc.poll() is None and time.time() < deadline, (d / "gw.log").read_text()
+        time.sleep(0.01)
+    return proc, d, Control(d / "gw.json")
+
+
+def stop_nobody(proc, d, control):
+    control.close()
+    proc.terminate()
+    assert proc.wait(20) == 0
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unprivileged_gateway_without_allow_degraded_refuses(tmp_path):
+    """An unprivileged gateway that allows no layer to degrade. Probed
+    first: the same gateway allowing every degradable layer reports which
+    layers this host does not give uid 65534 (cgroup on a cgroup v1 host,
+    quota on a host directory). The strict gateway must then be up but not
+    ready, name one of those layers, and refuse opens with it; on a host
+    that gives every layer to an unprivileged user it must be ready."""
+    proc, d, control = serve_as_nobody({"confine": {"allow_degraded": ["cgroup", "cgroupns", "landlock", "quota"]}})
+    try:
+        permissive = control.request("gateway_info_request")["content"]
+    finally:
+        stop_nobody(proc, d, control)
+    lacking = {name for name, layer in permissive["confinement"].items() if layer["state"] != "active"}
+    print(f"unprivileged, permissive: ready {permissive['ready']}, layers not active: {sorted(lacking)}")
+    proc, d, control = serve_as_nobody({"confine": {"allow_degraded": []}})
+    try:
+        info = control.request("gateway_info_request")["content"]
+        if permissive["ready"] and not lacking:
+            assert info["ready"] is True, info
+            return
+        assert info["ready"] is False, info
+        layer = info["startup_error"]["layer"]
+        assert layer in lacking, (layer, lacking)
+        c = control.request("conversation_open_request", {"conversation_id": "u"})["content"]
+        assert c["ename"] == "ConfinementUnavailable" and layer in c["evalue"], c
+    finally:
+        stop_nobody(proc, d, control)
 
 
 def test_reopen_after_kernel_death_gets_a_fresh_kernel(gateway):
