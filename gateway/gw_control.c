@@ -280,7 +280,9 @@ gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
                 wire_error_name (err), "detail", wire_strerror (err));
         return 0;
     }
-    const char *type = wire_msg_type (req);
+    /* the type on its whole length: "gateway_info_request\u0000x" is no
+       request of ours (gw_text.c) */
+    const char *type = gw_text (json_object_get (req->header, "msg_type")) ? wire_msg_type (req) : "";
     if (streq (type, "gateway_info_request"))
         do_gateway_info (self, req);
     else if (streq (type, "conversation_open_request"))

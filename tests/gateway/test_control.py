@@ -93,6 +93,14 @@ def test_unknown_request_gets_error(gateway):
     assert reply["content"]["ename"] == "UnknownRequest"
 
 
+def test_nul_in_the_request_type_is_no_request(gateway):
+    """F8's audit: the msg_type is taken on its whole length too."""
+    for msg_type in ("gateway_info_request\u0000x", "conversation_open_request\u0000"):
+        c = gateway.control.request(msg_type, {"conversation_id": "t"})["content"]
+        assert c["status"] == "error" and c["ename"] == "UnknownRequest", (msg_type, c)
+    assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
+
+
 def test_kennel_info_command(gateway):
     out = subprocess.run([str(built("gateway/kennel")), "info", "--connection-file", str(gateway.conn_file)],
                          capture_output=True, text=True, timeout=20)
