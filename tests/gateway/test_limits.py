@@ -361,6 +361,23 @@ def test_a_client_cannot_switch_a_limit_off(make_gateway):
     assert c["status"] == "ok", c
 
 
+@pytest.mark.parametrize("warm_pool", [0, 1])
+def test_tool_timeout_zero_is_one_rule_cold_or_warm(make_gateway, warm_pool):
+    """F15: tool_timeout 0 failed a cold open (the kernel refused it) and was
+    accepted by a warm claim with no gateway timer. Now it is a PolicyError
+    at open either way (with a ready pooled kernel waiting, or none), and
+    the pool is untouched."""
+    gw = make_gateway(config={"warm_pool": warm_pool})
+    deadline = time.time() + 30
+    while gw.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] < warm_pool:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    c = gw.control.open("t0", policy={"tool_timeout": 0})
+    assert c["status"] == "error" and c["ename"] == "PolicyError" and "tool_timeout" in c["evalue"], c
+    assert not gw.events("kernel_claimed") and not gw.events("kernel_launch")
+    assert gw.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] == warm_pool
+
+
 def test_policy_zero_reproduction_is_refused(make_gateway):
     """The red-team reproduction (t08/t09/t39): zeros above the operator's
     maxima switched every limit off; now the open is refused."""
