@@ -172,8 +172,18 @@ json_t *gw_config_limits_json (const gw_config_t *config);
 
 /* ---- gw_fs: workspaces, walked without following symlinks --------------- */
 
-/* Removes a tree through directory fds; a symlink is removed, never followed. */
-void gw_fs_remove_tree (const char *path);
+/* Removes a tree through directory fds (any depth, at most 16 directory
+   streams open; a symlink is removed, never followed; a directory the
+   gateway owns is made 0700 before it is read). 0 when path is gone, else
+   -1 with errno. Callable from any thread. */
+int gw_fs_remove_tree (const char *path);
+/* Removes path or, when that fails, renames it into graveyard (made 0700)
+   under a fresh name: 0 removed, 1 moved aside (nothing stays at path; see
+   gw_fs_graveyard_empty), -1 with errno when neither worked. */
+int gw_fs_remove_or_bury (const char *path, const char *graveyard);
+/* Retries the removal of what graveyard holds (removed once empty);
+   returns how many entries are left. */
+int gw_fs_graveyard_empty (const char *graveyard);
 /* Disk usage (allocated blocks) of a tree, symlinks not followed. */
 int64_t gw_fs_tree_bytes (const char *path);
 

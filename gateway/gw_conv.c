@@ -383,6 +383,26 @@ gw_conv_kernel_start (gw_conv_t *self)
     zlistx_add_end (self->server->launch_queue, self);
 }
 
+/* Removes a directory a kernel could write. What cannot be removed (a
+   process of the kernel still writing, an entry the gateway may not
+   delete) is moved aside into state/graveyard, so a conversation opened
+   later with the same id never finds it; the graveyard is retried at every
+   removal. */
+static void
+conv_dir_remove (gw_conv_t *self, const char *path)
+{
+    char *graveyard = path_join (self->server->state_dir, "graveyard");
+    int rc = gw_fs_remove_or_bury (path, graveyard);
+    if (rc != 0)
+        gw_log ("remove_failed", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "path", path, "reason",
+                strerror (errno), "outcome",
+                rc > 0 ? "moved into the graveyard; retried at each removal" : "left in place: cannot move it");
+    int left = gw_fs_graveyard_empty (graveyard);
+    if (left > 0)
+        gw_log ("graveyard", "{s:s, s:i}", "path", graveyard, "left", left);
+    free (graveyard);
+}
+
 /* A fresh run dir, kernel key and kernel.json; the launcher started. The
    previous run dir belonged to a kernel (which may still be dying) and is
    removed, never reused, so nothing it left there (a symlink named
@@ -392,7 +412,7 @@ kernel_launch (gw_conv_t *self)
 {
     char *errmsg = NULL;
     if (self->run_dir)
-        gw_fs_remove_tree (self->run_dir);
+        conv_dir_remove (self, self->run_dir);
     free (self->run_dir);
     self->run_dir = NULL;
     wire_connection_destroy (&self->kconn);
@@ -555,9 +575,9 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     zlistx_destroy (&self->waiters);
     gw_relay_destroy (&self->relay);
     if (self->run_dir)
-        gw_fs_remove_tree (self->run_dir);
+        conv_dir_remove (self, self->run_dir);
     if (!keep_workspace && self->dir)
-        gw_fs_remove_tree (self->dir);
+        conv_dir_remove (self, self->dir);
     else if (self->log_path)
         gw_launch_log_remove (self->log_path);
     free (self->id);

@@ -18,7 +18,8 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
-	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py
+	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py \
+	tests/gateway/test_workspace_removal.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv
@@ -47,6 +48,14 @@ tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 # (gw_tools) on their own: tests/gateway/gw_schema_test.c.
 check_PROGRAMS += tests/gateway/gw_schema_test
 TESTS += tests/gateway/gw_schema_test
-tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c gateway/gw.h gateway/gw_schema.c \
+tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_schema.c \
 	gateway/gw_tools.c gateway/gw_text.c
 tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm
+
+# Workspace removal and measurement (gw_fs) on their own: deep trees under a
+# low fd limit, symlinks, locked directories as an unprivileged owner, the
+# graveyard: tests/gateway/gw_fs_test.c.
+check_PROGRAMS += tests/gateway/gw_fs_test
+TESTS += tests/gateway/gw_fs_test
+tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_fs.c
+tests_gateway_gw_fs_test_LDADD = $(WIRE_LIBS)

@@ -10,19 +10,11 @@
     Exit 0 when every check passed; each failure prints one line.
 */
 #include "gateway/gw.h"
+#include "tests/gateway/gw_check.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                                \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf (stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            failures++;                                                                                            \
-        }                                                                                                          \
-    } while (0)
 
 typedef struct {
     const char *schema;    /* NULL: a tool without parameters */

@@ -92,12 +92,18 @@ class Gateway:
     """`kennel serve` with transport None: the daemon's default (ipc);
     "tcp" is CURVE, extra_args e.g. ["--insecure-tcp"]."""
 
-    def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=()):
+    def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=(), user=None):
         self.dir = tmp_path
         # the confined kernel's host uid must traverse to its workspace:
         # pytest's tmp dirs are 0700, so the state dir lives in /tmp
         self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-gw-test-"))
         os.chmod(self.state, 0o711)
+        if user is not None:
+            # an unprivileged gateway (uid user): its state dir and tmp_path
+            # (which that uid must be able to reach) are its own
+            for path in (self.state, tmp_path):
+                os.chown(path, user, user)
+            preexec_fn = preexec_fn or (lambda: become(user))
         self.conn_file = tmp_path / "gateway.json"
         self.log_file = tmp_path / "gateway.log"
         cfg = {"launcher": launcher(), "idle_check_interval": 0.2, "interrupt_grace": 1,
@@ -156,6 +162,13 @@ class Gateway:
         shutil.rmtree(self.state, ignore_errors=True)
         assert not leftovers, leftovers
         return rc
+
+
+def become(uid):
+    """In a child before exec: drop to uid (its own group, no others)."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
 
 
 def execute(kc, code, timeout=30, **kw):
