@@ -66,6 +66,15 @@ int launch_logpump_start (void);
    to log what the ended sandbox wrote. Without a pump: nothing. */
 void launch_logpump_finish (void);
 
+/* ---- the waiter's part (waiter.c) ---- */
+
+/* Before confinement: sets policy->on_exit (the waiter's end: pump
+   finished, OOM kills said, the "ended" line) and, for a launch spec's
+   kernel, starts the log pump and keeps status_fd for that line. -1 when
+   the pump cannot be set up (the caller refuses: never the log file
+   inside). */
+int launch_waiter_prepare (confine_policy_t *policy, const launch_kernel_t *kernel, int status_fd);
+
 /* ---- the status line (status.c) ---- */
 
 /* Writes all of data to fd (retries short writes and EINTR; stops at an error). */

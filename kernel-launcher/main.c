@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,44 +271,6 @@ main (int argc, char **argv)
     launch_confine_and_run (policy, &kernel, status_fd);
 }
 
-/* What the waiter (outside) says once the sandbox ended. */
-static struct {
-    int status_fd;                  /* a spec's: the "ended" line goes there; -1 */
-    unsigned long long memory_bytes;
-} s_waiter = { -1, 0 };
-
-/* policy->on_exit: the launcher's own fds back (the kernel's last output
-   logged first), the memory limit's kills said on stderr, then the
-   "ended" line for the gateway, which tells an OOM kill from any other
-   SIGKILL by it. */
-static void
-waiter_exit (int wait_status, void *arg)
-{
-    (void) arg;
-    /* a reader gone (the gateway stopped) must not change how we end */
-    signal (SIGPIPE, SIG_IGN);
-    launch_logpump_finish ();
-    long kills = confine_oom_kills ();
-    if (kills > 0)
-        fprintf (stderr, "kennel-launch: the sandbox reached its memory limit (%llu bytes): %ld process(es) "
-                 "killed by the OOM killer\n", s_waiter.memory_bytes, kills);
-    launch_status_ended (s_waiter.status_fd, wait_status, kills, s_waiter.memory_bytes);
-}
-
-/* A launch spec's kernel writes to the host log only through the pump,
-   and its waiter keeps status_fd for the "ended" line. -1 when the pump
-   cannot be set up (the caller refuses: never the log file inside). */
-static int
-waiter_prepare (confine_policy_t *policy, const launch_kernel_t *kernel, int status_fd)
-{
-    s_waiter.memory_bytes = policy->memory_bytes;
-    policy->on_exit = waiter_exit;
-    if (!kernel->from_spec)
-        return 0;
-    s_waiter.status_fd = status_fd > 2 ? status_fd : -1;
-    return launch_logpump_start ();
-}
-
 /* Nothing runs: the launcher's own stderr and the status line say why. */
 _Noreturn static void
 refuse (confine_policy_t *policy, launch_kernel_t *kernel, int status_fd, const char *stage, int err,
@@ -334,7 +295,7 @@ launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int s
     confine_report_t *report = NULL;
     confine_error_t error;
     fflush (NULL);
-    if (waiter_prepare (policy, kernel, status_fd) < 0) {
+    if (launch_waiter_prepare (policy, kernel, status_fd) < 0) {
         int err = errno;
         char message[128];
         snprintf (message, sizeof message, "the kernel's log pipe (pipe, fork): %s", strerror (err));
