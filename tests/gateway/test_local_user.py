@@ -135,6 +135,25 @@ def nobody_can_run_python():
     assert r.returncode == 0 and r.stdout.strip() == str(NOBODY), r.stderr
 
 
+def tcp_listeners(pid):
+    """The TCP ports pid listens on (its socket inodes in /proc/net/tcp*)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in open(table).readlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and f[9] in inodes:  # LISTEN
+                ports.append(int(f[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 @pytest.mark.parametrize("hijack", [False, True], ids=["subscribe", "hijack"])
 def test_default_gateway_local_user_reads_and_disturbs_nothing(gateway, hijack):
     reply, kc = gateway.open_client("victim")
@@ -143,8 +162,9 @@ def test_default_gateway_local_user_reads_and_disturbs_nothing(gateway, hijack):
     disturbed = victim_runs(kc)
     seen = finish()
     assert_untouched(seen, disturbed)
-    # the default is ipc in the 0700 sock dir: not even connectable
+    # the default is ipc in the 0700 sock dir: no port to find, no socket to connect to
     assert conn["transport"] == "ipc"
+    assert tcp_listeners(gateway.proc.pid) == []
     assert set(seen["unix_connect"].values()) == {"PermissionError"}, seen["unix_connect"]
     assert set(seen["listing"].values()) == {"PermissionError"}, seen["listing"]
 
@@ -156,6 +176,7 @@ def test_curve_tcp_without_the_key_gets_nothing(make_gateway, keys):
     reply, kc = gw.open_client("victim")
     conn = reply["connection"]
     assert conn["transport"] == "tcp" and "curve_serverkey" in conn
+    assert conn["shell_port"] in tcp_listeners(gw.proc.pid)  # what a local user finds in /proc/net/tcp
     curve = None
     if keys == "own":  # the server's public key (not a secret) with a keypair of its own
         public, secret = zmq.curve_keypair()
