@@ -270,3 +270,31 @@ def test_unprivileged_operator_gets_a_private_sock_dir(tmp_path):
             assert daemon.wait(20) == 0
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("keys", ["none", "own"])
+def test_curve_control_socket_without_the_key_gets_nothing(make_gateway, keys):
+    """With tcp the gateway's control socket is a CURVE server too: without
+    gateway.json's client key no frame reaches the daemon (nothing to
+    answer, nothing buffered, nothing logged but the refused handshake)."""
+    import zmq
+    from jupyter_client.session import Session
+    gw = make_gateway(transport="tcp")
+    info = json.loads(gw.conn_file.read_text())
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.linger = 0
+    if keys == "own":
+        public, secret = zmq.curve_keypair()
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = (
+            info["curve_serverkey"].encode(), public, secret)
+    sock.connect(f"tcp://{info['ip']}:{info['control_port']}")
+    # even with the right HMAC key (as if gateway.json's key had leaked but not its CURVE key)
+    Session(key=info["key"].encode()).send(sock, "gateway_info_request", {})
+    sock.send_multipart([b"<IDS|MSG>", b"0" * 64, b"{}", b"{}", b"{}", b"x" * 100000])
+    assert sock.poll(1500) == 0
+    sock.close()
+    assert not [e for e in gw.log() if e["event"] in ("bad_message", "control_error")]
+    if keys == "own":
+        assert [e["reason"] for e in gw.events("curve_refused")] == ["wrong client key"]
+    assert gw.control.request("gateway_info_request")["content"]["status"] == "ok"
+    assert gw.stop() == 0
