@@ -101,6 +101,12 @@ int gw_peek_object (const void *data, size_t size);
    parent header, 4 metadata, 5 content). */
 int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
 
+/* ---- gw_meta: metadata.kennel spliced into a kernel's metadata frame --- */
+
+/* Sets "kennel" to cost (taken) in the JSON object of frame (rewritten in
+   place); a frame that is no JSON object becomes {"kennel": cost}. */
+void gw_meta_add_kennel (zframe_t *frame, json_t *cost);
+
 /* ---- gw_text: strings from clients, whole or refused -------------------- */
 
 /* The string of value when it is a JSON string without a NUL, else NULL

@@ -466,63 +466,6 @@ timeout_report (gw_relay_t *self, gw_exec_t *e)
     publish_error (self, e->header, "ExecutionTimeout", evalue);
 }
 
-static bool
-is_json_space (char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* metadata.kennel added to the kernel's metadata frame. A frame that is an
-   object by gw_peek's check gets ,"kennel":{...} spliced before its closing
-   brace, its own bytes kept (were "kennel" there already, the last one wins
-   in jansson and in Python's json alike); anything else is parsed, and
-   replaced by {} when it is no object. Takes cost. */
-static void
-meta_add_kennel (zframe_t *frame, json_t *cost)
-{
-    const char *m = (const char *) zframe_data (frame);
-    size_t n = zframe_size (frame);
-    char text[1024];
-    size_t clen = json_dumpb (cost, text, sizeof text, JSON_COMPACT);
-    if (clen > 0 && clen <= sizeof text && gw_peek_object (m, n) == 1) {
-        size_t end = n; /* just past the closing brace */
-        while (end > 0 && is_json_space (m[end - 1]))
-            end--;
-        size_t last = end - 1; /* the last byte inside the object */
-        while (last > 0 && is_json_space (m[last - 1]))
-            last--;
-        bool empty = m[last - 1] == '{';
-        size_t total = (end - 1) + (empty ? 0 : 1) + strlen ("\"kennel\":") + clen + 1;
-        char *out = malloc (total);
-        if (out) {
-            size_t k = end - 1;
-            memcpy (out, m, k);
-            if (!empty)
-                out[k++] = ',';
-            memcpy (out + k, "\"kennel\":", strlen ("\"kennel\":"));
-            k += strlen ("\"kennel\":");
-            memcpy (out + k, text, clen);
-            k += clen;
-            out[k++] = '}';
-            zframe_reset (frame, out, k);
-            free (out);
-            json_decref (cost);
-            return;
-        }
-    }
-    json_t *meta = json_loadb (m, n, 0, NULL);
-    if (!json_is_object (meta)) {
-        json_decref (meta);
-        meta = json_object ();
-    }
-    json_object_set_new (meta, "kennel", cost);
-    char *dumped = json_dumps (meta, JSON_COMPACT);
-    if (dumped)
-        zframe_reset (frame, dumped, strlen (dumped));
-    free (dumped);
-    json_decref (meta);
-}
-
 /* Rewrites an execute_reply: metadata.kennel always; after a timeout that the
    interrupt ended, the content becomes ExecutionTimeout (variables kept). */
 static void
@@ -531,7 +474,7 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
     int d = delimiter_index (msg);
     zframe_t *meta_frame = frame_at (msg, d + 4);
     zframe_t *content_frame = zmsg_next (msg);
-    meta_add_kennel (meta_frame, exec_cost (self, e, self->state_lost ? "lost" : "kept"));
+    gw_meta_add_kennel (meta_frame, exec_cost (self, e, self->state_lost ? "lost" : "kept"));
     self->state_lost = false;
     if (e->timed_out) {
         char *text;

@@ -6,7 +6,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_conv.c \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
-	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c \
+	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c gateway/gw_meta.c \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
