@@ -16,6 +16,7 @@
 #include "gw.h"
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -368,14 +369,16 @@ default_launcher (void)
     return strdup ("kennel-launch");
 }
 
+/* A top-level number from min to max: max keeps the value within the int
+   or the timer's milliseconds it is converted to. */
 static int
-config_number (json_t *file, const char *name, double min, double *out, char **errmsg)
+config_number (json_t *file, const char *name, double min, double max, double *out, char **errmsg)
 {
     json_t *v = json_object_get (file, name);
     if (!v)
         return 0;
-    if (!json_is_number (v) || json_number_value (v) < min) {
-        *errmsg = format_error ("config: %s must be a number >= %g", name, min);
+    if (!json_is_number (v) || json_number_value (v) < min || json_number_value (v) > max) {
+        *errmsg = format_error ("config: %s must be a number from %g to %g", name, min, max);
         return -1;
     }
     *out = json_number_value (v);
@@ -426,32 +429,36 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                     numeric_fields[i].name);
             goto done;
         }
+    if (streq (self->defaults.network, "loopback") && streq (self->maxima.network, "none")) {
+        *errmsg = format_error ("config %s: defaults.network \"loopback\" is above maxima.network \"none\"", path);
+        goto done;
+    }
     double v = self->max_conversations;
-    if (config_number (file, "max_conversations", 0, &v, errmsg) < 0)
+    if (config_number (file, "max_conversations", 0, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->max_conversations = (int) v;
     v = self->max_parallel_launches;
-    if (config_number (file, "max_parallel_launches", 1, &v, errmsg) < 0)
+    if (config_number (file, "max_parallel_launches", 1, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->max_parallel_launches = (int) v;
     v = self->queue_limit;
-    if (config_number (file, "queue_limit", 1, &v, errmsg) < 0)
+    if (config_number (file, "queue_limit", 1, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->queue_limit = (int) v;
-    if (config_number (file, "idle_check_interval", 0.01, &self->idle_check_interval, errmsg) < 0
-        || config_number (file, "interrupt_grace", 0, &self->interrupt_grace, errmsg) < 0
-        || config_number (file, "launch_timeout", 0.1, &self->launch_timeout, errmsg) < 0)
+    if (config_number (file, "idle_check_interval", 0.01, SECONDS_MAX, &self->idle_check_interval, errmsg) < 0
+        || config_number (file, "interrupt_grace", 0, SECONDS_MAX, &self->interrupt_grace, errmsg) < 0
+        || config_number (file, "launch_timeout", 0.1, SECONDS_MAX, &self->launch_timeout, errmsg) < 0)
         goto done;
     v = (double) self->max_message_bytes;
-    if (config_number (file, "max_message_bytes", 1024, &v, errmsg) < 0)
+    if (config_number (file, "max_message_bytes", 1024, COUNT_MAX, &v, errmsg) < 0)
         goto done;
     self->max_message_bytes = (size_t) v;
     v = self->max_tool_calls;
-    if (config_number (file, "max_tool_calls", 1, &v, errmsg) < 0)
+    if (config_number (file, "max_tool_calls", 1, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->max_tool_calls = (int) v;
     v = self->warm_pool;
-    if (config_number (file, "warm_pool", 0, &v, errmsg) < 0)
+    if (config_number (file, "warm_pool", 0, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->warm_pool = (int) v;
     json_t *log_args = json_object_get (file, "log_tool_arguments");
