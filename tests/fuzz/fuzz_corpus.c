@@ -1,13 +1,19 @@
-/*  wire_fuzz_corpus.c - runs the fuzz target on every committed seed
-    (tests/fuzz/corpus/) without libFuzzer, so make check replays them under
-    the test build's sanitizers even where clang is missing. Seeds are read
-    from $KENNEL_SRCDIR/tests/fuzz/corpus or the directory given as argv[1].
+/*  fuzz_corpus.c - runs a fuzz target on every committed seed without
+    libFuzzer, so make check replays them under the test build's sanitizers
+    even where clang is missing. Linked with one target; its seeds are read
+    from $KENNEL_SRCDIR/tests/fuzz/FUZZ_CORPUS (set per program in the
+    makefile: corpus for the wire target, corpus-NAME for the gateway's) or
+    from the directory given as argv[1].
 */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef FUZZ_CORPUS
+#define FUZZ_CORPUS "corpus"
+#endif
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -38,7 +44,7 @@ main (int argc, char *argv[])
     if (argc > 1)
         snprintf (dir, sizeof dir, "%s", argv[1]);
     else
-        snprintf (dir, sizeof dir, "%s/tests/fuzz/corpus", src ? src : ".");
+        snprintf (dir, sizeof dir, "%s/tests/fuzz/" FUZZ_CORPUS, src ? src : ".");
     DIR *d = opendir (dir);
     if (!d) {
         perror (dir);
@@ -58,12 +64,12 @@ main (int argc, char *argv[])
             failed++;
             continue;
         }
-        LLVMFuzzerTestOneInput (data, size); /* traps on a broken property */
+        fprintf (stderr, "seed %s\n", entry->d_name); /* named before a trap can end the run */
+        LLVMFuzzerTestOneInput (data, size);
         free (data);
-        printf ("ok %s\n", entry->d_name);
         runs++;
     }
     closedir (d);
-    printf ("%d seed(s) replayed, %d unreadable\n", runs, failed);
+    printf ("%s: %d seed(s) replayed, %d unreadable\n", dir, runs, failed);
     return failed || runs == 0 ? 1 : 0;
 }

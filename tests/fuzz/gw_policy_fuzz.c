@@ -1,0 +1,156 @@
+/*  gw_policy_fuzz.c - libFuzzer target: policy lowering (gateway/gw_config.c).
+
+    Input: an operator config file and a client's request policy, separated
+    by the byte 0x1f (no 0x1f: no config file, the whole input is the
+    request). The config goes through gw_config_load from a file (operator
+    mode: "unlimited" allowed where the field permits it), the request
+    through gw_policy_lower as conversation_open's "policy" (decoded as the
+    control socket decodes, NUL allowed).
+    Checked, trapping otherwise:
+    - a loaded config's defaults and maxima hold only values in range (a
+      number within the field's bounds, or "unlimited" where permitted) and
+      the defaults stay within the maxima;
+    - a lowered policy never exceeds the maxima, never has a limit off
+      unless the maximum is off too, and its network is "loopback" only
+      when the maximum allows it;
+    - an error always comes with a message, success never does;
+    - lowering is deterministic (twice, equal JSON).
+*/
+#include "gateway/gw.h"
+#include <math.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+typedef struct {
+    const char *name;
+    bool seconds;
+    bool unlimitable;
+} field_t;
+
+/* The policy's numeric limits as gw_policy_to_json names them. */
+static const field_t fields[] = {
+    {"execution_timeout", true, true}, {"tool_timeout", true, false}, {"idle_ttl", true, true},
+    {"memory_bytes", false, true},     {"pids", false, true},         {"workspace_bytes", false, false},
+    {"output_bytes", false, true},
+};
+#define FIELD_COUNT (sizeof fields / sizeof fields[0])
+
+static bool
+s_off (const json_t *v)
+{
+    return json_is_string (v) && strcmp (json_string_value (v), "unlimited") == 0;
+}
+
+/* In range: a number within the field's bounds, or "unlimited" where the
+   operator may say it. */
+static void
+s_check_value (const field_t *f, const json_t *v)
+{
+    if (s_off (v)) {
+        if (!f->unlimitable)
+            __builtin_trap ();
+        return;
+    }
+    double x = json_number_value (v);
+    if (!json_is_number (v) || (f->seconds ? (x < 0.001 || x > 1e9) : (x < 1 || x != floor (x))))
+        __builtin_trap ();
+}
+
+static bool
+s_within (const json_t *v, const json_t *max)
+{
+    if (s_off (max))
+        return true;
+    return !s_off (v) && json_number_value (v) <= json_number_value (max);
+}
+
+/* policy never above maxima, field by field; both as gw_policy_to_json. */
+static void
+s_check_policy (const json_t *policy, const json_t *maxima)
+{
+    for (size_t i = 0; i < FIELD_COUNT; i++) {
+        const json_t *v = json_object_get (policy, fields[i].name);
+        s_check_value (&fields[i], v);
+        if (!s_within (v, json_object_get (maxima, fields[i].name)))
+            __builtin_trap ();
+    }
+    const char *net = json_string_value (json_object_get (policy, "network"));
+    const char *max_net = json_string_value (json_object_get (maxima, "network"));
+    if (!net || (strcmp (net, "none") != 0 && strcmp (net, "loopback") != 0))
+        __builtin_trap ();
+    if (strcmp (net, "loopback") == 0 && strcmp (max_net, "none") == 0)
+        __builtin_trap ();
+}
+
+/* The config file: a memfd, read by path as an operator's file is. */
+static gw_config_t *
+s_config (const uint8_t *text, size_t size)
+{
+    static int fd = -1;
+    if (fd < 0)
+        fd = memfd_create ("kennel-fuzz-config", 0);
+    if (fd < 0 || ftruncate (fd, 0) < 0 || pwrite (fd, text, size, 0) != (ssize_t) size)
+        __builtin_trap ();
+    char path[64];
+    snprintf (path, sizeof path, "/proc/self/fd/%d", fd);
+    char *errmsg = NULL;
+    gw_config_t *config = gw_config_load (path, &errmsg);
+    if ((config == NULL) != (errmsg != NULL))
+        __builtin_trap ();
+    free (errmsg);
+    return config;
+}
+
+static void
+s_lower (const gw_config_t *config, const json_t *request, const json_t *maxima)
+{
+    json_t *first = NULL;
+    for (int round = 0; round < 2; round++) {
+        gw_policy_t policy;
+        char *errmsg = NULL;
+        int rc = gw_policy_lower (config, request, &policy, &errmsg);
+        if ((rc < 0) != (errmsg != NULL))
+            __builtin_trap ();
+        free (errmsg);
+        json_t *got = rc < 0 ? json_null () : gw_policy_to_json (&policy);
+        if (rc == 0) {
+            s_check_policy (got, maxima);
+            json_decref (gw_confine_policy_json (config, &policy));
+            gw_policy_clear (&policy);
+        }
+        if (round == 0)
+            first = got;
+        else {
+            if (!json_equal (first, got))
+                __builtin_trap ();
+            json_decref (got);
+        }
+    }
+    json_decref (first);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+    const uint8_t *sep = memchr (data, 0x1f, size);
+    gw_config_t *config = sep ? s_config (data, (size_t) (sep - data)) : gw_config_load (NULL, NULL);
+    if (!config)
+        return 0;
+    const uint8_t *req = sep ? sep + 1 : data;
+    size_t req_size = size - (size_t) (req - data);
+
+    json_t *limits = gw_config_limits_json (config);
+    json_t *maxima = json_object_get (limits, "maxima");
+    s_check_policy (json_object_get (limits, "defaults"), maxima);
+
+    json_t *request = json_loadb ((const char *) req, req_size, JSON_ALLOW_NUL, NULL);
+    if (request)
+        s_lower (config, request, maxima);
+    json_decref (request);
+    json_decref (limits);
+    gw_config_destroy (&config);
+    return 0;
+}

@@ -1,0 +1,87 @@
+# rules for tests/fuzz/ (see tests/README.md): the gateway's fuzz targets,
+# one per parser of untrusted bytes, each with its seeds in corpus-NAME/.
+# make check replays every seed under the test build (gcc, sanitizers);
+# make fuzz runs every target, the wire's (wire/local.mk) included, with
+# libFuzzer for a bounded time.
+
+# ---- the seeds, replayed in make check -------------------------------------
+GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus \
+	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus
+check_PROGRAMS += $(GW_FUZZ_REPLAYS)
+TESTS += $(GW_FUZZ_REPLAYS)
+
+tests_fuzz_gw_peek_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_peek_fuzz.c gateway/gw_peek.c
+tests_fuzz_gw_peek_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-peek"'
+tests_fuzz_gw_peek_fuzz_corpus_LDADD = $(WIRE_LIBS)
+
+tests_fuzz_gw_meta_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_meta_fuzz.c \
+	gateway/gw_meta.c gateway/gw_peek.c
+tests_fuzz_gw_meta_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-meta"'
+tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
+
+tests_fuzz_gw_policy_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_policy_fuzz.c \
+	gateway/gw_config.c gateway/gw_text.c
+tests_fuzz_gw_policy_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-policy"'
+tests_fuzz_gw_policy_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
+
+tests_fuzz_gw_tools_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_tools_fuzz.c \
+	gateway/gw_tools.c gateway/gw_schema.c gateway/gw_text.c
+tests_fuzz_gw_tools_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-tools"'
+tests_fuzz_gw_tools_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
+
+# ---- the libFuzzer builds (clang, outside libtool) -------------------------
+GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
+GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
+GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
+GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
+	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c
+GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz
+GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h
+CLEANFILES += $(GW_FUZZ_BINS)
+EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-policy tests/fuzz/corpus-tools
+
+tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_PEEK_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_meta_fuzz: $(GW_FUZZ_META_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_META_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_policy_fuzz: $(GW_FUZZ_POLICY_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_POLICY_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_TOOLS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+
+# ---- make fuzz --------------------------------------------------------------
+# Each target runs for its seconds on a copy of its committed seeds (new
+# inputs never land in the source tree) and fails on any crash, trap, leak,
+# timeout or sanitizer report; what it finds is left in
+# tests/fuzz/findings/NAME-*. The total stays near two minutes on two cores
+# (./quickstart check runs it): the wire's target is the oldest and has the
+# largest grammar, so it gets the longest turn.
+FUZZ_SECONDS = 30
+GW_FUZZ_SECONDS = 15
+GW_FUZZ_NAMES = peek meta policy tools
+
+fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
+	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
+	$(MKDIR_P) tests/fuzz/findings
+	@status=0; \
+	for name in wire $(GW_FUZZ_NAMES); do \
+	  if test $$name = wire; then bin=wire_fuzz seeds=corpus secs=$(FUZZ_SECONDS); \
+	  else bin=gw_$${name}_fuzz seeds=corpus-$$name secs=$(GW_FUZZ_SECONDS); fi; \
+	  echo "== fuzz $$name ($$secs s)"; \
+	  $(MKDIR_P) tests/fuzz/corpus-run/$$name; \
+	  cp $(srcdir)/tests/fuzz/$$seeds/* tests/fuzz/corpus-run/$$name/; \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./tests/fuzz/$$bin -max_total_time=$$secs -timeout=10 -rss_limit_mb=1024 \
+	    -artifact_prefix=tests/fuzz/findings/$$name- -print_final_stats=1 tests/fuzz/corpus-run/$$name \
+	    || { status=1; echo "== fuzz $$name FAILED: see tests/fuzz/findings/"; }; \
+	done; exit $$status
+
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
+
+.PHONY: fuzz clean-fuzz
