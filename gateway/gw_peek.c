@@ -235,6 +235,15 @@ s_slow (const char *data, size_t size, const char *key, char *out, size_t out_si
     return rc;
 }
 
+/* jansson takes a NUL byte after some values ({"x":2\0} loads as {"x":2}),
+   which the grammar refuses: a frame the scanner refuses that holds one is
+   left to jansson. */
+static p_rc_t
+s_nul_unsure (p_rc_t rc, const void *data, size_t size)
+{
+    return rc == P_BAD && memchr (data, 0, size) ? P_UNSURE : rc;
+}
+
 int
 gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size)
 {
@@ -242,7 +251,7 @@ gw_peek_string (const void *data, size_t size, const char *key, char *out, size_
     const char *val = NULL;
     size_t vlen = 0;
     bool found;
-    p_rc_t rc = s_find (&s, key, &val, &vlen, &found);
+    p_rc_t rc = s_nul_unsure (s_find (&s, key, &val, &vlen, &found), data, size);
     if (rc == P_UNSURE)
         return s_slow (data, size, key, out, out_size);
     if (rc != P_OK || !found)
@@ -262,7 +271,7 @@ gw_peek_object (const void *data, size_t size)
     const char *val;
     size_t vlen;
     bool found;
-    p_rc_t rc = s_find (&s, "", &val, &vlen, &found);
+    p_rc_t rc = s_nul_unsure (s_find (&s, "", &val, &vlen, &found), data, size);
     return rc == P_OK ? 1 : rc == P_BAD ? 0 : -1;
 }
 
