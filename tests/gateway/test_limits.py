@@ -426,6 +426,11 @@ def test_operator_unlimited(make_gateway):
     ({"maxima": {"workspace_bytes": "unlimited"}}, "workspace_bytes"),
     ({"defaults": {"idle_ttl": "unlimited"}}, "idle_ttl"),  # above a finite maximum
     ({"maxima": {"output_bytes": "Unlimited"}}, "output_bytes"),
+    # found by tests/fuzz/gw_policy_fuzz.c: a default network above its
+    # maximum, and numbers past what their int or timer holds
+    ({"maxima": {"network": "none"}, "defaults": {"network": "loopback"}}, "defaults.network"),
+    ({"max_conversations": 1e300}, "max_conversations"),
+    ({"interrupt_grace": 1e300}, "interrupt_grace"),
 ])
 def test_operator_config_limits_are_checked(tmp_path, config, needle):
     """A 0 in the operator's config is an error too (it would have meant "no
