@@ -73,11 +73,14 @@ child_place_fds (int *fds, size_t nfds)
     return nfds > 3 ? fds[3] : -1;
 }
 
+/* The proxy is told the request was answered (on the status fd), so that it
+   does not start the kernel directly as it does when no child took it. */
 _Noreturn static void
-child_fail (int status_fd, const char *message)
+child_fail (int conn, int status_fd, const char *message)
 {
     fprintf (stderr, "kennel-launch: zygote: %s\n", message);
     launch_status_error (status_fd, "spec", 0, message);
+    zygote_send (conn, "{\"failed\": true}", NULL, 0);
     _exit (EXIT_REFUSED);
 }
 
@@ -103,10 +106,10 @@ child_serve (zygote_t *self, int conn)
     confine_policy_t *policy = confine_policy_new ();
     launch_kernel_t kernel = { 0 };
     if (launch_spec_parse (text, policy, &kernel, &spec_status_fd, err, sizeof err) < 0)
-        child_fail (status_fd, err);
+        child_fail (conn, status_fd, err);
     free (text);
     if (!kernel.builtin_python)
-        child_fail (status_fd, "the zygote serves only {\"kernel\": {\"builtin\": \"python\"}}");
+        child_fail (conn, status_fd, "the zygote serves only {\"kernel\": {\"builtin\": \"python\"}}");
     kernel.forked = true;
 
     /* the proxy signals this process (the waiter) through a pidfd: no pid

@@ -6,6 +6,7 @@
 #include "zygote.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,15 +87,30 @@ forward_to (int pidfd)
     sigprocmask (SIG_UNBLOCK, &set, NULL);
 }
 
-/* Reads {"pid"} (with the pidfd) and {"exit"} until the kernel ended. */
+/* Reads {"pid"} (with the pidfd) and {"exit"} until the kernel ended.
+   Our copy of the status fd is closed at the first answer: until then no
+   child of the zygote holds the request. Returns -1 when the connection is
+   lost before any answer (the zygote died with the request still in its
+   backlog): nothing has been started or written, so the caller starts the
+   kernel directly. */
 static int
-proxy_wait (int sock, const char *path)
+proxy_wait (int sock, const char *path, int status_fd)
 {
     char buf[256];
+    bool answered = false;
     for (;;) {
         int fds[ZYGOTE_MAX_FDS];
         size_t nfds = 0;
         ssize_t n = zygote_recv (sock, buf, sizeof buf - 1, fds, &nfds);
+        if (n <= 0 && !answered) {
+            fprintf (stderr, "kennel-launch: zygote %s: connection lost before the request was taken (%s); "
+                             "starting the kernel directly\n",
+                     path, n < 0 ? strerror (errno) : "closed");
+            return -1;
+        }
+        if (!answered && status_fd > 2)
+            close (status_fd); /* the kernel's child has its own copy: EOF for the gateway comes with the status line */
+        answered = true;
         if (n <= 0) {
             /* the zygote is gone: the kernel has no one to report to */
             fprintf (stderr, "kennel-launch: zygote %s: connection lost (%s); killing the kernel\n", path,
@@ -107,10 +123,13 @@ proxy_wait (int sock, const char *path)
         json_t *msg = json_loads (buf, 0, NULL);
         json_t *status = json_object_get (msg, "exit");
         bool ended = json_is_integer (status), pid = json_is_integer (json_object_get (msg, "pid"));
+        bool failed = json_is_true (json_object_get (msg, "failed"));
         int code = ended ? (int) json_integer_value (status) : -1;
         json_decref (msg);
         if (ended)
             return end_like (code);
+        if (failed)
+            return EXIT_REFUSED; /* the zygote's child wrote why on the status fd */
         if (pid && nfds == 1 && s_pidfd < 0)
             forward_to (fds[0]);
         else
@@ -144,13 +163,11 @@ launch_zygote_proxy (const char *path, const char *text, int status_fd)
         sigprocmask (SIG_SETMASK, &old, NULL);
         return -1;
     }
-    /* the kernel's child has its own copy: EOF for the gateway comes with
-       the status line */
-    if (status_fd > 2)
-        close (status_fd);
-    int rc = proxy_wait (sock, path);
+    int rc = proxy_wait (sock, path, status_fd);
     close (sock);
     if (s_pidfd >= 0)
         close (s_pidfd);
+    if (rc < 0)
+        sigprocmask (SIG_SETMASK, &old, NULL); /* the direct launcher must not inherit blocked signals */
     return rc;
 }

@@ -6,6 +6,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -86,6 +87,44 @@ def test_killed_zygote_is_restarted_and_opens_keep_working(make_gateway):
     _, after = gw.open_client("after")
     assert execute(after, "y = 2")[0]["content"]["status"] == "ok"
     assert fs["pid"] in ancestors(kernel_pid(gw, "after"))
+    assert gw.stop() == 0
+
+
+def launchers_waiting_on_the_zygote(gw):
+    """The gateway's kennel-launch children blocked in recvmsg (x86_64 47):
+    they have connected to the zygote and sent their request."""
+    waiting = []
+    for child in pathlib.Path(f"/proc/{gw.proc.pid}/task/{gw.proc.pid}/children").read_text().split():
+        try:
+            if pathlib.Path(f"/proc/{child}/syscall").read_text().split()[0] == "47":
+                waiting.append(int(child))
+        except (OSError, IndexError):
+            pass
+    return waiting
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86_64 syscall numbers from /proc/PID/syscall")
+def test_a_request_the_dying_zygote_never_took_starts_the_kernel_directly(make_gateway):
+    """The zygote dies with a launcher's request still in its listen backlog
+    (stopped, then killed, so the window is held open): no child of it has
+    the request, so the launcher starts the kernel itself instead of
+    failing the open."""
+    gw = make_gateway(config={"warm_pool": 0})
+    zygote = wait_ready(gw)["pid"]
+    os.kill(zygote, signal.SIGSTOP)
+    replies = []
+    opener = threading.Thread(target=lambda: replies.append(gw.control.open("backlog")))
+    opener.start()
+    deadline = time.time() + 20
+    while not launchers_waiting_on_the_zygote(gw):
+        assert time.time() < deadline, "no launcher connected to the stopped zygote"
+        time.sleep(0.01)
+    os.kill(zygote, signal.SIGKILL)
+    opener.join(30)
+    assert replies and replies[0]["status"] == "ok", replies
+    kc = gw.client(replies[0]["connection"])
+    assert execute(kc, "x = 1; print(x)")[0]["content"]["status"] == "ok"
+    assert zygote not in ancestors(kernel_pid(gw, "backlog"))
     assert gw.stop() == 0
 
 
