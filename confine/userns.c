@@ -96,6 +96,26 @@ userns_clone_failed (confine_ctx_t *ctx, int err)
                        strerror (err), hint);
 }
 
+/* The regular files in the run dir (DIR_FD) go to the sandbox user: one it
+   cannot read (the connection file) would fail later, far from the cause. */
+static int
+prepare_files (confine_ctx_t *ctx, int dir_fd, const char *name)
+{
+    DIR *dir = fdopendir (dup (dir_fd));
+    struct dirent *entry;
+    int err = dir ? 0 : errno;
+    while (!err && (entry = readdir (dir)))
+        if (entry->d_type == DT_REG
+            && fchownat (dir_fd, entry->d_name, ctx->host_uid, ctx->host_gid, AT_SYMLINK_NOFOLLOW) < 0)
+            err = errno;
+    if (dir)
+        closedir (dir);
+    if (err)
+        confine_error_set (ctx->error, "mount", err, "give the files of %s to the sandbox user (uid %u): %s", name,
+                           (unsigned) ctx->host_uid, strerror (err));
+    return err ? -1 : 0;
+}
+
 /* Started by root, the sandbox user (host_uid) must be able to use the
    workspace and the run dir: they get that owner, the run dir's files
    (the connection file) too. Never follows symlinks. */
@@ -115,16 +135,10 @@ userns_prepare_dirs (confine_ctx_t *ctx)
                                (unsigned) ctx->host_uid, strerror (err));
             return -1;
         }
-        if (dirs[i] == ctx->policy->run_dir) {
-            DIR *dir = fdopendir (dup (fd));
-            struct dirent *entry;
-            while (dir && (entry = readdir (dir)))
-                if (entry->d_type == DT_REG)
-                    fchownat (fd, entry->d_name, ctx->host_uid, ctx->host_gid, AT_SYMLINK_NOFOLLOW);
-            if (dir)
-                closedir (dir);
-        }
+        int rc = dirs[i] == ctx->policy->run_dir ? prepare_files (ctx, fd, dirs[i]) : 0;
         close (fd);
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
