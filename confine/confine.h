@@ -31,6 +31,10 @@
 extern "C" {
 #endif
 
+/* On a setup step or a policy check: ignoring its result would run
+   untrusted code less confined than asked, so the compiler refuses. */
+#define CONFINE_MUST_CHECK __attribute__ ((warn_unused_result))
+
 /* Every layer that the report describes, in the order they are set up. */
 typedef enum {
     CONFINE_LAYER_NO_NEW_PRIVS = 0,
@@ -119,12 +123,12 @@ confine_policy_t *confine_policy_new (void);
 /* Applies the fields of a JSON object on top of the current values.
    Unknown keys and bad values are errors: returns -1 and writes one line
    naming the field into err (errlen bytes). */
-int confine_policy_load_json (confine_policy_t *self, const json_t *json, char *err, size_t errlen);
-int confine_policy_load_file (confine_policy_t *self, const char *path, char *err, size_t errlen);
+CONFINE_MUST_CHECK int confine_policy_load_json (confine_policy_t *self, const json_t *json, char *err, size_t errlen);
+CONFINE_MUST_CHECK int confine_policy_load_file (confine_policy_t *self, const char *path, char *err, size_t errlen);
 /* Adds one "NAME=value" (copied). */
 void confine_policy_setenv (confine_policy_t *self, const char *name, const char *value);
 /* Keeps fd open inside. Returns -1 when the table is full. */
-int confine_policy_keep_fd (confine_policy_t *self, int fd);
+CONFINE_MUST_CHECK int confine_policy_keep_fd (confine_policy_t *self, int fd);
 void confine_policy_destroy (confine_policy_t **self_p);
 
 /* Layer report. */
@@ -168,12 +172,12 @@ json_t *confine_error_json (const confine_error_t *self);
    process when confinement could not be set up (nothing ran; error filled).
    On success the original process does not return: it waits and exits with
    the confined process's status. The caller must be single-threaded. */
-int confine_enter (const confine_policy_t *policy, confine_report_t **report, confine_error_t *error);
+CONFINE_MUST_CHECK int confine_enter (const confine_policy_t *policy, confine_report_t **report, confine_error_t *error);
 
 /* Call in the confined process right before exec: sets the limits that a
    sanitizer build can only approximate in-process (RLIMIT_DATA; see
    rlimits.c). Harmless otherwise. 0 or -1 (errno). */
-int confine_exec_limits (const confine_policy_t *policy);
+CONFINE_MUST_CHECK int confine_exec_limits (const confine_policy_t *policy);
 
 /* Ends this process by signal sig the way a process killed by it ends
    (default action, unblocked, core dumps off), so that a supervisor's own

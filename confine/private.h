@@ -29,42 +29,42 @@ typedef struct {
    the layer to degrade, records it with state (degraded or unsupported) and
    returns 0; otherwise fills ctx->error (stage = layer name) and returns -1.
    err is the errno of the failing call (0 if none). */
-int confine_layer_fail (confine_ctx_t *ctx, confine_layer_t layer, confine_state_t state, int err,
-                        const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+CONFINE_MUST_CHECK int confine_layer_fail (confine_ctx_t *ctx, confine_layer_t layer, confine_state_t state,
+                                           int err, const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 
 /* Writes a whole string to a file (O_WRONLY, no create). 0 or -1 (errno). */
 int confine_write_file (const char *path, const char *text);
 
 /* Host side, in the original process (cgroup.c). */
-int cgroup_prepare (confine_ctx_t *ctx);
-int cgroup_attach (confine_ctx_t *ctx, pid_t pid);
+CONFINE_MUST_CHECK int cgroup_prepare (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int cgroup_attach (confine_ctx_t *ctx, pid_t pid);
 void cgroup_cleanup (confine_ctx_t *ctx);
-int cgroupns_enter (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int cgroupns_enter (confine_ctx_t *ctx);
 
 /* userns.c: the waiter writes the maps; the child switches to the user. */
-int userns_write_maps (confine_ctx_t *ctx, pid_t child);
-int userns_switch_user (confine_ctx_t *ctx);
-int userns_prepare_dirs (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int userns_write_maps (confine_ctx_t *ctx, pid_t child);
+CONFINE_MUST_CHECK int userns_switch_user (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int userns_prepare_dirs (confine_ctx_t *ctx);
 /* The hint for a failed clone(CLONE_NEWUSER|...). */
 void userns_clone_failed (confine_ctx_t *ctx, int err);
 
 /* mounts.c: the host sources are opened before the switch to the sandbox
    user (mounts_open), the tree is built after it (mounts_setup frees src). */
 typedef struct mounts_sources mounts_sources_t;
-mounts_sources_t *mounts_open (confine_ctx_t *ctx);
-int mounts_setup (confine_ctx_t *ctx, mounts_sources_t *src);
-int net_setup (confine_ctx_t *ctx);
-int uts_setup (confine_ctx_t *ctx);
-int ipc_setup (confine_ctx_t *ctx);
-int caps_drop_bounding (confine_ctx_t *ctx);
-int caps_drop_all (confine_ctx_t *ctx);
-int rlimits_setup (confine_ctx_t *ctx);
-int landlock_setup (confine_ctx_t *ctx);
-int seccomp_setup (confine_ctx_t *ctx);
-int env_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK mounts_sources_t *mounts_open (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int mounts_setup (confine_ctx_t *ctx, mounts_sources_t *src);
+CONFINE_MUST_CHECK int net_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int uts_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int ipc_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int caps_drop_bounding (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int caps_drop_all (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int rlimits_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int landlock_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int seccomp_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int env_setup (confine_ctx_t *ctx);
 /* Closes every fd but 0, 1, 2, the policy's and keep (-1 = none). */
-int fds_close_others (const confine_policy_t *policy, int keep);
-int fds_setup (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int fds_close_others (const confine_policy_t *policy, int keep);
+CONFINE_MUST_CHECK int fds_setup (confine_ctx_t *ctx);
 
 /* Messages on the SOCK_SEQPACKET pair between the waiter and the sandbox. */
 /* GO: the id maps are written; CGROUP: the sandbox is in its cgroups (sent
@@ -83,7 +83,7 @@ typedef struct {
    sender's pid as the waiter sees it (READY: the confined process's). */
 int confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error);
 /* 0, or -1 on EOF/error; *pid from SCM_CREDENTIALS when present. */
-int confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock);
+CONFINE_MUST_CHECK int confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock);
 
 /* pid.c: the init of the pid namespace and the waiter outside. */
 #include <signal.h>

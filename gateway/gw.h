@@ -16,6 +16,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* On a check of untrusted bytes (a peek, a validator, a policy lowering):
+   ignoring its result would let them through, so the compiler refuses. */
+#define GW_MUST_CHECK __attribute__ ((warn_unused_result))
+
 /* ---- gw_clock: intervals on CLOCK_MONOTONIC, dates on CLOCK_REALTIME -- */
 
 /* Seconds on CLOCK_MONOTONIC: every timeout, age, deadline and duration. */
@@ -93,13 +97,13 @@ void gw_zap_forget (gw_zap_t *self, const gw_curve_keys_t *keys);
 /* The string value of key in the JSON object data, as jansson would decode
    it, copied into out (cut to out_size - 1 like snprintf). Its length (>=
    out_size: cut), or -1 when absent, not a string or not valid JSON. */
-int gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size);
+GW_MUST_CHECK int gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size);
 /* 1 when data is one JSON object jansson would take, 0 when it would
    refuse it (or it is no object), -1 when only jansson can tell. */
-int gw_peek_object (const void *data, size_t size);
+GW_MUST_CHECK int gw_peek_object (const void *data, size_t size);
 /* The same on frame delimiter + offset of a wire message (2 header, 3
    parent header, 4 metadata, 5 content). */
-int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
+GW_MUST_CHECK int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
 
 /* ---- gw_meta: metadata.kennel spliced into a kernel's metadata frame --- */
 
@@ -160,11 +164,11 @@ typedef struct {
 } gw_config_t;
 
 /* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */
-gw_config_t *gw_config_load (const char *path, char **errmsg);
+GW_MUST_CHECK gw_config_t *gw_config_load (const char *path, char **errmsg);
 void gw_config_destroy (gw_config_t **self_p);
 /* The operator's defaults lowered by a request's policy object. Returns 0, or
    -1 with *errmsg naming the field (an attempt to raise a limit, a bad type). */
-int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg);
+GW_MUST_CHECK int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg);
 void gw_policy_clear (gw_policy_t *policy);
 void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
 json_t *gw_policy_to_json (const gw_policy_t *policy);
@@ -198,7 +202,7 @@ int64_t gw_fs_tree_bytes (const char *path);
 /* A checked copy of a conversation_open tool list (OpenAI's {"type":
    "function", "function": {...}} unwrapped), or NULL with *errmsg
    (malloc'd) naming the tool and the problem. */
-json_t *gw_tools_validate (const json_t *tools, char **errmsg);
+GW_MUST_CHECK json_t *gw_tools_validate (const json_t *tools, char **errmsg);
 /* The declaration named name in a checked list, or NULL. */
 const json_t *gw_tools_find (const json_t *tools, const char *name);
 /* A declaration's parameters schema (or its input_schema/inputSchema
@@ -209,11 +213,11 @@ const json_t *gw_tools_schema (const json_t *tool);
 
 /* Whether schema uses only the supported keywords, well formed; otherwise
    false with problem naming the place (where + path) and the keyword. */
-bool gw_schema_supported (const json_t *schema, const char *where, char *problem, size_t size);
+GW_MUST_CHECK bool gw_schema_supported (const json_t *schema, const char *where, char *problem, size_t size);
 /* Whether a call's arguments meet a supported parameters schema (NULL: no
    parameters); otherwise false with problem naming the argument and the
    rule it breaks. */
-bool gw_schema_check_arguments (const json_t *parameters, const json_t *arguments, char *problem, size_t size);
+GW_MUST_CHECK bool gw_schema_check_arguments (const json_t *parameters, const json_t *arguments, char *problem, size_t size);
 
 /* ---- gw_launch: one kennel-launch process ------------------------------ */
 
@@ -285,7 +289,7 @@ typedef struct gw_server gw_server_t;
 typedef struct gw_conv gw_conv_t;
 
 /* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or "..". */
-bool gw_conv_id_valid (const char *id);
+GW_MUST_CHECK bool gw_conv_id_valid (const char *id);
 /* Creates the directories, binds the client sockets (on the ports of
    fixed when not NULL: kernelspec mode), starts the kernel. NULL + *errmsg. */
 gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
@@ -363,7 +367,7 @@ typedef struct {
 void gw_capacity_init (gw_capacity_t *self, const gw_config_t *config);
 /* 0 when one more conversation fits; else -1 with *evalue (malloc'd)
    naming the limit (ename CapacityError). */
-int gw_capacity_check (gw_capacity_t *self, int open_conversations, char **evalue);
+GW_MUST_CHECK int gw_capacity_check (gw_capacity_t *self, int open_conversations, char **evalue);
 /* Whether one more kernel's sockets fit in the fds left now. */
 bool gw_capacity_fds_room (const gw_capacity_t *self, int open_conversations);
 json_t *gw_capacity_json (gw_capacity_t *self);

@@ -164,10 +164,8 @@ peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
     pk->heap = NULL;
     int n = gw_peek_frame (msg, offset, key, pk->buf, sizeof pk->buf);
     pk->text = n < 0 ? NULL : pk->buf;
-    if (n >= (int) sizeof pk->buf && (pk->heap = malloc ((size_t) n + 1))) {
-        gw_peek_frame (msg, offset, key, pk->heap, (size_t) n + 1);
-        pk->text = pk->heap;
-    }
+    if (n >= (int) sizeof pk->buf && (pk->heap = malloc ((size_t) n + 1)))
+        pk->text = gw_peek_frame (msg, offset, key, pk->heap, (size_t) n + 1) == n ? pk->heap : NULL;
     return pk->text;
 }
 

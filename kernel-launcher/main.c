@@ -290,7 +290,8 @@ launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int s
     if (status_fd > 2) {
         /* Kept open through confinement, closed after the status line. */
         fcntl (status_fd, F_SETFD, FD_CLOEXEC);
-        confine_policy_keep_fd (policy, status_fd);
+        if (confine_policy_keep_fd (policy, status_fd) < 0)
+            refuse (policy, kernel, status_fd, "fds", 0, "the policy keeps too many file descriptors open");
     }
     confine_report_t *report = NULL;
     confine_error_t error;

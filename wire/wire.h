@@ -29,6 +29,10 @@
 extern "C" {
 #endif
 
+/* On a function whose result says whether untrusted bytes passed a check:
+   ignoring it would let them through, so the compiler refuses. */
+#define WIRE_MUST_CHECK __attribute__ ((warn_unused_result))
+
 #define WIRE_PROTOCOL_VERSION "5.3"
 #define WIRE_DELIMITER "<IDS|MSG>"
 #define WIRE_SIGNATURE_SCHEME "hmac-sha256"
@@ -66,7 +70,7 @@ typedef struct wire_key wire_key_t;
 /* scheme NULL means hmac-sha256; any other scheme fails with
    WIRE_ERR_BAD_SCHEME. len 0 makes a key that signs with "" and accepts any
    signature, as jupyter_client does with an empty key. The bytes are copied. */
-wire_key_t *wire_key_new (const char *scheme, const void *key, size_t len, wire_error_t *err);
+WIRE_MUST_CHECK wire_key_t *wire_key_new (const char *scheme, const void *key, size_t len, wire_error_t *err);
 /* A fresh random key (hex text of 32 random bytes), as Jupyter writes them. */
 wire_key_t *wire_key_new_random (void);
 void wire_key_destroy (wire_key_t **self_p);
@@ -79,7 +83,7 @@ void wire_key_sign (const wire_key_t *self, zframe_t *const parts[4], char out[W
 /* Checks sig (len bytes, as received) against parts[0..3]: WIRE_OK, or
    WIRE_ERR_UNSIGNED (empty sig, key set) or WIRE_ERR_BAD_SIGNATURE (wrong
    length or mismatch; constant-time compare). An empty key accepts anything. */
-wire_error_t wire_key_verify (const wire_key_t *self, zframe_t *const parts[4], const void *sig, size_t len);
+WIRE_MUST_CHECK wire_error_t wire_key_verify (const wire_key_t *self, zframe_t *const parts[4], const void *sig, size_t len);
 
 /* ---- replay protection ------------------------------------------------- */
 
@@ -89,7 +93,7 @@ typedef struct wire_replay wire_replay_t;
 wire_replay_t *wire_replay_new (size_t capacity);
 void wire_replay_destroy (wire_replay_t **self_p);
 /* true and remembered when sig is new; false when seen before. */
-bool wire_replay_add (wire_replay_t *self, const char *sig, size_t len);
+WIRE_MUST_CHECK bool wire_replay_add (wire_replay_t *self, const char *sig, size_t len);
 
 /* ---- limits -------------------------------------------------------------- */
 
@@ -106,12 +110,12 @@ extern const wire_limits_t wire_limits_default;
 
 /* Checks frame layout, sizes, the signature with key and (when replay is not
    NULL) replay. Parses no JSON. msg is not modified. */
-wire_error_t wire_frames_verify (zmsg_t *msg, const wire_key_t *key, wire_replay_t *replay,
-                                 const wire_limits_t *limits);
+WIRE_MUST_CHECK wire_error_t wire_frames_verify (zmsg_t *msg, const wire_key_t *key, wire_replay_t *replay,
+                                                 const wire_limits_t *limits);
 /* wire_frames_verify with key_in, then replaces the signature frame with the
    signature of the same bytes under key_out. On error msg is unchanged. */
-wire_error_t wire_frames_relay (zmsg_t *msg, const wire_key_t *key_in, wire_replay_t *replay,
-                                const wire_key_t *key_out, const wire_limits_t *limits);
+WIRE_MUST_CHECK wire_error_t wire_frames_relay (zmsg_t *msg, const wire_key_t *key_in, wire_replay_t *replay,
+                                                const wire_key_t *key_out, const wire_limits_t *limits);
 /* Removes the frames before the delimiter and returns them (possibly an
    empty zmsg), or NULL when there is no delimiter. */
 zmsg_t *wire_frames_pop_identities (zmsg_t *msg);
@@ -120,7 +124,7 @@ void wire_frames_push_identities (zmsg_t *msg, zmsg_t *ids);
 /* Parses only the header (which = 0) or parent_header (which = 1) frame of a
    message that still has or no longer has its identities. Caller owns the
    result. Used to read msg_type, msg_id, parent msg_id for routing. */
-json_t *wire_frames_peek (zmsg_t *msg, int which, wire_error_t *err);
+WIRE_MUST_CHECK json_t *wire_frames_peek (zmsg_t *msg, int which, wire_error_t *err);
 
 /* ---- decoded messages -------------------------------------------------- */
 
@@ -141,8 +145,8 @@ wire_msg_t *wire_msg_new (const char *session, const char *msg_type, const wire_
 void wire_msg_destroy (wire_msg_t **self_p);
 /* Verifies (frames, signature, replay) BEFORE parsing any JSON, then parses.
    Consumes *msg_p in every case. NULL on error, with *err set. */
-wire_msg_t *wire_msg_decode (zmsg_t **msg_p, const wire_key_t *key, wire_replay_t *replay,
-                             const wire_limits_t *limits, wire_error_t *err);
+WIRE_MUST_CHECK wire_msg_t *wire_msg_decode (zmsg_t **msg_p, const wire_key_t *key, wire_replay_t *replay,
+                                             const wire_limits_t *limits, wire_error_t *err);
 /* Serializes (compact UTF-8 JSON) and signs. */
 zmsg_t *wire_msg_encode (const wire_msg_t *self, const wire_key_t *key);
 /* wire_msg_encode + zmsg_send; 0 on success, -1 on error. */
@@ -163,7 +167,7 @@ void wire_id_new (char out[33]);
 void wire_date_now (char out[32]);
 /* Parses every date jupyter_client accepts (jsonutil ISO8601_PAT): optional
    fraction of 1..6 digits, Z, +HH:MM, +HHMM or no zone (local time). */
-bool wire_date_parse (const char *text, struct timespec *out);
+WIRE_MUST_CHECK bool wire_date_parse (const char *text, struct timespec *out);
 
 /* ---- connection files -------------------------------------------------- */
 
@@ -182,15 +186,15 @@ wire_connection_t *wire_connection_new (void);
 void wire_connection_destroy (wire_connection_t **self_p);
 /* Reads the JSON jupyter_client writes. On error returns NULL, sets *err and,
    when errmsg is not NULL, a malloc'd sentence naming the file and field. */
-wire_connection_t *wire_connection_load (const char *path, wire_error_t *err, char **errmsg);
-wire_connection_t *wire_connection_from_json (const json_t *json, wire_error_t *err, char **errmsg);
+WIRE_MUST_CHECK wire_connection_t *wire_connection_load (const char *path, wire_error_t *err, char **errmsg);
+WIRE_MUST_CHECK wire_connection_t *wire_connection_from_json (const json_t *json, wire_error_t *err, char **errmsg);
 json_t *wire_connection_to_json (const wire_connection_t *self);
 /* Writes with mode 0600 (created so, never widened). 0 or -1 with errno. */
 int wire_connection_save (const wire_connection_t *self, const char *path);
 /* "tcp://127.0.0.1:5555" or "ipc://{ip}-{port}"; caller frees. */
 char *wire_connection_endpoint (const wire_connection_t *self, wire_channel_t channel);
 /* The connection's key as a wire_key_t (checks the scheme). */
-wire_key_t *wire_connection_key (const wire_connection_t *self, wire_error_t *err);
+WIRE_MUST_CHECK wire_key_t *wire_connection_key (const wire_connection_t *self, wire_error_t *err);
 
 /* Runs every self-test of libwire; 0 when all pass. */
 int wire_selftest (bool verbose);

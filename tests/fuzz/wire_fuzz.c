@@ -71,8 +71,8 @@ s_side_parsers (const wire_msg_t *msg)
 {
     const char *date = json_string_value (json_object_get (msg->header, "date"));
     struct timespec ts;
-    if (date)
-        wire_date_parse (date, &ts);
+    if (date && wire_date_parse (date, &ts) && (ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000))
+        __builtin_trap ();
     wire_error_t err;
     char *why = NULL;
     wire_connection_t *conn = wire_connection_from_json (msg->content, &err, &why);
@@ -109,10 +109,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         s_sign (msg, key);
 
     wire_error_t err;
-    wire_frames_verify (msg, key, NULL, limits);
+    wire_error_t verified = wire_frames_verify (msg, key, NULL, limits);
     zmsg_t *relayed = zmsg_dup (msg);
-    if (wire_frames_relay (relayed, key, NULL, s_key2, limits) == WIRE_OK
-        && wire_frames_verify (relayed, s_key2, NULL, NULL) != WIRE_OK)
+    wire_error_t relay_err = wire_frames_relay (relayed, key, NULL, s_key2, limits);
+    if (relay_err != verified)
+        __builtin_trap (); /* relaying checks exactly what verifying does */
+    if (relay_err == WIRE_OK && wire_frames_verify (relayed, s_key2, NULL, NULL) != WIRE_OK)
         __builtin_trap (); /* a relayed message must verify with the new key
                               (without limits: the new signature may be longer) */
     zmsg_destroy (&relayed);
