@@ -10,8 +10,9 @@
 
     Everything else (no zygote in the spec, an unreachable zygote, --python,
     --unconfined, --zygote, -- CMD, bad arguments) is the full launcher,
-    kennel-launch-full in the same directory, exec'd with the same
-    arguments; a spec it has read already goes along in a memfd. */
+    kennel-launch-full (in $(pkglibexecdir) once installed, next to this
+    binary in the build tree), exec'd with the same arguments; a spec it
+    has read already goes along in a memfd. */
 #include "launch.h"
 
 #include <errno.h>
@@ -30,24 +31,42 @@
    /proc/PID/cmdline show the same name as before the split */
 static char *s_argv0;
 
-/* The full launcher next to this binary (found through /proc/self/exe, so
-   the build tree and an installed bindir both work). */
+/* Where the full launcher is, from where this binary is (/proc/self/exe,
+   never PATH): installed in ROOT$(bindir), it is
+   ROOT$(pkglibexecdir)/kennel-launch-full (ROOT is "" when installed, or
+   a `make install DESTDIR=` staging directory); anywhere else (the build
+   tree, a copy) it is the one next to this binary. */
+static bool
+full_path (char *path, size_t size)
+{
+    char self[PATH_MAX];
+    errno = 0;
+    ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+    char *slash = n > 0 ? memrchr (self, '/', (size_t) n) : NULL;
+    if (!slash)
+        return false;
+    *slash = 0;
+    size_t dir_len = (size_t) (slash - self), bindir_len = strlen (KENNEL_BINDIR);
+    bool installed = dir_len >= bindir_len && strcmp (self + dir_len - bindir_len, KENNEL_BINDIR) == 0;
+    int len = installed ? snprintf (path, size, "%.*s%s/%s", (int) (dir_len - bindir_len), self,
+                                    KENNEL_PKGLIBEXECDIR, FULL_NAME)
+                        : snprintf (path, size, "%s/%s", self, FULL_NAME);
+    return len > 0 && (size_t) len < size;
+}
+
 _Noreturn static void
 exec_full (char **argv)
 {
-    char self[PATH_MAX];
-    ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
-    char *slash = n > 0 ? memrchr (self, '/', (size_t) n) : NULL;
-    if (!slash || (size_t) (slash - self) + sizeof FULL_NAME + 1 > sizeof self) {
+    char path[PATH_MAX];
+    if (!full_path (path, sizeof path)) {
         fprintf (stderr, "kennel-launch: cannot find %s: readlink /proc/self/exe: %s\n", FULL_NAME,
-                 n < 0 ? strerror (errno) : "no directory");
+                 errno ? strerror (errno) : "no directory, or the path is too long");
         _exit (EXIT_REFUSED);
     }
-    strcpy (slash + 1, FULL_NAME);
-    argv[0] = s_argv0 ? s_argv0 : self;
+    argv[0] = s_argv0 ? s_argv0 : path;
     extern char **environ;
-    execve (self, argv, environ);
-    fprintf (stderr, "kennel-launch: exec %s: %s\n", self, strerror (errno));
+    execve (path, argv, environ);
+    fprintf (stderr, "kennel-launch: exec %s: %s\n", path, strerror (errno));
     _exit (EXIT_REFUSED);
 }
 

@@ -2,11 +2,16 @@
 include kernel-launcher/pykernel/local.mk
 
 # kennel-launch: the small front the gateway execs per kernel (the zygote's
-# proxy, no CPython); it execs kennel-launch-full, next to it, for the rest.
-bin_PROGRAMS += kernel-launcher/kennel-launch kernel-launcher/kennel-launch-full
+# proxy, no CPython); it execs kennel-launch-full for the rest. That one is
+# internal, so it installs to $(pkglibexecdir); in the build tree it sits
+# next to kennel-launch (front.c finds it either way).
+bin_PROGRAMS += kernel-launcher/kennel-launch
+pkglibexec_PROGRAMS += kernel-launcher/kennel-launch-full
 kernel_launcher_kennel_launch_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/front.c kernel-launcher/spec.c kernel-launcher/status.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote_client.c kernel-launcher/zygote_wire.c
+kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DKENNEL_BINDIR='"$(bindir)"' -DKENNEL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
 # useless without the full launcher: building one builds both
 EXTRA_kernel_launcher_kennel_launch_DEPENDENCIES = kernel-launcher/kennel-launch-full$(EXEEXT)
