@@ -288,7 +288,7 @@ void gw_proc_watch_close (gw_proc_watch_t *self);
 typedef struct gw_server gw_server_t;
 typedef struct gw_conv gw_conv_t;
 
-/* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or "..". */
+/* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or ".." (gw_text.c). */
 GW_MUST_CHECK bool gw_conv_id_valid (const char *id);
 /* Creates the directories, binds the client sockets (on the ports of
    fixed when not NULL: kernelspec mode), starts the kernel. NULL + *errmsg. */

@@ -57,19 +57,6 @@ struct gw_conv {
     bool claimed;    /* the kernel starting is a claimed pooled one */
 };
 
-bool
-gw_conv_id_valid (const char *id)
-{
-    size_t len = id ? strlen (id) : 0;
-    if (len < 1 || len > 128 || streq (id, ".") || streq (id, ".."))
-        return false;
-    for (const char *p = id; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.'
-              || *p == '_' || *p == '-'))
-            return false;
-    return true;
-}
-
 const char *
 gw_conv_id (const gw_conv_t *self)
 {

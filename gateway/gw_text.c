@@ -39,3 +39,19 @@ gw_text_clean (const json_t *value)
             return false;
     return true; /* numbers, booleans, null; jansson bounds the depth */
 }
+
+/* A conversation id becomes a directory name and part of socket paths:
+   only [A-Za-z0-9._-], never "." or "..", so it cannot leave the state
+   directory. */
+bool
+gw_conv_id_valid (const char *id)
+{
+    size_t len = id ? strlen (id) : 0;
+    if (len < 1 || len > 128 || streq (id, ".") || streq (id, ".."))
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.'
+              || *p == '_' || *p == '-'))
+            return false;
+    return true;
+}
