@@ -17,73 +17,12 @@
     - lowering is deterministic (twice, equal JSON).
 */
 #include "gateway/gw.h"
-#include <math.h>
+#include "fuzz_check.h"
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-
-typedef struct {
-    const char *name;
-    bool seconds;
-    bool unlimitable;
-} field_t;
-
-/* The policy's numeric limits as gw_policy_to_json names them. */
-static const field_t fields[] = {
-    {"execution_timeout", true, true}, {"tool_timeout", true, false}, {"idle_ttl", true, true},
-    {"memory_bytes", false, true},     {"pids", false, true},         {"workspace_bytes", false, false},
-    {"output_bytes", false, true},
-};
-#define FIELD_COUNT (sizeof fields / sizeof fields[0])
-
-static bool
-s_off (const json_t *v)
-{
-    return json_is_string (v) && strcmp (json_string_value (v), "unlimited") == 0;
-}
-
-/* In range: a number within the field's bounds, or "unlimited" where the
-   operator may say it. */
-static void
-s_check_value (const field_t *f, const json_t *v)
-{
-    if (s_off (v)) {
-        if (!f->unlimitable)
-            __builtin_trap ();
-        return;
-    }
-    double x = json_number_value (v);
-    if (!json_is_number (v) || (f->seconds ? (x < 0.001 || x > 1e9) : (x < 1 || x != floor (x))))
-        __builtin_trap ();
-}
-
-static bool
-s_within (const json_t *v, const json_t *max)
-{
-    if (s_off (max))
-        return true;
-    return !s_off (v) && json_number_value (v) <= json_number_value (max);
-}
-
-/* policy never above maxima, field by field; both as gw_policy_to_json. */
-static void
-s_check_policy (const json_t *policy, const json_t *maxima)
-{
-    for (size_t i = 0; i < FIELD_COUNT; i++) {
-        const json_t *v = json_object_get (policy, fields[i].name);
-        s_check_value (&fields[i], v);
-        if (!s_within (v, json_object_get (maxima, fields[i].name)))
-            __builtin_trap ();
-    }
-    const char *net = json_string_value (json_object_get (policy, "network"));
-    const char *max_net = json_string_value (json_object_get (maxima, "network"));
-    if (!net || (strcmp (net, "none") != 0 && strcmp (net, "loopback") != 0))
-        __builtin_trap ();
-    if (strcmp (net, "loopback") == 0 && strcmp (max_net, "none") == 0)
-        __builtin_trap ();
-}
 
 /* The config file: a memfd, read by path as an operator's file is. */
 static gw_config_t *
@@ -117,7 +56,7 @@ s_lower (const gw_config_t *config, const json_t *request, const json_t *maxima)
         free (errmsg);
         json_t *got = rc < 0 ? json_null () : gw_policy_to_json (&policy);
         if (rc == 0) {
-            s_check_policy (got, maxima);
+            fuzz_check_policy (got, maxima);
             json_decref (gw_confine_policy_json (config, &policy));
             gw_policy_clear (&policy);
         }
@@ -144,7 +83,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     json_t *limits = gw_config_limits_json (config);
     json_t *maxima = json_object_get (limits, "maxima");
-    s_check_policy (json_object_get (limits, "defaults"), maxima);
+    fuzz_check_policy (maxima, maxima);
+    fuzz_check_policy (json_object_get (limits, "defaults"), maxima);
 
     json_t *request = json_loadb ((const char *) req, req_size, JSON_ALLOW_NUL, NULL);
     if (request)

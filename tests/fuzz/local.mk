@@ -5,7 +5,7 @@
 # libFuzzer for a bounded time.
 
 # ---- the seeds, replayed in make check -------------------------------------
-GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus \
+GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
 	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
@@ -19,8 +19,17 @@ tests_fuzz_gw_meta_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_
 tests_fuzz_gw_meta_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-meta"'
 tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
+# the control handler with the parts of the gateway it calls, the
+# conversation layer excepted (stubbed in the target)
+GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
+	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c
+tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
+	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h $(GW_FUZZ_CONTROL_GW)
+tests_fuzz_gw_control_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-control"'
+tests_fuzz_gw_control_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
+
 tests_fuzz_gw_policy_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_policy_fuzz.c \
-	gateway/gw_config.c gateway/gw_text.c
+	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h gateway/gw_config.c gateway/gw_text.c
 tests_fuzz_gw_policy_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-policy"'
 tests_fuzz_gw_policy_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 
@@ -32,13 +41,18 @@ tests_fuzz_gw_tools_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
-GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
+GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
+	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
+	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
+	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c
+GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
+	$(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c
-GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz
-GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h
+GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz
+GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/tests/fuzz/fuzz_check.h
 CLEANFILES += $(GW_FUZZ_BINS)
-EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-policy tests/fuzz/corpus-tools
+EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -46,6 +60,9 @@ tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_meta_fuzz: $(GW_FUZZ_META_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_META_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_control_fuzz: $(GW_FUZZ_CONTROL_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_CONTROL_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_policy_fuzz: $(GW_FUZZ_POLICY_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_POLICY_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
@@ -62,7 +79,7 @@ tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta policy tools
+GW_FUZZ_NAMES = peek meta control policy tools
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
