@@ -3,9 +3,10 @@
     even where clang is missing. Linked with one target; its seeds are read
     from $KENNEL_SRCDIR/tests/fuzz/FUZZ_CORPUS (set per program in the
     makefile: corpus for the wire target, corpus-NAME for the gateway's) or
-    from the directory given as argv[1].
+    from the directory given as argv[1]; argv[1] may also be one file.
 */
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,22 @@ s_read (const char *path, size_t *size)
     return data;
 }
 
+/* Runs the target on one file: 1 when it is run, 0 when unreadable. */
+static int
+s_run (const char *path, const char *name)
+{
+    size_t size;
+    uint8_t *data = s_read (path, &size);
+    if (!data) {
+        fprintf (stderr, "cannot read %s\n", path);
+        return 0;
+    }
+    fprintf (stderr, "seed %s\n", name); /* named before a trap can end the run */
+    LLVMFuzzerTestOneInput (data, size);
+    free (data);
+    return 1;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -46,6 +63,8 @@ main (int argc, char *argv[])
     else
         snprintf (dir, sizeof dir, "%s/tests/fuzz/" FUZZ_CORPUS, src ? src : ".");
     DIR *d = opendir (dir);
+    if (!d && errno == ENOTDIR) /* one input, a finding for instance */
+        return s_run (dir, dir) ? 0 : 1;
     if (!d) {
         perror (dir);
         return 1;
@@ -57,17 +76,10 @@ main (int argc, char *argv[])
             continue;
         char path[8192];
         snprintf (path, sizeof path, "%s/%s", dir, entry->d_name);
-        size_t size;
-        uint8_t *data = s_read (path, &size);
-        if (!data) {
-            fprintf (stderr, "cannot read %s\n", path);
+        if (s_run (path, entry->d_name))
+            runs++;
+        else
             failed++;
-            continue;
-        }
-        fprintf (stderr, "seed %s\n", entry->d_name); /* named before a trap can end the run */
-        LLVMFuzzerTestOneInput (data, size);
-        free (data);
-        runs++;
     }
     closedir (d);
     printf ("%s: %d seed(s) replayed, %d unreadable\n", dir, runs, failed);
