@@ -10,6 +10,8 @@
     - a loaded config's defaults and maxima hold only values in range (a
       number within the field's bounds, or "unlimited" where permitted) and
       the defaults stay within the maxima;
+    - a request that says "unlimited" is refused, even under an unlimited
+      maximum;
     - a lowered policy never exceeds the maxima, never has a limit off
       unless the maximum is off too, and its network is "loopback" only
       when the maximum allows it;
@@ -43,6 +45,19 @@ s_config (const uint8_t *text, size_t size)
     return config;
 }
 
+/* Whether the request says "unlimited" anywhere at its top level: only
+   the operator's file may. */
+static bool
+s_asks_unlimited (const json_t *request)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) request, key, value)
+        if (json_is_string (value) && strcmp (json_string_value (value), "unlimited") == 0)
+            return true;
+    return false;
+}
+
 static void
 s_lower (const gw_config_t *config, const json_t *request, const json_t *maxima)
 {
@@ -56,6 +71,8 @@ s_lower (const gw_config_t *config, const json_t *request, const json_t *maxima)
         free (errmsg);
         json_t *got = rc < 0 ? json_null () : gw_policy_to_json (&policy);
         if (rc == 0) {
+            if (s_asks_unlimited (request))
+                __builtin_trap ();
             fuzz_check_policy (got, maxima);
             json_decref (gw_confine_policy_json (config, &policy));
             gw_policy_clear (&policy);
