@@ -1,6 +1,7 @@
 # Integration, conformance and security tests: pytest with the system Python
 # and Debian's jupyter_client, against the programs built here.
-EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/security/test_hardening.py
+EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.py \
+	tests/security/test_hardening.py tests/security/test_hostprobe.py
 
 # One pytest process per folder: each folder's conftest.py is its own module
 # "conftest", and folders must not see each other's.
