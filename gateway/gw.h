@@ -120,6 +120,11 @@ const char *gw_text (const json_t *value);
    the gateway passes on in a launch spec (the launcher's parser refuses
    NUL) or reads with json_object_foreach (keys as C strings). */
 bool gw_text_clean (const json_t *value);
+/* The number of characters (code points) in bytes bytes of UTF-8. */
+size_t gw_text_chars (const char *s, size_t bytes);
+/* How many bytes of s to print ("%.*s") to show at most max bytes of it
+   without splitting a character: a message must stay valid UTF-8. */
+int gw_text_fit (const char *s, int max);
 
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 

@@ -38,6 +38,7 @@
 
 #define SCHEMA_MAX_DEPTH 32
 #define PATH_MAX_BYTES 256
+#define KEY_SHOWN_BYTES 100 /* of a key or name inside a message */
 
 static const char *type_names[] = {"string", "number", "integer", "boolean", "object", "array", "null", NULL};
 
@@ -69,14 +70,15 @@ fail (char *problem, size_t size, const char *fmt, ...)
     return false;
 }
 
-/* where + ".key" or "[index]", cut with "..." when too long. */
+/* where + ".key" (key cut at KEY_SHOWN_BYTES) or "[index]", cut with "..."
+   when too long; cuts fall between characters (gw_text_fit). */
 static void
 path_child (char out[PATH_MAX_BYTES], const char *where, const char *key, long index)
 {
-    int n = key ? snprintf (out, PATH_MAX_BYTES, "%s.%.100s", where, key)
+    int n = key ? snprintf (out, PATH_MAX_BYTES, "%s.%.*s", where, gw_text_fit (key, KEY_SHOWN_BYTES), key)
                 : snprintf (out, PATH_MAX_BYTES, "%s[%ld]", where, index);
     if (n >= PATH_MAX_BYTES)
-        memcpy (out + PATH_MAX_BYTES - 4, "...", 4);
+        memcpy (out + gw_text_fit (out, PATH_MAX_BYTES - 4), "...", 4);
 }
 
 /* ---- the declaration: only the subset, well formed ----------------------- */
@@ -109,7 +111,8 @@ properties_supported (const json_t *props, const char *where, int depth, char *p
     json_t *value;
     json_object_foreach ((json_t *) props, key, value) {
         if (!json_is_object (value) && !json_is_boolean (value))
-            return fail (problem, size, "%s.properties['%.100s'] must be a JSON Schema", where, key);
+            return fail (problem, size, "%s.properties['%.*s'] must be a JSON Schema", where,
+                         gw_text_fit (key, KEY_SHOWN_BYTES), key);
         char at[PATH_MAX_BYTES], sub[PATH_MAX_BYTES];
         path_child (at, where, "properties", 0);
         path_child (sub, at, key, 0);
@@ -179,11 +182,11 @@ keyword_supported (const char *key, const json_t *value, const char *where, int 
     if (in_list (combinators, key))
         return list_supported (value, where, key, depth, problem, size);
     return fail (problem, size,
-                 "%s: keyword '%.100s' is not supported by the gateway's argument check (supported: type, enum, "
+                 "%s: keyword '%.*s' is not supported by the gateway's argument check (supported: type, enum, "
                  "const, properties, required, additionalProperties, items, minItems, maxItems, minLength, "
                  "maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, anyOf, oneOf, allOf, and "
                  "annotations)",
-                 where, key);
+                 where, gw_text_fit (key, KEY_SHOWN_BYTES), key);
 }
 
 static bool
@@ -315,15 +318,6 @@ count_check (const json_t *schema, const char *what, json_int_t count, const cha
     return true;
 }
 
-static json_int_t
-utf8_length (const char *s, size_t bytes)
-{
-    json_int_t n = 0;
-    for (size_t i = 0; i < bytes; i++)
-        n += ((unsigned char) s[i] & 0xC0) != 0x80;
-    return n;
-}
-
 static bool
 number_check (const json_t *schema, double x, const char *where, char *problem, size_t size)
 {
@@ -348,7 +342,8 @@ object_check (const json_t *schema, const json_t *value, const char *where, bool
     json_t *name;
     json_array_foreach (json_object_get (schema, "required"), i, name)
         if (!json_object_get (value, json_string_value (name)))
-            return fail (problem, size, "%s.%.100s is required and missing", where, json_string_value (name));
+            return fail (problem, size, "%s.%.*s is required and missing", where,
+                         gw_text_fit (json_string_value (name), KEY_SHOWN_BYTES), json_string_value (name));
     closed = closed || props;
     const char *key;
     json_t *member;
@@ -435,7 +430,7 @@ check_at (const json_t *schema, const json_t *value, const char *where, bool clo
     if (json_is_array (value) && !array_check (schema, value, where, problem, size))
         return false;
     if (json_is_string (value)
-        && !count_check (schema, "characters", utf8_length (json_string_value (value), json_string_length (value)),
+        && !count_check (schema, "characters", (json_int_t) gw_text_chars (json_string_value (value), json_string_length (value)),
                          "minLength", "maxLength", where, problem, size))
         return false;
     if (json_is_number (value) && !number_check (schema, json_number_value (value), where, problem, size))

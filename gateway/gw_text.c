@@ -6,6 +6,11 @@
     alias another conversation. Every string the gateway compares, looks up
     or passes on as a name goes through here and is refused when its JSON
     length and its C length differ.
+
+    jansson's strings are valid UTF-8, and a message built from one must stay
+    so: jansson refuses to encode anything else, and a reply that cannot be
+    encoded is never sent. Lengths a client sees are in characters (code
+    points), and a string cut to fit a message is cut between characters.
 */
 #include "gw.h"
 
@@ -54,4 +59,24 @@ gw_conv_id_valid (const char *id)
               || *p == '_' || *p == '-'))
             return false;
     return true;
+}
+
+size_t
+gw_text_chars (const char *s, size_t bytes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; i++)
+        n += ((unsigned char) s[i] & 0xC0) != 0x80; /* not a continuation byte */
+    return n;
+}
+
+int
+gw_text_fit (const char *s, int max)
+{
+    int n = (int) strnlen (s, (size_t) max + 1);
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char) s[max] & 0xC0) == 0x80)
+        max--; /* s[max] continues the character that would be cut */
+    return max;
 }

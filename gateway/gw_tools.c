@@ -1,10 +1,11 @@
 /*  gw_tools.c - a conversation's tool declarations, checked at open.
 
-    The kernel applies the same rules (kernel-launcher/pykernel/README.md,
-    "Host tools"), but the gateway checks first so that a bad list gets an
-    error reply naming the tool and no kernel is started or changed. The
-    parameters schema must stay within the subset that gw_schema.c checks
-    every call's arguments against.
+    One rule, docs/PROTOCOL.md section 8 ("Declarations"), which the kernel
+    applies too (kernel.py, _parse_tools) with the same messages; both run
+    every case of tests/fixtures/tool_declarations.json. The gateway checks
+    first so that a bad list gets an error reply naming the tool and no
+    kernel is started or changed. The parameters schema must stay within the
+    subset that gw_schema.c checks every call's arguments against.
     OpenAI's wrapped form {"type": "function", "function": {...}} is unwrapped
     here, so the kernel only ever sees {name, description, parameters}.
 */
@@ -14,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define TOOL_NAME_MAX 256
+#define TOOL_NAME_MAX 256 /* characters: up to 1024 bytes of UTF-8 */
 
 static char *
 tool_error (int index, const char *name, const char *fmt, ...)
@@ -25,7 +26,8 @@ tool_error (int index, const char *name, const char *fmt, ...)
     vsnprintf (problem, sizeof problem, fmt, ap);
     va_end (ap);
     char *out = NULL;
-    int rc = name ? asprintf (&out, "tool '%.200s': %s", name, problem)
+    /* the name is whole: it was checked to be at most TOOL_NAME_MAX characters */
+    int rc = name ? asprintf (&out, "tool '%s': %s", name, problem)
                   : asprintf (&out, "tool %d: %s", index, problem);
     return rc < 0 ? NULL : out;
 }
@@ -88,7 +90,7 @@ gw_tools_validate (const json_t *tools, char **errmsg)
     json_t *tool;
     json_array_foreach (tools, index, tool) {
         json_t *fn = json_object_get (tool, "function");
-        const char *type = json_string_value (json_object_get (tool, "type"));
+        const char *type = gw_text (json_object_get (tool, "type"));
         if (type && streq (type, "function") && json_is_object (fn))
             tool = fn; /* OpenAI's wrapped form */
         if (!json_is_object (tool)) {
@@ -96,7 +98,7 @@ gw_tools_validate (const json_t *tools, char **errmsg)
             break;
         }
         const char *name = gw_text (json_object_get (tool, "name"));
-        if (!name || !*name || strlen (name) > TOOL_NAME_MAX) {
+        if (!name || !*name || gw_text_chars (name, strlen (name)) > TOOL_NAME_MAX) {
             *errmsg = tool_error ((int) index, NULL,
                                   "name must be a non-empty string of at most %d characters, without NUL",
                                   TOOL_NAME_MAX);

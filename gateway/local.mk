@@ -52,6 +52,16 @@ tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c tests/gate
 	gateway/gw_tools.c gateway/gw_text.c
 tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm
 
+# The one rule for tool declarations, the gateway's side: every case of
+# tests/fixtures/tool_declarations.json (the kernel's side runs the same file,
+# tests/kernel/test_tool_rule.py): tests/gateway/gw_tools_test.c.
+check_PROGRAMS += tests/gateway/gw_tools_test
+TESTS += tests/gateway/gw_tools_test
+tests_gateway_gw_tools_test_SOURCES = tests/gateway/gw_tools_test.c tests/gateway/gw_check.h gateway/gw.h \
+	gateway/gw_tools.c gateway/gw_schema.c gateway/gw_text.c
+tests_gateway_gw_tools_test_LDADD = $(WIRE_LIBS) -lm
+EXTRA_DIST += tests/fixtures/tool_declarations.json
+
 # Workspace removal and measurement (gw_fs) on their own: deep trees under a
 # low fd limit, symlinks, locked directories as an unprivileged owner, the
 # graveyard: tests/gateway/gw_fs_test.c.

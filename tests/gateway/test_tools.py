@@ -150,3 +150,20 @@ def test_reopen_with_tools_reconfigures_the_running_kernel(gateway):
     r, out = execute(kc, "print(sorted(tools))")
     assert stdout_of(out) == "['alpha', 'beta']\n"
     assert gateway.control.request("conversation_list_request")["content"]["conversations"][0]["pid"] == pid
+
+
+def test_non_ascii_names_in_errors_and_at_open(gateway):
+    """Names count in characters, and an error naming a non-ASCII tool or
+    property arrives whole or cut between characters: a message cut inside
+    a character cannot be encoded as JSON, and such a reply was never sent."""
+    name = "A" + "é" * 120  # 241 bytes: the error's name was cut at byte 200
+    reply = gateway.control.open("utf8-tools", tools=[{"name": name}, {"name": name}])
+    assert reply.get("ename") == "InvalidTools" and reply.get("evalue") == f"tool '{name}': declared twice", reply
+    key = "A" + "é" * 60  # cut at 100 bytes: 49 characters after the A
+    reply = gateway.control.open("utf8-tools", tools=[
+        {"name": "t", "parameters": {"properties": {key: {"pattern": "x"}}}}])
+    assert reply["evalue"].startswith("tool 't': parameters.properties.A" + "é" * 49 + ": keyword 'pattern'"), reply
+    # 256 characters of two bytes each: a valid name, for the kernel too
+    _, kc = gateway.open_client("utf8-tools", tools=[{"name": "é" * 256}])
+    reply, outputs, _ = run(kc, "print(list(tools) == ['é' * 256])")
+    assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "True\n", (reply, outputs)
