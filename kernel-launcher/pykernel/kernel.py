@@ -405,46 +405,188 @@ class _ToolSpec:
         self.var_kw = var_kw        # accepts **kwargs
 
 
+# The declarations' rule is docs/PROTOCOL.md section 8, which the gateway
+# applies first (gateway/gw_tools.c, gw_schema.c) with the same messages: a
+# kennel_configure_request a client sends reaches the kernel unchecked. Both
+# run every case of tests/fixtures/tool_declarations.json.
+_TOOL_NAME_MAX = 256              # characters
+_SCHEMA_MAX_DEPTH = 32
+_SCHEMA_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+# keywords whose value is no schema: annotations (not checked), enum, const
+_SCHEMA_VALUES = ("title", "description", "default", "examples", "format", "$schema",
+                  "$comment", "deprecated", "readOnly", "writeOnly", "enum", "const")
+_SCHEMA_COUNTS = ("minItems", "maxItems", "minLength", "maxLength")
+_SCHEMA_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_SCHEMA_COMBINATORS = ("anyOf", "oneOf", "allOf")
+_SCHEMA_SUPPORTED = ("type, enum, const, properties, required, additionalProperties, items, "
+                     "minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, "
+                     "exclusiveMaximum, anyOf, oneOf, allOf, and annotations")
+_PATH_MAX_BYTES = 256             # a schema path in a message, as the gateway cuts it
+_KEY_SHOWN_BYTES = 100            # a key inside a message
+
+
 def _tool_fail(index, name, problem):
-    label = "tool %d" % index if name is None else "tool %r" % name
+    label = "tool %d" % index if name is None else "tool '%s'" % name
     raise ValueError("%s: %s" % (label, problem))
+
+
+def _utf8_cut(text, max_bytes):
+    """text cut to at most max_bytes of UTF-8 between characters."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+def _schema_path(where, key):
+    """where + ".key" or "[index]", cut with "..." when too long."""
+    path = ("%s[%d]" % (where, key) if isinstance(key, int)
+            else "%s.%s" % (where, _utf8_cut(key, _KEY_SHOWN_BYTES)))
+    if len(path.encode("utf-8")) >= _PATH_MAX_BYTES:
+        path = _utf8_cut(path, _PATH_MAX_BYTES - 4) + "..."
+    return path
+
+
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _schemas_problem(schemas, where, depth):
+    """The first problem of a list of schemas (anyOf, ...), or None."""
+    for index, schema in enumerate(schemas):
+        problem = _schema_problem(schema, _schema_path(where, index), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _properties_problem(properties, where, depth):
+    if not isinstance(properties, dict):
+        return "%s.properties must be an object" % where
+    at = _schema_path(where, "properties")
+    for prop, schema in properties.items():
+        if not isinstance(schema, (dict, bool)):
+            return "%s.properties['%s'] must be a JSON Schema" % (where, _utf8_cut(prop, _KEY_SHOWN_BYTES))
+        problem = _schema_problem(schema, _schema_path(at, prop), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _keyword_problem(key, value, where, depth):
+    """Why one keyword of an object schema is outside the subset, or None."""
+    if key in _SCHEMA_VALUES:
+        return "%s.enum must be a list" % where if key == "enum" and not isinstance(value, list) else None
+    if key == "type":
+        names = value if isinstance(value, list) and value else [value]
+        if all(isinstance(n, str) and n in _SCHEMA_TYPES for n in names):
+            return None
+        return ("%s.type must be one of string, number, integer, boolean, object, array, null, "
+                "or a list of them" % where)
+    if key == "properties":
+        return _properties_problem(value, where, depth)
+    if key == "required":
+        if isinstance(value, list) and all(isinstance(n, str) for n in value):
+            return None
+        return "%s.required must be a list of property names" % where
+    sub = _schema_path(where, key)
+    if key in ("additionalProperties", "items"):
+        if isinstance(value, list):
+            return "%s: a list of schemas (tuple form) is not supported" % sub
+        return _schema_problem(value, sub, depth + 1)
+    if key in _SCHEMA_COUNTS:
+        return None if _is_count(value) else "%s must be a non-negative integer" % sub
+    if key in _SCHEMA_BOUNDS:
+        return None if _is_number(value) else "%s must be a number" % sub
+    if key in _SCHEMA_COMBINATORS:
+        if not isinstance(value, list) or not value:
+            return "%s.%s must be a non-empty list of JSON Schemas" % (where, key)
+        return _schemas_problem(value, sub, depth)
+    return ("%s: keyword '%s' is not supported by the gateway's argument check (supported: %s)"
+            % (where, _utf8_cut(key, _KEY_SHOWN_BYTES), _SCHEMA_SUPPORTED))
+
+
+def _schema_problem(schema, where, depth=0):
+    """Why a schema is outside the subset the gateway checks calls against
+    (gateway/gw_schema.c), or None."""
+    if isinstance(schema, bool):
+        return None
+    if not isinstance(schema, dict):
+        return "%s must be a JSON Schema (an object or a boolean)" % where
+    if depth > _SCHEMA_MAX_DEPTH:
+        return "%s: schemas nested deeper than %d levels are not supported" % (where, _SCHEMA_MAX_DEPTH)
+    for key, value in schema.items():
+        problem = _keyword_problem(key, value, where, depth)
+        if problem:
+            return problem
+    return None
+
+
+def _holds_nul(value):
+    """Whether a string or a key anywhere in value holds NUL (walked without
+    recursion: the value may be as deep as the JSON decoder allows)."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if "\0" in value:
+                return True
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            if any("\0" in key for key in value):
+                return True
+            stack.extend(value.values())
+    return False
+
+
+def _tool_schema(declaration):
+    """The schema in effect: parameters, else the Anthropic and MCP aliases."""
+    for key in _TOOL_SCHEMA_KEYS:
+        if declaration.get(key) is not None:
+            return declaration[key]
+    return None
+
+
+def _checked_declaration(index, declaration):
+    """(name, description, schema) of one declaration, unwrapped from
+    OpenAI's {"type": "function", "function": {...}}; ValueError naming the
+    tool otherwise."""
+    if (isinstance(declaration, dict) and declaration.get("type") == "function"
+            and isinstance(declaration.get("function"), dict)):
+        declaration = declaration["function"]
+    if not isinstance(declaration, dict):
+        _tool_fail(index, None, "a tool must be an object {name, description, parameters}")
+    name = declaration.get("name")
+    if (not isinstance(name, str) or not name or "\0" in name
+            or len(name) > _TOOL_NAME_MAX):
+        _tool_fail(index, None, "name must be a non-empty string of at most %d characters, "
+                   "without NUL" % _TOOL_NAME_MAX)
+    if _holds_nul(declaration):
+        _tool_fail(index, name, "a string or a key holds a NUL byte")
+    description = declaration.get("description")
+    if description is not None and not isinstance(description, str):
+        _tool_fail(index, name, "description must be a string")
+    schema = _tool_schema(declaration)
+    if schema is not None:
+        if not isinstance(schema, dict):
+            _tool_fail(index, name, "parameters must be a JSON Schema object")
+        if schema.get("type", "object") != "object":
+            _tool_fail(index, name, "parameters must be a JSON Schema of type \"object\"")
+        problem = _schema_problem(schema, "parameters")
+        if problem:
+            _tool_fail(index, name, problem)
+    return name, description or "", schema or {"type": "object", "properties": {}}
 
 
 def _parse_tool(index, declaration):
     """A _ToolSpec from one declaration ({name, description, parameters}, or
     the aliases input_schema/inputSchema; other keys are ignored); ValueError
     naming the tool otherwise."""
-    if not isinstance(declaration, dict):
-        _tool_fail(index, None, "a tool must be an object {name, description, parameters}")
-    name = declaration.get("name")
-    if not isinstance(name, str) or not name or len(name) > 256:
-        _tool_fail(index, None, "name must be a non-empty string of at most 256 characters")
-    description = declaration.get("description")
-    if description is None:
-        description = ""
-    if not isinstance(description, str):
-        _tool_fail(index, name, "description must be a string")
-    schema = None
-    for key in _TOOL_SCHEMA_KEYS:
-        if declaration.get(key) is not None:
-            schema = declaration[key]
-            break
-    if schema is None:
-        schema = {"type": "object", "properties": {}}
-    if not isinstance(schema, dict):
-        _tool_fail(index, name, "parameters must be a JSON Schema object")
-    if schema.get("type", "object") != "object":
-        _tool_fail(index, name, "parameters must be a JSON Schema of type \"object\", not %r"
-                   % (schema.get("type"),))
+    name, description, schema = _checked_declaration(index, declaration)
     properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
-        _tool_fail(index, name, "parameters.properties must be an object")
-    for prop, prop_schema in properties.items():
-        if not isinstance(prop_schema, (dict, bool)):
-            _tool_fail(index, name, "parameters.properties[%r] must be a JSON Schema" % prop)
     required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        _tool_fail(index, name, "parameters.required must be a list of property names")
     keyword = _lazy("keyword")
     usable = [p for p in properties if p.isidentifier() and not keyword.iskeyword(p)]
     named = [(p, True, properties[p]) for p in usable if p in required]
@@ -457,8 +599,6 @@ def _parse_tool(index, declaration):
 
 def _parse_tools(declarations, timeout):
     """(specs by name in declaration order, timeout) or ValueError."""
-    if declarations is None:
-        declarations = []
     if not isinstance(declarations, list):
         raise ValueError("tools must be a list of {name, description, parameters}")
     specs = {}
@@ -1878,7 +2018,7 @@ def configure(settings_json):
     _install_helpers()
     _state.helpers["__kennel_help__"] = _kennel_help
     _state.builtins = _build_builtins(profile)
-    _set_tools(settings.get("tools"), settings.get("tool_timeout"))
+    _set_tools(settings.get("tools", []), settings.get("tool_timeout"))
     types = _lazy("types")
     _state.main = types.ModuleType("__main__")
     _state.ns = _state.main.__dict__

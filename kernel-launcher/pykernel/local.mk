@@ -31,7 +31,8 @@ EXTRA_DIST += tests/kernel/conftest.py tests/kernel/kernelclient.py \
 	tests/kernel/test_conformance.py tests/kernel/test_execute.py \
 	tests/kernel/test_interrupt.py tests/kernel/test_introspection.py \
 	tests/kernel/test_output.py tests/kernel/test_profiles.py tests/kernel/test_rich.py \
-	tests/kernel/test_stdin.py tests/kernel/test_utf8.py tests/kernel/utf8_cell.py
+	tests/kernel/test_stdin.py tests/kernel/test_utf8.py tests/kernel/utf8_cell.py \
+	tests/kernel/test_tool_rule.py
 CLEANFILES += kernel-launcher/pykernel/kernel_py.h kernel-launcher/pykernel/kernel_py.h.pyc \
 	kernel-launcher/pykernel/kernel_py.h.tmp
 
