@@ -57,6 +57,18 @@ gw_tools_find (const json_t *tools, const char *name)
     return NULL;
 }
 
+/* The declaration inside OpenAI's wrapped form {"type": "function",
+   "function": {...}}, or NULL. Unwrapped once and passed on unwrapped: one
+   inside would be unwrapped again by the kernel, which would then see
+   another tool than the gateway checked. */
+static json_t *
+wrapped (const json_t *tool)
+{
+    json_t *fn = json_object_get (tool, "function");
+    const char *type = gw_text (json_object_get (tool, "type"));
+    return type && streq (type, "function") && json_is_object (fn) ? fn : NULL;
+}
+
 /* The top level is an object schema; below it, the subset gw_schema checks
    calls against (a keyword outside it is refused here, never ignored). */
 static bool
@@ -89,10 +101,14 @@ gw_tools_validate (const json_t *tools, char **errmsg)
     size_t index;
     json_t *tool;
     json_array_foreach (tools, index, tool) {
-        json_t *fn = json_object_get (tool, "function");
-        const char *type = gw_text (json_object_get (tool, "type"));
-        if (type && streq (type, "function") && json_is_object (fn))
-            tool = fn; /* OpenAI's wrapped form */
+        json_t *inner = wrapped (tool);
+        if (inner && wrapped (inner)) {
+            *errmsg = tool_error ((int) index, NULL,
+                                  "a wrapped tool {\"type\": \"function\", \"function\": {...}} must not wrap another");
+            break;
+        }
+        if (inner)
+            tool = inner;
         if (!json_is_object (tool)) {
             *errmsg = tool_error ((int) index, NULL, "a tool must be an object {name, description, parameters}");
             break;

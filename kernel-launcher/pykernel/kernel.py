@@ -549,13 +549,26 @@ def _tool_schema(declaration):
     return None
 
 
-def _checked_declaration(index, declaration):
-    """(name, description, schema) of one declaration, unwrapped from
-    OpenAI's {"type": "function", "function": {...}}; ValueError naming the
-    tool otherwise."""
+def _wrapped(declaration):
+    """The declaration inside OpenAI's {"type": "function", "function":
+    {...}}, or None."""
     if (isinstance(declaration, dict) and declaration.get("type") == "function"
             and isinstance(declaration.get("function"), dict)):
-        declaration = declaration["function"]
+        return declaration["function"]
+    return None
+
+
+def _checked_declaration(index, declaration):
+    """(name, description, schema) of one declaration, unwrapped from
+    OpenAI's {"type": "function", "function": {...}} once (the gateway passes
+    on the unwrapped form: one wrapped twice would name another tool here);
+    ValueError naming the tool otherwise."""
+    inner = _wrapped(declaration)
+    if inner is not None and _wrapped(inner) is not None:
+        _tool_fail(index, None, "a wrapped tool {\"type\": \"function\", \"function\": {...}} "
+                   "must not wrap another")
+    if inner is not None:
+        declaration = inner
     if not isinstance(declaration, dict):
         _tool_fail(index, None, "a tool must be an object {name, description, parameters}")
     name = declaration.get("name")
