@@ -115,11 +115,11 @@ void gw_meta_add_kennel (zframe_t *frame, json_t *cost);
 
 /* The string of value when it is a JSON string without a NUL, else NULL
    (a NUL would cut the C string: "a\u0000b" read as "a"). */
-const char *gw_text (const json_t *value);
+GW_MUST_CHECK const char *gw_text (const json_t *value);
 /* Whether no string and no object key anywhere in value holds a NUL: what
    the gateway passes on in a launch spec (the launcher's parser refuses
    NUL) or reads with json_object_foreach (keys as C strings). */
-bool gw_text_clean (const json_t *value);
+GW_MUST_CHECK bool gw_text_clean (const json_t *value);
 /* The number of characters (code points) in bytes bytes of UTF-8. */
 size_t gw_text_chars (const char *s, size_t bytes);
 /* How many bytes of s to print ("%.*s") to show at most max bytes of it
