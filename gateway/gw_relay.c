@@ -821,8 +821,8 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
     gw_relay_t *self = call->relay;
     call->timer_id = 0; /* a one-shot timer, already gone */
     char evalue[300];
-    snprintf (evalue, sizeof evalue, "the host did not answer tool '%.200s' within %g s",
-              call->name, gw_conv_policy (self->conv)->tool_timeout);
+    snprintf (evalue, sizeof evalue, "the host did not answer tool '%.*s' within %g s",
+              gw_text_fit (call->name, 200), call->name, gw_conv_policy (self->conv)->tool_timeout);
     json_t *call_id = json_string (call->call_id);
     tool_answer_error (self, call->header, call_id, "ToolTimeout", evalue);
     json_decref (call_id);
@@ -871,7 +871,8 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     }
     else if (!name || !(tool = gw_conv_tool (self->conv, name))) {
         *ename = "UnknownTool";
-        snprintf (why, size, "this conversation declared no tool named '%.200s'", name ? name : "");
+        snprintf (why, size, "this conversation declared no tool named '%.*s'", name ? gw_text_fit (name, 200) : 0,
+                  name ? name : "");
     }
     else if (e->tool_calls >= max_calls) {
         *ename = "ToolLimit";
@@ -880,7 +881,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     else if (!gw_schema_check_arguments (gw_tools_schema (tool), json_object_get (content, "arguments"), problem,
                                          sizeof problem)) {
         *ename = "InvalidToolArguments";
-        snprintf (why, size, "tool '%.100s': %s", name, problem);
+        snprintf (why, size, "tool '%.*s': %s", gw_text_fit (name, 100), name, problem);
     }
     else
         return false;

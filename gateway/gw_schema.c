@@ -60,13 +60,17 @@ in_list (const char *const *list, const char *word)
     return false;
 }
 
+/* The problem, cut to size between characters (a caller's buffer may be
+   shorter than the message). */
 static bool
 fail (char *problem, size_t size, const char *fmt, ...)
 {
+    char full[1024];
     va_list ap;
     va_start (ap, fmt);
-    vsnprintf (problem, size, fmt, ap);
+    vsnprintf (full, sizeof full, fmt, ap);
     va_end (ap);
+    snprintf (problem, size, "%.*s", gw_text_fit (full, (int) size - 1), full);
     return false;
 }
 
@@ -290,8 +294,9 @@ enum_check (const json_t *schema, const json_t *value, const char *where, char *
         if (value_equal (choice, value))
             return true;
     char *text = json_dumps (choices, JSON_COMPACT);
-    fail (problem, size, "%s must be one of %.120s%s", where, text ? text : "the enum",
-          text && strlen (text) > 120 ? "..." : "");
+    const char *shown = text ? text : "the enum";
+    fail (problem, size, "%s must be one of %.*s%s", where, gw_text_fit (shown, 120), shown,
+          strlen (shown) > 120 ? "..." : "");
     free (text);
     return false;
 }

@@ -8,8 +8,8 @@
     length and its C length differ.
 
     jansson's strings are valid UTF-8, and a message built from one must stay
-    so: jansson refuses to encode anything else, and a reply that cannot be
-    encoded is never sent. Lengths a client sees are in characters (code
+    so: jansson refuses to encode anything else, and a reply holding such a
+    message would go out with an empty content. Lengths a client sees are in characters (code
     points), and a string cut to fit a message is cut between characters.
 */
 #include "gw.h"

@@ -167,3 +167,37 @@ def test_non_ascii_names_in_errors_and_at_open(gateway):
     _, kc = gateway.open_client("utf8-tools", tools=[{"name": "é" * 256}])
     reply, outputs, _ = run(kc, "print(list(tools) == ['é' * 256])")
     assert reply["content"]["status"] == "ok" and stdout_of(outputs) == "True\n", (reply, outputs)
+
+
+def test_tool_call_errors_name_non_ascii_tools_whole_characters(make_gateway):
+    """The kernel's answer to a refused call names the tool, a path and an
+    enum cut at a byte count: always between characters (a reply cut inside
+    one could not be encoded and reached the kernel as an empty {})."""
+    gw = make_gateway(config={"kernels": {"ipykernel": IPYKERNEL}})
+    name, key = "A" + "é" * 120, "k" * 95
+    parameters = {"type": "object", "properties": {
+        "e": {"enum": ["A" + "é" * 80]},
+        key: {"type": "object", "properties": {key: {"type": "object", "required": ["é" * 50]}}}}}
+    reply, kc = gw.open_client("utf8-calls", kernel="ipykernel", tools=[{"name": name, "parameters": parameters}],
+                               policy={"network": "loopback"})
+    run(kc, CALL)
+
+    def answer(code):
+        r, out, served = run(kc, "print(json.dumps(%s))" % code)
+        assert served == []
+        return json.loads(stdout_of(out))
+
+    # 200 bytes of the unknown name: B and 99 characters of two bytes
+    got = answer("call_tool(%r)" % ("B" + "é" * 120))
+    assert got.get("ename") == "UnknownTool", got
+    assert got["evalue"] == "this conversation declared no tool named 'B%s'" % ("é" * 99), got
+    # the tool's name cut at 100 bytes, the enum's text at 120
+    label = "tool 'A%s': " % ("é" * 49)
+    got = answer("call_tool(%r, e='x')" % name)
+    assert got.get("ename") == "InvalidToolArguments", got
+    assert got["evalue"] == label + 'arguments.e must be one of ["A%s...' % ("é" * 58), got
+    # the whole message cut to the gateway's buffer: 48 of the 50 characters
+    got = answer("call_tool(%r, **{%r: {%r: {}}})" % (name, key, key))
+    assert got.get("ename") == "InvalidToolArguments", got
+    assert got["evalue"] == label + "arguments.%s.%s.%s" % (key, key, "é" * 48), got
+    assert gw.stop() == 0
