@@ -60,6 +60,14 @@ void gw_io_poller_end (gw_io_t *self, int fd);
    wake-up of messages waiting to be read, so the socket is re-checked. */
 void gw_io_sent (gw_io_t *self, zsock_t *sock);
 int gw_io_size (const gw_io_t *self); /* registered sockets and fds */
+/* Before bind or connect: frames above twice max_message_bytes end the
+   peer's connection before they are buffered (ZMQ_MAXMSGSIZE, per frame),
+   and at most queue_messages messages wait per peer and direction. */
+void gw_io_bound (zsock_t *sock, size_t max_message_bytes, int queue_messages);
+/* Messages queued per peer and direction (gateway/README.md, "Memory"):
+   the control socket's peers, and each conversation's sockets. */
+#define GW_QUEUE_CONTROL 16
+#define GW_QUEUE_CONVERSATION 64
 
 /* ---- gw_curve: CurveZMQ on tcp client sockets, the ZAP handler --------- */
 

@@ -331,3 +331,18 @@ gw_io_size (const gw_io_t *self)
 {
     return self->count;
 }
+
+/* ZeroMQ checks a frame's size from its header, before it allocates the
+   frame, and drops the connection of a peer that announces more; a frame
+   between the limit and twice it still reaches the wire check and is
+   logged as oversize. The high-water marks count messages per peer. */
+void
+gw_io_bound (zsock_t *sock, size_t max_message_bytes, int queue_messages)
+{
+    if (max_message_bytes > 0 && max_message_bytes <= INT64_MAX / 2) {
+        int64_t max = (int64_t) (2 * max_message_bytes);
+        zmq_setsockopt (zsock_resolve (sock), ZMQ_MAXMSGSIZE, &max, sizeof max);
+    }
+    zsock_set_rcvhwm (sock, queue_messages);
+    zsock_set_sndhwm (sock, queue_messages);
+}

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define KERNEL_IDENTITY "kennel-gateway"
@@ -92,11 +93,18 @@ struct gw_relay {
     bool probe_iopub_ok;
     /* the kernel routes stdin messages (tool_request, input_request) by our
        identity: its ROUTER drops them until our stdin DEALER's handshake is
-       done, which may come later than shell's (each reconnects on its own
-       timer while a cold kernel binds). So readiness waits for it too. */
+       done, which may come later than shell's. So readiness waits for it
+       too. */
     bool probe_stdin_ok;
-    zsock_t *stdin_monitor; /* PAIR receiving the stdin DEALER's handshake event */
+    zsock_t *monitor[4]; /* PAIRs receiving each kernel socket's handshakes and drops */
+    unsigned handshakes; /* bit per kernel socket whose handshake succeeded */
     int probe_timer;
+    char *run_dir;       /* the kernel's, while attached */
+    int kernel_ports[5]; /* shell, iopub, stdin, control, hb: k-N in run_dir */
+    int bound_timer;     /* waiting for the kernel to bind */
+    double connected_at;
+    int drop_timer;      /* a kernel connection dropped: kill after a grace */
+    int dropped_channel;
 };
 
 static const char *channel_names[] = {"shell", "iopub", "stdin", "control", "hb"};
@@ -410,12 +418,28 @@ probe_send (gw_relay_t *self)
     wire_msg_destroy (&m);
 }
 
+static void kernel_sockets_drop (gw_relay_t *self);
+static void kernel_sockets_close (gw_relay_t *self);
+static int kernel_connect (gw_relay_t *self);
+#define KERNEL_CONNECT_RETRY_MS 1000
+
 static int
 on_probe_timer (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    if (!self->kernel_ready && self->kernel[WIRE_SHELL])
-        probe_send (self);
+    if (self->kernel_ready || !self->kernel[WIRE_SHELL])
+        return 0;
+    /* a connection refused between the kernel's bind and listen is never
+       retried by ZeroMQ (reconnection is off); no user code has run yet,
+       so connecting again by path is still safe */
+    if (self->handshakes != 0xF && (gw_clock_mono () - self->connected_at) * 1000 > KERNEL_CONNECT_RETRY_MS) {
+        gw_log ("kernel_connect_retry", "{s:s, s:i}", "conversation", gw_conv_id (self->conv), "handshakes",
+                (int) self->handshakes);
+        kernel_sockets_drop (self);
+        kernel_connect (self);
+        return 0;
+    }
+    probe_send (self);
     return 0;
 }
 
@@ -1303,6 +1327,9 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
             gw_relay_destroy (&self);
             return NULL;
         }
+    /* per peer: a slow iopub subscriber holds at most this many messages */
+    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
+        gw_io_bound (self->client[ch], server->limits.max_message_bytes, GW_QUEUE_CONVERSATION);
     if (gw_io_reader (server->io, self->client[WIRE_SHELL], on_client_shell, self) < 0
         || gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self) < 0
         || gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self) < 0
@@ -1313,62 +1340,6 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
         return NULL;
     }
     return self;
-}
-
-static void
-stdin_monitor_stop (gw_relay_t *self)
-{
-    if (!self->stdin_monitor)
-        return;
-    zloop_reader_end (self->server->loop, self->stdin_monitor);
-    if (self->kernel[WIRE_STDIN]) {
-        zmq_socket_monitor (zsock_resolve (self->kernel[WIRE_STDIN]), NULL, 0);
-        gw_io_sent (self->server->io, self->kernel[WIRE_STDIN]); /* any call on it may take its wake-up */
-    }
-    zsock_destroy (&self->stdin_monitor);
-}
-
-static int
-on_stdin_monitor (zloop_t *loop, zsock_t *sock, void *arg)
-{
-    gw_relay_t *self = arg;
-    zmsg_t *event = zmsg_recv (sock);
-    zmsg_destroy (&event);
-    stdin_monitor_stop (self);
-    self->probe_stdin_ok = true;
-    probe_check (self);
-    return 0;
-}
-
-/* Watches the stdin DEALER for its handshake; before it connects. */
-static int
-stdin_monitor_start (gw_relay_t *self, zsock_t *dealer)
-{
-    char endpoint[64];
-    snprintf (endpoint, sizeof endpoint, "inproc://kennel-stdin-%p", (void *) self);
-    if (zmq_socket_monitor (zsock_resolve (dealer), endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) < 0)
-        return -1;
-    self->stdin_monitor = zsock_new (ZMQ_PAIR);
-    if (!self->stdin_monitor || zsock_connect (self->stdin_monitor, "%s", endpoint) < 0) {
-        zsock_destroy (&self->stdin_monitor);
-        return -1;
-    }
-    return zloop_reader (self->server->loop, self->stdin_monitor, on_stdin_monitor, self);
-}
-
-static void
-kernel_sockets_close (gw_relay_t *self)
-{
-    probe_stop (self);
-    stdin_monitor_stop (self);
-    self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = self->probe_stdin_ok = false;
-    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        if (self->kernel[ch]) {
-            gw_io_reader_end (self->server->io, self->kernel[ch]);
-            zsock_destroy (&self->kernel[ch]);
-        }
-    wire_key_destroy (&self->kernel_key);
-    wire_replay_destroy (&self->kernel_replay);
 }
 
 void
@@ -1417,6 +1388,205 @@ gw_relay_connection_json (const gw_relay_t *self)
     return info;
 }
 
+/* ---- kernel connections --------------------------------------------------
+
+   The kernel's sockets are files in its run dir, which the kernel can change
+   once user code runs: unlink one, bind its own, or plant a symlink to a host
+   socket. So the gateway connects once, after the kernel has bound all of
+   them (it binds before running any user code) and never reconnects:
+   ZeroMQ's reconnection, by path, as root and following symlinks, is off.
+   A connection that drops once the kernel is ready is the kernel breaking
+   its channel: the kernel is killed and its clients are told. */
+
+/* A dropped connection is acted on after this long, so that a kernel that
+   died by itself is reported with its own cause (its exit comes first). */
+#define KERNEL_DROP_GRACE_MS 300
+
+static void
+kernel_monitor_stop (gw_relay_t *self, int ch)
+{
+    if (!self->monitor[ch])
+        return;
+    gw_io_reader_end (self->server->io, self->monitor[ch]);
+    if (self->kernel[ch]) {
+        zmq_socket_monitor (zsock_resolve (self->kernel[ch]), NULL, 0);
+        gw_io_sent (self->server->io, self->kernel[ch]); /* any call on it may take its wake-up */
+    }
+    zsock_destroy (&self->monitor[ch]);
+}
+
+static int
+on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    self->drop_timer = 0;
+    char cause[400];
+    snprintf (cause, sizeof cause,
+              "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
+              "killed and the next request starts a fresh kernel, variables are lost",
+              channel_names[self->dropped_channel], 2 * self->server->limits.max_message_bytes);
+    gw_conv_kill_kernel (self->conv, "KernelDied", cause);
+    return 0;
+}
+
+/* A kernel socket's event: the stdin handshake (readiness) or a drop. */
+static int
+on_kernel_monitor (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    gw_relay_t *self = arg;
+    int ch;
+    for (ch = 0; ch < 4 && self->monitor[ch] != sock; ch++)
+        ;
+    zmsg_t *event = zmsg_recv (sock);
+    zframe_t *f = event ? zmsg_first (event) : NULL;
+    uint16_t ev = 0;
+    if (f && zframe_size (f) >= sizeof ev)
+        memcpy (&ev, zframe_data (f), sizeof ev);
+    zmsg_destroy (&event);
+    if (ch == 4)
+        return 0;
+    if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        self->handshakes |= 1u << ch;
+        /* the kernel routes stdin messages (tool_request, input_request) by
+           our identity and drops them until this handshake is done */
+        if (ch == WIRE_STDIN && !self->probe_stdin_ok) {
+            self->probe_stdin_ok = true;
+            probe_check (self);
+        }
+    }
+    else if (ev == ZMQ_EVENT_DISCONNECTED && self->kernel_ready && !self->drop_timer) {
+        gw_log ("kernel_channel_closed", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
+                channel_names[ch]);
+        self->dropped_channel = ch;
+        self->drop_timer = zloop_timer (loop, KERNEL_DROP_GRACE_MS, 1, on_kernel_drop_grace, self);
+    }
+    return 0;
+}
+
+/* Watches a kernel socket's handshakes and drops; before it connects. */
+static int
+kernel_monitor_start (gw_relay_t *self, int ch, zsock_t *s)
+{
+    char endpoint[80];
+    snprintf (endpoint, sizeof endpoint, "inproc://kennel-kernel-%p-%d", (void *) self, ch);
+    if (zmq_socket_monitor (zsock_resolve (s), endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) < 0)
+        return -1;
+    self->monitor[ch] = zsock_new (ZMQ_PAIR);
+    if (!self->monitor[ch] || zsock_connect (self->monitor[ch], "%s", endpoint) < 0
+        || gw_io_reader (self->server->io, self->monitor[ch], on_kernel_monitor, self) < 0) {
+        zmq_socket_monitor (zsock_resolve (s), NULL, 0);
+        zsock_destroy (&self->monitor[ch]);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+kernel_timers_stop (gw_relay_t *self)
+{
+    probe_stop (self);
+    if (self->bound_timer)
+        zloop_timer_end (self->server->loop, self->bound_timer);
+    if (self->drop_timer)
+        zloop_timer_end (self->server->loop, self->drop_timer);
+    self->bound_timer = self->drop_timer = 0;
+}
+
+/* Closes the kernel sockets, keeps the key (a retry connects again). */
+static void
+kernel_sockets_drop (gw_relay_t *self)
+{
+    kernel_timers_stop (self);
+    self->kernel_ready = self->probe_shell_ok = self->probe_iopub_ok = self->probe_stdin_ok = false;
+    self->handshakes = 0;
+    for (int ch = 0; ch < 4; ch++) {
+        kernel_monitor_stop (self, ch);
+        if (self->kernel[ch]) {
+            gw_io_reader_end (self->server->io, self->kernel[ch]);
+            zsock_destroy (&self->kernel[ch]);
+        }
+    }
+}
+
+static void
+kernel_sockets_close (gw_relay_t *self)
+{
+    kernel_sockets_drop (self);
+    wire_key_destroy (&self->kernel_key);
+    wire_replay_destroy (&self->kernel_replay);
+    zstr_free (&self->run_dir);
+}
+
+/* Whether the kernel has bound its sockets: its heartbeat socket, bound
+   last, exists, and each socket to connect is a socket, not a symlink. */
+static bool
+kernel_bound (gw_relay_t *self)
+{
+    struct stat st;
+    char path[4200];
+    for (int i = 4; i >= 0; i--) {
+        snprintf (path, sizeof path, "%s/k-%d", self->run_dir, self->kernel_ports[i]);
+        if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode))
+            return false;
+    }
+    return true;
+}
+
+static int
+kernel_socket_open (gw_relay_t *self, int ch)
+{
+    zsock_t *s = zsock_new (ch == WIRE_IOPUB ? ZMQ_SUB : ZMQ_DEALER);
+    if (!s)
+        return -1;
+    self->kernel[ch] = s;
+    zsock_set_linger (s, 0);
+    zsock_set_sndtimeo (s, 0);
+    zsock_set_reconnect_ivl (s, -1);
+    gw_io_bound (s, self->server->limits.max_message_bytes, GW_QUEUE_CONVERSATION);
+    if (ch == WIRE_IOPUB)
+        zsock_set_subscribe (s, "");
+    else
+        zsock_set_identity (s, KERNEL_IDENTITY);
+    if (kernel_monitor_start (self, ch, s) < 0)
+        return -1;
+    if (zsock_connect (s, "ipc://%s/k-%d", self->run_dir, self->kernel_ports[ch]) < 0)
+        return -1;
+    static zloop_reader_fn *readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
+    return gw_io_reader (self->server->io, s, readers[ch], self);
+}
+
+/* Connects the four sockets and starts the readiness probe. */
+static int
+kernel_connect (gw_relay_t *self)
+{
+    for (int ch = 0; ch < 4; ch++)
+        if (kernel_socket_open (self, ch) < 0) {
+            gw_log ("kernel_connect_failed", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
+                    channel_names[ch], "reason", strerror (errno));
+            kernel_sockets_drop (self);
+            return -1;
+        }
+    self->connected_at = gw_clock_mono ();
+    /* repeated until the answer and an iopub message arrived: the first
+       probe's busy/idle can be published before our SUB's subscription
+       reached the kernel (a warm kernel answers at once) */
+    probe_send (self);
+    self->probe_timer = zloop_timer (self->server->loop, 10, 0, on_probe_timer, self);
+    return 0;
+}
+
+static int
+on_kernel_bound_check (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    if (!kernel_bound (self))
+        return 0;
+    zloop_timer_end (loop, self->bound_timer);
+    self->bound_timer = 0;
+    kernel_connect (self);
+    return 0;
+}
+
 int
 gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kc, char **errmsg)
 {
@@ -1428,44 +1598,13 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
         return -1;
     }
     self->kernel_replay = wire_replay_new (65536);
-    const int ports[] = {kc->shell_port, kc->iopub_port, kc->stdin_port, kc->control_port};
-    for (int ch = 0; ch < 4; ch++) {
-        zsock_t *s = zsock_new (ch == WIRE_IOPUB ? ZMQ_SUB : ZMQ_DEALER);
-        zsock_set_linger (s, 0);
-        zsock_set_sndtimeo (s, 0);
-        /* the kernel binds its ipc sockets a moment after the status line:
-           ZeroMQ's default 100 ms before retrying a refused connect was
-           most of a cold open here (~220 -> ~60 ms, gateway/README.md) */
-        zsock_set_reconnect_ivl (s, 5);
-        if (ch == WIRE_IOPUB)
-            zsock_set_subscribe (s, "");
-        else
-            zsock_set_identity (s, KERNEL_IDENTITY);
-        if (ch == WIRE_STDIN && stdin_monitor_start (self, s) < 0)
-            self->probe_stdin_ok = true; /* cannot watch: do not wait for it */
-        if (zsock_connect (s, "ipc://%s/k-%d", run_dir, ports[ch]) < 0) {
-            if (asprintf (errmsg, "cannot connect to the kernel's %s socket in %s", channel_names[ch], run_dir) < 0)
-                *errmsg = NULL;
-            zsock_destroy (&s);
-            kernel_sockets_close (self);
-            return -1;
-        }
-        self->kernel[ch] = s;
-    }
-    if (gw_io_reader (self->server->io, self->kernel[WIRE_SHELL], on_kernel_shell, self) < 0
-        || gw_io_reader (self->server->io, self->kernel[WIRE_IOPUB], on_kernel_iopub, self) < 0
-        || gw_io_reader (self->server->io, self->kernel[WIRE_STDIN], on_kernel_stdin, self) < 0
-        || gw_io_reader (self->server->io, self->kernel[WIRE_CONTROL], on_kernel_control, self) < 0) {
-        if (asprintf (errmsg, "cannot watch the kernel's sockets (epoll): %s", strerror (errno)) < 0)
-            *errmsg = NULL;
-        kernel_sockets_close (self);
-        return -1;
-    }
-    /* repeated until the answer and an iopub message arrived: the first
-       probe's busy/idle can be published before our SUB's subscription
-       reached the kernel (a warm kernel answers at once) */
-    probe_send (self);
-    self->probe_timer = zloop_timer (self->server->loop, 10, 0, on_probe_timer, self);
+    self->run_dir = strdup (run_dir);
+    const int ports[] = {kc->shell_port, kc->iopub_port, kc->stdin_port, kc->control_port, kc->hb_port};
+    memcpy (self->kernel_ports, ports, sizeof ports);
+    if (kernel_bound (self))
+        return kernel_connect (self) < 0 ? (*errmsg = strdup ("cannot connect to the kernel's sockets"), -1) : 0;
+    /* a cold kernel binds a moment after the status line */
+    self->bound_timer = zloop_timer (self->server->loop, 2, 0, on_kernel_bound_check, self);
     return 0;
 }
 

@@ -191,6 +191,9 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
 {
     self->control = zsock_new (ZMQ_ROUTER);
     zsock_set_linger (self->control, 200);
+    /* before bind: over --insecure-tcp any local user reaches this socket
+       without the key */
+    gw_io_bound (self->control, self->limits.max_message_bytes, GW_QUEUE_CONTROL);
     if (control_secure (self, errmsg) < 0)
         return -1;
     wire_connection_t *c = wire_connection_new ();
