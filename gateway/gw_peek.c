@@ -14,18 +14,29 @@
     frame to jansson. Within that subset the whole frame is checked against
     JSON's grammar, so a frame jansson refuses gives "no value" here too. A
     key given twice takes its last value, as jansson does.
+
+    gw_peek_check uses the same scanner in a second mode that decides
+    everything itself (escapes, UTF-8, exponents, long numbers) as Python's
+    json would decide, with a depth limit: whether a client can load a frame
+    the kernel sent, at the cost of one pass over its bytes.
 */
 #include "gw.h"
 
 #include <string.h>
 
 #define DEPTH_MAX 64
+/* the longest number gw_peek_check takes (Python's int limit is 4300 digits) */
+#define CHECK_NUMBER_MAX 4096
 
 typedef enum { P_OK, P_BAD, P_UNSURE } p_rc_t;
 
 typedef struct {
     const char *p, *end;
     int depth;
+    /* gw_peek_check: decide everything (escapes, UTF-8, any number) as
+       Python's json would, and refuse nesting above max_depth */
+    bool check;
+    int max_depth;
 } scan_t;
 
 static void
@@ -33,6 +44,57 @@ s_ws (scan_t *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
+}
+
+static bool
+s_hex (char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* An escape at s->p ('\\'): one of JSON's, \u with four hex digits (a lone
+   surrogate or \u0000 included: Python's json takes them). */
+static p_rc_t
+s_escape (scan_t *s)
+{
+    if (s->end - s->p < 2)
+        return P_BAD;
+    char c = s->p[1];
+    s->p += 2;
+    if (strchr ("\"\\/bfnrt", c) && c)
+        return P_OK;
+    if (c != 'u' || s->end - s->p < 4)
+        return P_BAD;
+    for (int i = 0; i < 4; i++)
+        if (!s_hex (s->p[i]))
+            return P_BAD;
+    s->p += 4;
+    return P_OK;
+}
+
+/* One UTF-8 sequence at s->p (a byte above 0x7e): well formed, shortest
+   form, no surrogate, at most U+10FFFF; a client decodes the frame as UTF-8
+   before parsing it, and fails on anything else. 0x7f is ASCII. */
+static p_rc_t
+s_utf8 (scan_t *s)
+{
+    const unsigned char *u = (const unsigned char *) s->p;
+    size_t left = (size_t) (s->end - s->p);
+    if (u[0] == 0x7f) {
+        s->p++;
+        return P_OK;
+    }
+    size_t n = u[0] >= 0xc2 && u[0] <= 0xdf ? 2 : u[0] >= 0xe0 && u[0] <= 0xef ? 3 : u[0] >= 0xf0 && u[0] <= 0xf4 ? 4 : 0;
+    if (n == 0 || left < n)
+        return P_BAD;
+    for (size_t i = 1; i < n; i++)
+        if ((u[i] & 0xc0) != 0x80)
+            return P_BAD;
+    if ((u[0] == 0xe0 && u[1] < 0xa0) || (u[0] == 0xed && u[1] > 0x9f) || (u[0] == 0xf0 && u[1] < 0x90)
+        || (u[0] == 0xf4 && u[1] > 0x8f))
+        return P_BAD;
+    s->p += n;
+    return P_OK;
 }
 
 /* A string at s->p ('"'); its bytes between the quotes in *str, *len. */
@@ -52,9 +114,11 @@ s_string (scan_t *s, const char **str, size_t *len)
         }
         if (c < 0x20)
             return P_BAD;
-        if (c == '\\' || c > 0x7e)
+        if ((c == '\\' || c > 0x7e) && !s->check)
             return P_UNSURE;
-        s->p++;
+        p_rc_t rc = c == '\\' ? s_escape (s) : c > 0x7e ? s_utf8 (s) : (s->p++, P_OK);
+        if (rc != P_OK)
+            return rc;
     }
     return P_BAD;
 }
@@ -86,8 +150,17 @@ s_number (scan_t *s)
         if (!s_digits (s))
             return P_BAD;
     }
-    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E'))
-        return P_UNSURE; /* 1e999: jansson refuses the overflow */
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        if (!s->check)
+            return P_UNSURE; /* 1e999: jansson refuses the overflow */
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!s_digits (s))
+            return P_BAD;
+    }
+    if (s->check) /* Python refuses integers above 4300 digits */
+        return s->p - start > CHECK_NUMBER_MAX ? P_BAD : P_OK;
     return s->p - start > 15 ? P_UNSURE : P_OK; /* nor a too big integer */
 }
 
@@ -107,8 +180,8 @@ s_literal (scan_t *s, const char *word)
 static p_rc_t
 s_container (scan_t *s, char close, bool members)
 {
-    if (++s->depth > DEPTH_MAX)
-        return P_UNSURE;
+    if (++s->depth > (s->check ? s->max_depth : DEPTH_MAX))
+        return s->check ? P_BAD : P_UNSURE;
     s_ws (s);
     if (s->p < s->end && *s->p == close) {
         s->p++;
@@ -247,7 +320,7 @@ s_nul_unsure (p_rc_t rc, const void *data, size_t size)
 int
 gw_peek_string (const void *data, size_t size, const char *key, char *out, size_t out_size)
 {
-    scan_t s = {(const char *) data, (const char *) data + size, 0};
+    scan_t s = {(const char *) data, (const char *) data + size, 0, false, 0};
     const char *val = NULL;
     size_t vlen = 0;
     bool found;
@@ -267,7 +340,7 @@ gw_peek_string (const void *data, size_t size, const char *key, char *out, size_
 int
 gw_peek_object (const void *data, size_t size)
 {
-    scan_t s = {(const char *) data, (const char *) data + size, 0};
+    scan_t s = {(const char *) data, (const char *) data + size, 0, false, 0};
     const char *val;
     size_t vlen;
     bool found;
@@ -286,4 +359,14 @@ gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_s
             return gw_peek_string (zframe_data (f), zframe_size (f), key, out, out_size);
     }
     return -1;
+}
+
+int
+gw_peek_check (const void *data, size_t size, int max_depth)
+{
+    scan_t s = {(const char *) data, (const char *) data + size, 0, true, max_depth};
+    const char *val;
+    size_t vlen;
+    bool found;
+    return s_find (&s, "", &val, &vlen, &found) == P_OK ? 1 : 0;
 }

@@ -591,6 +591,25 @@ iopub_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id)
     return handle;
 }
 
+/* A signed kernel message still reaches a client only when a client can
+   read it: header, parent header, metadata and content each a JSON object
+   that Python's json loads (gw_peek_check: GW_JSON_DEPTH_MAX levels at
+   most), and a header with string msg_id and msg_type. A kernel is
+   untrusted code; its key proves only which kernel sent the message. */
+static wire_error_t
+kernel_frames_check (zmsg_t *msg)
+{
+    int d = delimiter_index (msg);
+    zframe_t *f = frame_at (msg, d + 2);
+    for (int i = 0; i < 4 && f; i++, f = zmsg_next (msg))
+        if (!gw_peek_check (zframe_data (f), zframe_size (f), GW_JSON_DEPTH_MAX))
+            return WIRE_ERR_INVALID_JSON;
+    char id[8];
+    if (gw_peek_frame (msg, 2, "msg_id", id, sizeof id) < 0 || gw_peek_frame (msg, 2, "msg_type", id, sizeof id) < 0)
+        return WIRE_ERR_MISSING_HEADER_FIELD;
+    return WIRE_OK;
+}
+
 /* A message from the kernel, verified with the kernel key (and its replay
    cache); NULL when there was none or it was bad (dropped and logged). */
 static zmsg_t *
@@ -600,6 +619,8 @@ recv_from_kernel (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     if (!msg)
         return NULL;
     wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    if (err == WIRE_OK)
+        err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
         log_bad (self, channel_names[channel], err, "kernel");
         zmsg_destroy (&msg);
@@ -979,6 +1000,8 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     if (!msg)
         return 0;
     wire_error_t err = wire_frames_relay (msg, self->kernel_key, self->kernel_replay, self->key, &self->server->limits);
+    if (err == WIRE_OK)
+        err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
         log_bad (self, channel_names[channel], err, "kernel");
         zmsg_destroy (&msg);

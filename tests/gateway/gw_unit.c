@@ -352,10 +352,55 @@ s_object_same (const char *data, size_t size)
     json_decref (obj);
 }
 
+static int
+s_json_depth (const json_t *v)
+{
+    int deepest = 0;
+    if (json_is_object (v)) {
+        const char *k;
+        json_t *item;
+        json_object_foreach ((json_t *) v, k, item) {
+            int d = s_json_depth (item);
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    if (json_is_array (v)) {
+        for (size_t i = 0; i < json_array_size (v); i++) {
+            int d = s_json_depth (json_array_get (v, i));
+            deepest = d > deepest ? d : deepest;
+        }
+        return deepest + 1;
+    }
+    return 0;
+}
+
+/* gw_peek_check against jansson (NULs allowed, as in Python) and a depth
+   count of its tree; where jansson refuses what Python takes (a number out
+   of its range, a lone surrogate) the check may take it. */
+static void
+s_check_same (const char *data, size_t size, int max_depth)
+{
+    json_error_t error;
+    json_t *obj = json_loadb (data, size, JSON_ALLOW_NUL, &error);
+    int rc = gw_peek_check (data, size, max_depth);
+    bool python_only = !obj && (strstr (error.text, "too big") || strstr (error.text, "overflow")
+                                || strstr (error.text, "surrogate") || strstr (error.text, "nesting"));
+    int expect = json_is_object (obj) && s_json_depth (obj) <= max_depth;
+    if (rc != expect && !(python_only && rc == 1)) {
+        fprintf (stderr, "gw_peek_check: '%.*s' depth %d: %d, jansson %d (%s)\n", (int) size, data, max_depth, rc,
+                 expect, obj ? "" : error.text);
+        failures++;
+    }
+    json_decref (obj);
+}
+
 static void
 s_peek_same (const char *data, size_t size, const char *key)
 {
     s_object_same (data, size);
+    s_check_same (data, size, 3);
+    s_check_same (data, size, GW_JSON_DEPTH_MAX);
     char a[64], b[64];
     int ra = gw_peek_string (data, size, key, a, sizeof a);
     int rb = s_jansson (data, size, key, b, sizeof b);
@@ -400,6 +445,34 @@ test_peek (void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         s_peek_same (cases[i], strlen (cases[i]), "msg_type");
+    /* what only the check decides: escapes, UTF-8, numbers, depth */
+    const char *checks[] = {
+        "{\"a\":\"\\n\\t\\\"\\\\\\/\\b\\f\\r\\u00e9\"}",
+        "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\u12G4\"}", "{\"a\":\"\\\"}",
+        "{\"a\":\"\\u0000\"}", "{\"a\":\"\xe2\x82\xac \xf0\x9f\x98\x80\"}", "{\"a\":\"\xc0\xaf\"}",
+        "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xf4\x90\x80\x80\"}", "{\"a\":\"\xe2\x82\"}",
+        "{\"a\":\"\x7f\"}", "{\"a\":1.5e-3}", "{\"a\":1E+2}", "{\"a\":1e}", "{\"a\":-1.0e5}",
+        "{\"a\":NaN}", "{\"a\":[[[]]]}", "{\"a\":[[{}]]}", "{\"a\":{\"b\":{}}}", "{\"a\":[1,[2,[3]]]}",
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        s_peek_same (checks[i], strlen (checks[i]), "a");
+    char deep[4200] = "{\"a\":";
+    for (int n = 1; n < 1024; n = n * 2 + 1) {
+        size_t len = 5;
+        for (int i = 0; i < n; i++)
+            deep[len++] = '[';
+        for (int i = 0; i < n; i++)
+            deep[len++] = ']';
+        deep[len++] = '}';
+        CHECK (gw_peek_check (deep, len, n + 1) == 1 && gw_peek_check (deep, len, n) == 0);
+        s_check_same (deep, len, GW_JSON_DEPTH_MAX);
+    }
+    char digits[5000] = "{\"a\":";
+    memset (digits + 5, '7', 4096);
+    memcpy (digits + 5 + 4096, "}", 2);
+    CHECK (gw_peek_check (digits, strlen (digits), 3) == 1);
+    memcpy (digits + 5 + 4096, "7}", 3);
+    CHECK (gw_peek_check (digits, strlen (digits), 3) == 0);
     /* random mutations of real headers */
     const char *seeds[] = {
         "{\"msg_id\":\"5d1c9a0e-3b1f4c2a_1234_7\",\"msg_type\":\"execute_request\",\"username\":\"u\","
@@ -407,7 +480,7 @@ test_peek (void)
         "{\"execution_state\":\"idle\"}",
         "{\"status\":\"ok\",\"execution_count\":12,\"user_expressions\":{},\"payload\":[]}",
     };
-    const char alphabet[] = "{}[]\",:\\ 0-1e.tfnux\x01\x7f\xc3";
+    const char alphabet[] = "{}[]\",:\\ 0-1e.tfnux\x01\x7f\xc3\xa9\xed\xf4\x80";
     unsigned seed = 7;
     for (int round = 0; round < 20000; round++) {
         const char *base = seeds[round % 3];

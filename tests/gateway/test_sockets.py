@@ -149,3 +149,31 @@ def test_kernel_big_frame_is_refused_before_allocation(gateway):
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KernelDied", reply["content"]
     reply, _ = execute(kc, "print(2)")
     assert reply["content"]["status"] == "ok"
+
+
+KERNEL_PUBLISH = textwrap.dedent("""
+    import sys
+    f = sys._getframe()
+    while f.f_code.co_filename != "<kennel>":
+        f = f.f_back
+    publish = f.f_globals["_publish_raw"]
+""")
+
+
+def test_kernel_frames_a_client_cannot_read_are_dropped(gateway):
+    """F11: signed but unreadable kernel messages are not relayed: here a
+    display_data 2,000 levels deep (jansson, in the kernel, takes it;
+    Python's json, in the client, raised RecursionError). The execution ends
+    normally, the drop is logged. The other malformations (bad JSON, UTF-8,
+    headers without msg_id) are gw_unit's gw_peek_check cases."""
+    _, kc = gateway.open_client("malformed")
+    deep = "[" * 2000 + "]" * 2000
+    reply, outputs = execute(kc, KERNEL_PUBLISH + textwrap.dedent(f"""
+        publish("display_data", '{{"data": {{"application/json": {deep}}}, "metadata": {{}}}}')
+        publish("display_data", '{{"data": {{"text/plain": "fine"}}, "metadata": {{}}}}')
+    """))
+    assert reply["content"]["status"] == "ok"
+    shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+    assert shown == [{"text/plain": "fine"}], shown
+    bad = [e for e in gateway.events("bad_message") if e["from"] == "kernel"]
+    assert any(e["reason"] == "invalid_json" for e in bad), bad
