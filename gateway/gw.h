@@ -38,6 +38,10 @@ int gw_log_open (const char *path);
 void gw_log_close (void);
 /* event "open", fields as for json_pack ("{s:s, s:i}", ...), or NULL. */
 void gw_log (const char *event, const char *fmt, ...);
+/* The same for a line about bad input from source (e.g.
+   "conversation/ID/shell/client"): rate-limited per source and in total,
+   what is held back is counted in a log_dropped line once a second. */
+void gw_log_limited (const char *source, const char *event, const char *fmt, ...);
 
 /* ---- gw_io: one epoll set for the conversations' sockets and fds -------- */
 

@@ -274,10 +274,15 @@ gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
     if (!msg)
         return 0;
     wire_error_t err;
+    /* the peer's routing id (ZeroMQ's, per connection) names the source */
+    char source[64] = "control/";
+    zframe_t *id = zmsg_first (msg);
+    for (size_t i = 0; id && i < zframe_size (id) && i < 16; i++)
+        snprintf (source + 8 + 2 * i, 3, "%02x", zframe_data (id)[i]);
     wire_msg_t *req = wire_msg_decode (&msg, self->key, self->replay, &self->limits, &err);
     if (!req) {
-        gw_log ("bad_message", "{s:s, s:s, s:s, s:s}", "channel", "control", "from", "client", "reason",
-                wire_error_name (err), "detail", wire_strerror (err));
+        gw_log_limited (source, "bad_message", "{s:s, s:s, s:s, s:s}", "channel", "control", "from", "client",
+                        "reason", wire_error_name (err), "detail", wire_strerror (err));
         return 0;
     }
     /* the type on its whole length: "gateway_info_request\u0000x" is no

@@ -3,6 +3,9 @@
     Each line is {"ts": ISO-8601 UTC, "event": name, ...fields}. Lines are
     written with a single write() so that concurrent writers to the same file
     (several daemons, the kernels' own stderr) never interleave inside a line.
+    Lines about bad input go through gw_log_limited (rate-limited per
+    source). The file is opened O_APPEND and never rotated here: rotation
+    is the system's (logrotate copytruncate, or stderr into journald).
 */
 #include "gw.h"
 
@@ -14,6 +17,9 @@
 
 static int log_fd = 2;
 
+static void s_summary_due (double now);
+static void s_log_raw (const char *event, const char *fmt, ...);
+
 int
 gw_log_open (const char *path)
 {
@@ -24,14 +30,6 @@ gw_log_open (const char *path)
         return -1;
     log_fd = fd;
     return 0;
-}
-
-void
-gw_log_close (void)
-{
-    if (log_fd > 2)
-        close (log_fd);
-    log_fd = 2;
 }
 
 /* One write of prefix + the fields' object with its '{' turned into ','. */
@@ -56,16 +54,14 @@ s_write_line (const char *prefix, size_t plen, const char *fields, size_t flen)
     free (buf);
 }
 
-void
-gw_log (const char *event, const char *fmt, ...)
+
+static void
+s_vlog (const char *event, const char *fmt, va_list ap)
 {
     json_t *line = NULL;
     if (fmt) {
-        va_list ap;
-        va_start (ap, fmt);
         json_error_t error;
         line = json_vpack_ex (&error, 0, fmt, ap);
-        va_end (ap);
         if (!line)
             line = json_pack ("{s:s}", "log_error", error.text);
     }
@@ -99,4 +95,145 @@ gw_log (const char *event, const char *fmt, ...)
         free (fields);
     }
     json_decref (line);
+}
+
+void
+gw_log (const char *event, const char *fmt, ...)
+{
+    s_summary_due (gw_clock_mono ());
+    va_list ap;
+    va_start (ap, fmt);
+    s_vlog (event, fmt, ap);
+    va_end (ap);
+}
+
+/* ---- lines about bad input: rate-limited per source ----------------------
+
+   A peer that sends bad messages must not fill the host's disk (a flood
+   wrote 9-14 MB/s of these lines). Each source (a conversation's socket and
+   side, a control peer) may write LIMIT_BURST lines at once, then
+   LIMIT_RATE a second; all sources together at most LIMIT_TOTAL a second,
+   so that opening many connections is no way round it. What is held back is
+   counted and reported once a second in one log_dropped line (with the
+   next line logged after that second, and at close). The table holds
+   LIMIT_SOURCES sources; beyond that, new ones share the source "other". */
+#define LIMIT_BURST 10
+#define LIMIT_RATE 1.0
+#define LIMIT_TOTAL 20.0
+#define LIMIT_SOURCES 1024
+#define LIMIT_IDLE_S 60.0
+
+typedef struct {
+    double tokens;
+    double last;
+    uint64_t dropped;
+} limit_t;
+
+static zhashx_t *s_sources; /* source -> limit_t* */
+static limit_t s_total = {LIMIT_TOTAL, 0, 0};
+static double s_next_summary;
+
+static void
+s_refill (limit_t *l, double now, double rate, double burst)
+{
+    l->tokens += (now - l->last) * rate;
+    if (l->tokens > burst)
+        l->tokens = burst;
+    l->last = now;
+}
+
+static limit_t *
+s_source (const char *source, double now)
+{
+    if (!s_sources) {
+        s_sources = zhashx_new ();
+        zhashx_set_destructor (s_sources, (zhashx_destructor_fn *) zstr_free);
+    }
+    limit_t *l = zhashx_lookup (s_sources, source);
+    if (l)
+        return l;
+    if (zhashx_size (s_sources) >= LIMIT_SOURCES && !(l = zhashx_lookup (s_sources, "other")))
+        source = "other";
+    if (l)
+        return l;
+    l = calloc (1, sizeof *l);
+    if (!l)
+        return NULL;
+    *l = (limit_t){LIMIT_BURST, now, 0};
+    zhashx_insert (s_sources, source, l);
+    return l;
+}
+
+/* Once a second: one line for what was held back, idle sources forgotten. */
+static void
+s_summary_due (double now)
+{
+    if (!s_sources || now < s_next_summary)
+        return;
+    s_next_summary = now + 1.0;
+    uint64_t dropped = 0;
+    int sources = 0;
+    json_t *top = json_object ();
+    zlistx_t *idle = zlistx_new ();
+    for (limit_t *l = zhashx_first (s_sources); l; l = zhashx_next (s_sources)) {
+        const char *key = zhashx_cursor (s_sources);
+        if (l->dropped) {
+            dropped += l->dropped;
+            sources++;
+            if (json_object_size (top) < 5)
+                json_object_set_new (top, key, json_integer ((json_int_t) l->dropped));
+            l->dropped = 0;
+        }
+        else if (now - l->last > LIMIT_IDLE_S)
+            zlistx_add_end (idle, (void *) key);
+    }
+    for (const char *key = zlistx_first (idle); key; key = zlistx_next (idle))
+        zhashx_delete (s_sources, key);
+    zlistx_destroy (&idle);
+    if (dropped)
+        s_log_raw ("log_dropped", "{s:I, s:i, s:o}", "dropped", (json_int_t) dropped, "sources", sources, "top", top);
+    else
+        json_decref (top);
+}
+
+void
+gw_log_limited (const char *source, const char *event, const char *fmt, ...)
+{
+    double now = gw_clock_mono ();
+    s_summary_due (now);
+    limit_t *l = s_source (source, now);
+    if (!l)
+        return;
+    s_refill (l, now, LIMIT_RATE, LIMIT_BURST);
+    s_refill (&s_total, now, LIMIT_TOTAL, LIMIT_TOTAL);
+    if (l->tokens < 1 || s_total.tokens < 1) {
+        l->dropped++;
+        return;
+    }
+    l->tokens--;
+    s_total.tokens--;
+    va_list ap;
+    va_start (ap, fmt);
+    s_vlog (event, fmt, ap);
+    va_end (ap);
+}
+
+static void
+s_log_raw (const char *event, const char *fmt, ...)
+{
+    va_list ap;
+    va_start (ap, fmt);
+    s_vlog (event, fmt, ap);
+    va_end (ap);
+}
+
+void
+gw_log_close (void)
+{
+    s_next_summary = 0;
+    s_summary_due (gw_clock_mono ());
+    zhashx_destroy (&s_sources);
+    if (log_fd > 2)
+        close (log_fd);
+    log_fd = 2;
 }

@@ -201,8 +201,10 @@ resign (zmsg_t *msg, const wire_key_t *key)
 static void
 log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
 {
-    gw_log ("bad_message", "{s:s, s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel,
-            "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
+    char source[200];
+    snprintf (source, sizeof source, "conversation/%s/%s/%s", gw_conv_id (self->conv), channel, from);
+    gw_log_limited (source, "bad_message", "{s:s, s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv),
+                    "channel", channel, "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
 }
 
 /* Sends without ever blocking the loop: a kernel that stops reading fills
@@ -216,8 +218,10 @@ send_or_drop (gw_relay_t *self, zmsg_t **msg_p, zsock_t *sock, const char *chann
     if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);
-    gw_log ("dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel, "reason",
-            "the receiver's queue is full");
+    char source[200];
+    snprintf (source, sizeof source, "conversation/%s/%s/dropped", gw_conv_id (self->conv), channel);
+    gw_log_limited (source, "dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel,
+                    "reason", "the receiver's queue is full");
 }
 
 /* A message from the gateway itself on behalf of the conversation, with
