@@ -207,12 +207,31 @@ log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *fr
                     "channel", channel, "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
 }
 
+/* Everything the gateway signs for clients is remembered in the clients'
+   replay cache: one key and one cache serve both directions, so a message
+   the gateway sent (an iopub message any subscriber may have captured) is
+   refused as a duplicate when it comes back on shell, control or stdin. */
+static void
+client_sent (gw_relay_t *self, zmsg_t *msg, zsock_t *sock)
+{
+    int ch;
+    for (ch = 0; ch < WIRE_CHANNEL_COUNT_ && self->client[ch] != sock; ch++)
+        ;
+    if (ch == WIRE_CHANNEL_COUNT_ || ch == WIRE_HB || wire_key_is_empty (self->key))
+        return;
+    zframe_t *sig = frame_at (msg, delimiter_index (msg) + 1);
+    if (sig && !wire_replay_add (self->replay, (const char *) zframe_data (sig), zframe_size (sig)))
+        gw_log_limited ("replay/record", "warning", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "reason",
+                        "a signature sent to clients was already recorded or could not be");
+}
+
 /* Sends without ever blocking the loop: a kernel that stops reading fills
    its DEALER's queue (sndtimeo 0), and what does not fit is dropped and
    logged rather than stalling every other conversation. */
 static void
 send_or_drop (gw_relay_t *self, zmsg_t **msg_p, zsock_t *sock, const char *channel)
 {
+    client_sent (self, *msg_p, sock);
     int rc = zmsg_send (msg_p, sock);
     gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
     if (rc == 0 && !*msg_p)
@@ -241,6 +260,16 @@ own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zm
     return m;
 }
 
+/* A message of the gateway's own to a client socket, signed and sent as
+   relayed ones are (send_or_drop). */
+static void
+client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
+{
+    zmsg_t *msg = wire_msg_encode (m, self->key);
+    if (msg)
+        send_or_drop (self, &msg, self->client[ch], channel_names[ch]);
+}
+
 static void
 publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
 {
@@ -249,7 +278,7 @@ publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, js
     snprintf (topic, sizeof topic, "kernel.%s.%s", gw_conv_id (self->conv), msg_type);
     zmsg_addstr (m->identities, topic);
     wire_msg_set_content (m, content);
-    wire_msg_send (m, self->client[WIRE_IOPUB], self->key);
+    client_send_own (self, m, WIRE_IOPUB);
     wire_msg_destroy (&m);
 }
 
@@ -365,8 +394,7 @@ exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue
                                             "execution_count", 0, "ename", ename, "evalue", evalue, "traceback",
                                             evalue, "user_expressions", "payload"));
     json_object_set_new (reply->metadata, "kennel", exec_cost (self, e, state));
-    wire_msg_send (reply, self->client[WIRE_SHELL], self->key);
-    gw_io_sent (self->server->io, self->client[WIRE_SHELL]);
+    client_send_own (self, reply, WIRE_SHELL);
     wire_msg_destroy (&reply);
     publish_status (self, e->header, "idle");
 }
@@ -1158,8 +1186,7 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
         bool restart = json_is_true (json_object_get (req->content, "restart"));
         reply = wire_msg_new (self->session, "shutdown_reply", req);
         wire_msg_set_content (reply, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
-        wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
-        gw_io_sent (self->server->io, self->client[WIRE_CONTROL]);
+        client_send_own (self, reply, WIRE_CONTROL);
         wire_msg_destroy (&reply);
         /* ipykernel also broadcasts it on iopub, as a message of its own:
            clients keep one replay cache across channels */
@@ -1177,8 +1204,7 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
             gw_conv_request_close (self->conv);
         return;
     }
-    wire_msg_send (reply, self->client[WIRE_CONTROL], self->key);
-        gw_io_sent (self->server->io, self->client[WIRE_CONTROL]);
+    client_send_own (self, reply, WIRE_CONTROL);
     publish_status (self, req->header, "idle");
     wire_msg_destroy (&reply);
     wire_msg_destroy (&req);

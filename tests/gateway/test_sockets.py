@@ -276,3 +276,36 @@ def test_control_socket_unauthenticated_big_frame_and_flood(gateway):
     assert grown < 100_000, (grown, sent)
     summaries = gateway.events("log_dropped")
     assert summaries and sum(e["dropped"] for e in summaries) > 0
+
+
+def test_sent_messages_cannot_be_replayed_to_the_gateway(gateway):
+    """The replay note: one key and one replay cache serve both directions,
+    and what the gateway sent was never recorded, so an iopub message
+    captured by a subscriber was accepted back on shell. Every signature the
+    gateway sends to clients is now recorded: the replay is refused."""
+    reply, kc = gateway.open_client("replay")
+    conn = reply["connection"]
+    ctx = zmq.Context.instance()
+    sub = ctx.socket(zmq.SUB)
+    sub.linger = 0
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(f"tcp://{conn['ip']}:{conn['iopub_port']}")
+    time.sleep(0.3)  # the subscription reaches the gateway
+    execute(kc, "print('captured')")
+    captured = []
+    while sub.poll(1000):
+        captured.append(sub.recv_multipart())
+    sub.close()
+    assert captured
+    shell = ctx.socket(zmq.DEALER)
+    shell.linger = 0
+    shell.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
+    for frames in captured:
+        shell.send_multipart(frames[frames.index(b"<IDS|MSG>"):])
+    time.sleep(1)
+    shell.close()
+    refused = [e for e in gateway.events("bad_message") if e.get("conversation") == "replay"
+               and e["channel"] == "shell" and e["reason"] == "duplicate_signature"]
+    assert len(refused) >= min(len(captured), 10), (len(refused), len(captured))
+    reply, _ = execute(kc, "print('still fine')")
+    assert reply["content"]["status"] == "ok"
