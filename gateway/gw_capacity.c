@@ -14,12 +14,15 @@
 #include <stdio.h>
 #include <sys/resource.h>
 
-/* Measured on an idle conversation (tests/gateway/test_capacity.py): its five
-   client listeners and its kernel-facing ipc sockets with their mailboxes,
-   the launcher's pipes and pidfd. A client that connects adds one fd per
-   channel, which the slack below and the live count absorb. */
-#define FDS_PER_CONV     19
-#define SOCKETS_PER_CONV 12
+/* Measured on an idle conversation (five of them opened, /proc/PID/fd
+   counted): its five client listeners and its kernel-facing ipc sockets
+   with their mailboxes, the monitors of the four kernel sockets (two
+   ZeroMQ sockets and two fds each: a dropped kernel connection is acted
+   on, gw_relay.c), the launcher's pipes and pidfd. A client that connects
+   adds one fd per channel, which the slack below and the live count
+   absorb. */
+#define FDS_PER_CONV     27
+#define SOCKETS_PER_CONV 20
 /* the control socket, the log, the epoll set and its eventfd, ZeroMQ's own
    threads, launches in flight, and the /proc files of at most 64 running
    executions (gw_proc.c) */
