@@ -17,9 +17,8 @@ import time
 
 import pytest
 import zmq
-from jupyter_client.session import Session
 
-from gwtest import execute, gone
+from gwtest import connect, execute
 
 MIB = 1 << 20
 
@@ -248,14 +247,17 @@ def attack_control(port, seconds):
     return out.stdout.strip()
 
 
-def test_control_socket_unauthenticated_big_frame_and_flood(gateway):
-    """F2 + F6: a local user without the key sends 2 x 1 GiB frames and then a
-    junk flood to the control port. ZeroMQ refuses the frame from its
-    header (ZMQ_MAXMSGSIZE: the gateway's peak RSS grows by less than 64
-    MiB); the bad messages' log lines are rate-limited (at most 20 a second
-    in all, plus one log_dropped line a second)."""
+def test_control_socket_unauthenticated_big_frame_and_flood(make_gateway):
+    """F2 + F6: over `--insecure-tcp` (plain TCP, the one mode where any
+    local user reaches the control port; ipc and CURVE keep them out), a
+    local user without the key sends 2 x 1 GiB frames and then a junk flood
+    to the control port. ZeroMQ refuses the frame from its header
+    (ZMQ_MAXMSGSIZE: the gateway's peak RSS grows by less than 64 MiB); the
+    bad messages' log lines are rate-limited (at most 20 a second in all,
+    plus one log_dropped line a second)."""
     if os.getuid() != 0:
         pytest.skip("needs root to run the attacker as nobody")
+    gateway = make_gateway(transport="tcp", extra_args=["--insecure-tcp"])
     port = gateway.control.info["control_port"]
     before = vm_hwm_kb(gateway.proc.pid)
     attack_control(port, 0)
@@ -281,15 +283,13 @@ def test_control_socket_unauthenticated_big_frame_and_flood(gateway):
 def test_sent_messages_cannot_be_replayed_to_the_gateway(gateway):
     """The replay note: one key and one replay cache serve both directions,
     and what the gateway sent was never recorded, so an iopub message
-    captured by a subscriber was accepted back on shell. Every signature the
+    captured by a subscriber (one with the connection info here; over
+    --insecure-tcp anyone local) was accepted back on shell. Every signature the
     gateway sends to clients is now recorded: the replay is refused."""
     reply, kc = gateway.open_client("replay")
     conn = reply["connection"]
-    ctx = zmq.Context.instance()
-    sub = ctx.socket(zmq.SUB)
-    sub.linger = 0
+    sub = connect(conn, "iopub_port", zmq.SUB)
     sub.setsockopt(zmq.SUBSCRIBE, b"")
-    sub.connect(f"tcp://{conn['ip']}:{conn['iopub_port']}")
     time.sleep(0.3)  # the subscription reaches the gateway
     execute(kc, "print('captured')")
     captured = []
@@ -297,9 +297,7 @@ def test_sent_messages_cannot_be_replayed_to_the_gateway(gateway):
         captured.append(sub.recv_multipart())
     sub.close()
     assert captured
-    shell = ctx.socket(zmq.DEALER)
-    shell.linger = 0
-    shell.connect(f"tcp://{conn['ip']}:{conn['shell_port']}")
+    shell = connect(conn, "shell_port", zmq.DEALER)
     for frames in captured:
         shell.send_multipart(frames[frames.index(b"<IDS|MSG>"):])
     time.sleep(1)
