@@ -19,6 +19,7 @@ import pytest
 import zmq
 
 from gwtest import connect, execute
+from test_workspace_removal import unprivileged_gateway  # noqa: F401 (a fixture)
 
 MIB = 1 << 20
 
@@ -71,12 +72,24 @@ def run_in_kernel(kc, code, timeout=60):
     return execute(kc, KERNEL_PRELUDE + textwrap.dedent(code), timeout=timeout)
 
 
-def test_kernel_cannot_make_gateway_connect_elsewhere(gateway, tmp_path):
+@pytest.fixture(params=["root", "unprivileged"])
+def either_gateway(request):
+    """The gateway as root (the red team's case: it connected as root) and as
+    uid 65534 (skipped, saying why, where the host gives that uid no user
+    namespace)."""
+    if request.param == "root":
+        return request.getfixturevalue("gateway")
+    return request.getfixturevalue("unprivileged_gateway")
+
+
+def test_kernel_cannot_make_gateway_connect_elsewhere(either_gateway, tmp_path):
     """F10: the kernel replaces its socket paths with symlinks to a host unix
     socket and drops the gateway's connections. The gateway must not
     reconnect (as root, following the symlink); it kills the kernel and
     tells the client why."""
+    gateway = either_gateway
     host_dir = pathlib.Path(tempfile.mkdtemp(prefix="kennel-hostsvc-"))
+    os.chmod(host_dir, 0o755)  # an unprivileged gateway could reach it too
     host_path = host_dir / "hostsvc.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(host_path))
@@ -119,11 +132,12 @@ def test_kernel_cannot_make_gateway_connect_elsewhere(gateway, tmp_path):
         host_dir.rmdir()
 
 
-def test_kernel_big_frame_is_refused_before_allocation(gateway):
+def test_kernel_big_frame_is_refused_before_allocation(either_gateway):
     """F3: the kernel announces a 512 MiB frame on the gateway's iopub
     connection and streams it. ZeroMQ must refuse it from its header
     (ZMQ_MAXMSGSIZE: 2 x max_message_bytes, 2 MiB here): the gateway's peak
     RSS grows by far less than the frame."""
+    gateway = either_gateway
     _, kc = gateway.open_client("bigframe")
     execute(kc, "x = 1")
     before = vm_hwm_kb(gateway.proc.pid)
