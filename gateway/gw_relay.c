@@ -452,8 +452,9 @@ probe_send (gw_relay_t *self)
 
 static void kernel_sockets_drop (gw_relay_t *self);
 static void kernel_sockets_close (gw_relay_t *self);
-static int kernel_connect (gw_relay_t *self);
+static void kernel_connect_or_wait (gw_relay_t *self);
 #define KERNEL_CONNECT_RETRY_MS 1000
+#define KERNEL_CONNECT_AGAIN_MS 100
 
 static int
 on_probe_timer (zloop_t *loop, int timer_id, void *arg)
@@ -468,7 +469,7 @@ on_probe_timer (zloop_t *loop, int timer_id, void *arg)
         gw_log ("kernel_connect_retry", "{s:s, s:i}", "conversation", gw_conv_id (self->conv), "handshakes",
                 (int) self->handshakes);
         kernel_sockets_drop (self);
-        kernel_connect (self);
+        kernel_connect_or_wait (self);
         return 0;
     }
     probe_send (self);
@@ -1614,8 +1615,10 @@ kernel_connect (gw_relay_t *self)
 {
     for (int ch = 0; ch < 4; ch++)
         if (kernel_socket_open (self, ch) < 0) {
-            gw_log ("kernel_connect_failed", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
-                    channel_names[ch], "reason", strerror (errno));
+            char source[200];
+            snprintf (source, sizeof source, "conversation/%s/kernel_connect", gw_conv_id (self->conv));
+            gw_log_limited (source, "kernel_connect_failed", "{s:s, s:s, s:s}", "conversation",
+                            gw_conv_id (self->conv), "channel", channel_names[ch], "reason", strerror (errno));
             kernel_sockets_drop (self);
             return -1;
         }
@@ -1636,8 +1639,19 @@ on_kernel_bound_check (zloop_t *loop, int timer_id, void *arg)
         return 0;
     zloop_timer_end (loop, self->bound_timer);
     self->bound_timer = 0;
-    kernel_connect (self);
+    kernel_connect_or_wait (self);
     return 0;
+}
+
+/* Connects, or (no sockets or fds left just now) tries again in a while:
+   the kernel is still one that ran no user code, its launch slot and the
+   conversation's waiters wait for it as for a slow start. */
+static void
+kernel_connect_or_wait (gw_relay_t *self)
+{
+    if (kernel_connect (self) == 0 || self->bound_timer)
+        return;
+    self->bound_timer = zloop_timer (self->server->loop, KERNEL_CONNECT_AGAIN_MS, 0, on_kernel_bound_check, self);
 }
 
 int
