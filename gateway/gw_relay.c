@@ -460,7 +460,7 @@ static int
 on_probe_timer (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    if (self->kernel_ready || !self->kernel[WIRE_SHELL])
+    if (timer_id != self->probe_timer || self->kernel_ready || !self->kernel[WIRE_SHELL])
         return 0;
     /* a connection refused between the kernel's bind and listen is never
        retried by ZeroMQ (reconnection is off); no user code has run yet,
@@ -1473,6 +1473,8 @@ static int
 on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
+    if (timer_id != self->drop_timer)
+        return 0; /* ended earlier in this turn: the kernel is gone already */
     self->drop_timer = 0;
     char cause[400];
     snprintf (cause, sizeof cause,
@@ -1578,6 +1580,8 @@ kernel_bound (gw_relay_t *self)
 {
     struct stat st;
     char path[4200];
+    if (!self->run_dir)
+        return false;
     for (int i = 4; i >= 0; i--) {
         snprintf (path, sizeof path, "%s/k-%d", self->run_dir, self->kernel_ports[i]);
         if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode))
@@ -1635,7 +1639,8 @@ static int
 on_kernel_bound_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    if (!kernel_bound (self))
+    /* zloop still runs a timer ended earlier in the same turn */
+    if (timer_id != self->bound_timer || !kernel_bound (self))
         return 0;
     zloop_timer_end (loop, self->bound_timer);
     self->bound_timer = 0;
