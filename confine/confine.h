@@ -118,6 +118,19 @@ typedef struct {
    without the counter). */
 long confine_oom_kills (void);
 
+/* Allocation that cannot fail (README.md, "Allocation"): on out of memory
+   they write "kennel: out of memory" to stderr and abort(). Safe between
+   clone() and exec (no stdio). */
+void *confine_xmalloc (size_t size) __attribute__ ((malloc, returns_nonnull));
+void *confine_xcalloc (size_t n, size_t size) __attribute__ ((malloc, returns_nonnull));
+/* reallocarray(3): n * size is checked for overflow. */
+void *confine_xreallocarray (void *ptr, size_t n, size_t size) __attribute__ ((returns_nonnull));
+char *confine_xstrdup (const char *s) __attribute__ ((malloc, returns_nonnull));
+void confine_alloc_fail (void) __attribute__ ((noreturn));
+/* Makes jansson allocate through confine_xmalloc, so that a NULL from
+   json_* means bad input, never out of memory. Once, first thing in main. */
+void confine_alloc_json (void);
+
 /* The defaults (documented in README.md). Never NULL (aborts on OOM). */
 confine_policy_t *confine_policy_new (void);
 /* Applies the fields of a JSON object on top of the current values.

@@ -362,11 +362,7 @@ build_tree (confine_ctx_t *ctx, sources_t *src)
 mounts_sources_t *
 mounts_open (confine_ctx_t *ctx)
 {
-    sources_t *src = malloc (sizeof *src);
-    if (!src) {
-        confine_error_set (ctx->error, "mount", ENOMEM, "out of memory");
-        return NULL;
-    }
+    sources_t *src = confine_xmalloc (sizeof *src);
     if (sources_open (ctx, src) < 0) {
         sources_close (src);
         free (src);

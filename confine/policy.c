@@ -42,22 +42,11 @@ confine_layer_degradable (confine_layer_t layer)
         || layer == CONFINE_LAYER_LANDLOCK || layer == CONFINE_LAYER_QUOTA;
 }
 
-static char *
-xstrdup (const char *s)
-{
-    char *copy = strdup (s);
-    if (!copy)
-        abort ();
-    return copy;
-}
-
 confine_policy_t *
 confine_policy_new (void)
 {
-    confine_policy_t *self = calloc (1, sizeof *self);
-    if (!self)
-        abort ();
-    self->hostname = xstrdup ("kennel");
+    confine_policy_t *self = confine_xcalloc (1, sizeof *self);
+    self->hostname = confine_xstrdup ("kennel");
     self->network = CONFINE_NET_NONE;
     self->uid = self->gid = 1000;
     self->host_uid = self->host_gid = 100000;
@@ -82,14 +71,9 @@ confine_policy_new (void)
 void
 confine_policy_setenv (confine_policy_t *self, const char *name, const char *value)
 {
-    char **env = realloc (self->env, (self->env_count + 1) * sizeof *env);
-    if (!env)
-        abort ();
-    self->env = env;
+    self->env = confine_xreallocarray (self->env, self->env_count + 1, sizeof *self->env);
     size_t len = strlen (name) + strlen (value) + 2;
-    char *entry = malloc (len);
-    if (!entry)
-        abort ();
+    char *entry = confine_xmalloc (len);
     snprintf (entry, len, "%s=%s", name, value);
     self->env[self->env_count++] = entry;
 }
@@ -174,7 +158,7 @@ get_string (const char *key, const json_t *value, bool nullable, char **out, cha
     if (strlen (json_string_value (value)) != json_string_length (value))
         return fail (err, errlen, "policy field \"%s\" contains a NUL byte", key);
     free (*out);
-    *out = xstrdup (json_string_value (value));
+    *out = confine_xstrdup (json_string_value (value));
     return 0;
 }
 

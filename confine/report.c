@@ -20,9 +20,7 @@ confine_state_name (confine_state_t state)
 confine_report_t *
 confine_report_new (void)
 {
-    confine_report_t *self = calloc (1, sizeof *self);
-    if (!self)
-        abort ();
+    confine_report_t *self = confine_xcalloc (1, sizeof *self);
     return self;
 }
 

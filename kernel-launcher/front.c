@@ -135,7 +135,7 @@ spec_fd_arg (int argc, char **argv, int *fd)
 static int
 try_proxy (const char *text)
 {
-    char err[512];
+    char err[LAUNCH_ERR_MAX];
     int status_fd = -1;
     confine_policy_t *policy = confine_policy_new ();
     launch_kernel_t kernel = { 0 };
@@ -154,10 +154,11 @@ int
 main (int argc, char **argv)
 {
     s_argv0 = argv[0];
+    confine_alloc_json ();
     int spec_fd;
     if (!spec_fd_arg (argc, argv, &spec_fd))
         exec_full (argv);
-    char err[512];
+    char err[LAUNCH_ERR_MAX];
     char *text = launch_spec_read_text (spec_fd, err, sizeof err);
     close (spec_fd);
     if (!text) {

@@ -9,6 +9,9 @@
 #define LAUNCH_RUN_DIR "/run/kennel"
 #define LAUNCH_CONNECTION_FILE LAUNCH_RUN_DIR "/kernel.json"
 
+/* One error line of the launcher (spec, policy, zygote request). */
+#define LAUNCH_ERR_MAX 512
+
 /* The kernel a launch runs after confinement. */
 typedef struct {
     bool builtin_python;        /* the embedded kernel (pykernel_run) */

@@ -26,6 +26,10 @@
 
 #define MARK "[kernel] "
 #define FINISH_WAIT_MS 2000
+/* One read of the pipe; the log buffer holds it escaped (a byte becomes at
+   most 4, "\xNN") with room for a mark, so a read is usually one write. */
+#define PUMP_READ 4096
+#define PUMP_OUT (4 * PUMP_READ + 64)
 
 static struct {
     int log_fd;     /* the launcher's own stderr (the log), kept aside */
@@ -37,7 +41,7 @@ typedef struct {
     int log_fd;
     unsigned long long written, dropped;
     bool line_start;
-    char out[4 * 4096 + 64];
+    char out[PUMP_OUT];
     size_t out_len;
 } pump_t;
 
@@ -104,7 +108,7 @@ pump_run (int read_fd, int log_fd)
     signal (SIGHUP, SIG_IGN);
     signal (SIGPIPE, SIG_IGN);
     pump_t self = { .log_fd = log_fd, .line_start = true };
-    unsigned char buf[4096];
+    unsigned char buf[PUMP_READ];
     for (;;) {
         ssize_t n = read (read_fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR)

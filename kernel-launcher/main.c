@@ -170,7 +170,7 @@ run_unconfined (const options_t *opt)
     fprintf (stderr, "kennel-launch: WARNING: --unconfined: the kernel runs WITHOUT ANY SANDBOX, with "
                      "all the rights of uid %u. Development only; never for untrusted code.\n",
              (unsigned) getuid ());
-    launch_kernel_t kernel = { .builtin_python = true, .connection_file = strdup (opt->connection_file) };
+    launch_kernel_t kernel = { .builtin_python = true, .connection_file = confine_xstrdup (opt->connection_file) };
     int status = run_python (&kernel);
     launch_kernel_free (&kernel);
     return status;
@@ -181,7 +181,7 @@ run_unconfined (const options_t *opt)
 static int
 prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd, char **text)
 {
-    char err[512];
+    char err[LAUNCH_ERR_MAX];
     if (opt->spec_fd >= 0) {
         *text = launch_spec_read_text (opt->spec_fd, err, sizeof err);
         close (opt->spec_fd);
@@ -206,10 +206,10 @@ prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel
     }
     if (opt->python) {
         /* The connection file's directory becomes /run/kennel inside. */
-        char *copy = strdup (opt->connection_file), *copy2 = strdup (opt->connection_file);
+        char *copy = confine_xstrdup (opt->connection_file), *copy2 = confine_xstrdup (opt->connection_file);
         char *dir = realpath (dirname (copy), NULL);
         size_t len = strlen (LAUNCH_RUN_DIR) + strlen (basename (copy2)) + 2;
-        kernel->connection_file = malloc (len);
+        kernel->connection_file = confine_xmalloc (len);
         snprintf (kernel->connection_file, len, "%s/%s", LAUNCH_RUN_DIR, basename (copy2));
         free (copy);
         free (copy2);
@@ -225,9 +225,9 @@ prepare (const options_t *opt, confine_policy_t *policy, launch_kernel_t *kernel
     size_t n = 0;
     while (opt->argv[n])
         n++;
-    kernel->argv = calloc (n + 1, sizeof (char *));
+    kernel->argv = confine_xcalloc (n + 1, sizeof (char *));
     for (size_t i = 0; i < n; i++)
-        kernel->argv[i] = strdup (opt->argv[i]);
+        kernel->argv[i] = confine_xstrdup (opt->argv[i]);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #define SPEC_MAX (1 << 20)
+#define SPEC_FIRST_CAP 4096 /* the buffer doubles from here up to SPEC_MAX */
 
 static int
 fail (char *err, size_t errlen, const char *fmt, ...)
@@ -41,11 +42,10 @@ expand_arg (const char *arg)
     const char *key = "{connection_file}";
     const char *at = strstr (arg, key);
     if (!at)
-        return strdup (arg);
+        return confine_xstrdup (arg);
     size_t len = strlen (arg) - strlen (key) + strlen (LAUNCH_CONNECTION_FILE) + 1;
-    char *out = malloc (len);
-    if (out)
-        snprintf (out, len, "%.*s%s%s", (int) (at - arg), arg, LAUNCH_CONNECTION_FILE, at + strlen (key));
+    char *out = confine_xmalloc (len);
+    snprintf (out, len, "%.*s%s%s", (int) (at - arg), arg, LAUNCH_CONNECTION_FILE, at + strlen (key));
     return out;
 }
 
@@ -64,12 +64,12 @@ read_kernel (const json_t *json, launch_kernel_t *kernel, char *err, size_t errl
             return fail (err, errlen, "spec field \"kernel.settings\" must be an object");
         kernel->builtin_python = true;
         kernel->settings = json_incref (settings);
-        kernel->connection_file = strdup (LAUNCH_CONNECTION_FILE);
+        kernel->connection_file = confine_xstrdup (LAUNCH_CONNECTION_FILE);
         return 0;
     }
     if (!json_is_array (argv) || json_array_size (argv) == 0)
         return fail (err, errlen, "spec field \"kernel.argv\" must be a non-empty array of strings");
-    kernel->argv = calloc (json_array_size (argv) + 1, sizeof (char *));
+    kernel->argv = confine_xcalloc (json_array_size (argv) + 1, sizeof (char *));
     size_t i;
     json_t *item;
     json_array_foreach (argv, i, item) {
@@ -83,8 +83,8 @@ read_kernel (const json_t *json, launch_kernel_t *kernel, char *err, size_t errl
 char *
 launch_spec_read_text (int fd, char *err, size_t errlen)
 {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc (cap);
+    size_t cap = SPEC_FIRST_CAP, len = 0;
+    char *buf = confine_xmalloc (cap);
     for (;;) {
         if (len + 1 >= cap) {
             if (cap >= SPEC_MAX) {
@@ -93,7 +93,7 @@ launch_spec_read_text (int fd, char *err, size_t errlen)
                 return NULL;
             }
             cap *= 2;
-            buf = realloc (buf, cap);
+            buf = confine_xreallocarray (buf, cap, 1);
         }
         ssize_t n = read (fd, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
@@ -126,7 +126,7 @@ read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kern
                 return fail (err, errlen, "spec field \"%s\" must be an absolute path", key);
             char **slot = key[0] == 'w' ? &policy->workspace : &policy->run_dir;
             free (*slot);
-            *slot = strdup (json_string_value (value));
+            *slot = confine_xstrdup (json_string_value (value));
         } else if (strcmp (key, "kernel") == 0) {
             if (read_kernel (value, kernel, err, errlen) < 0)
                 return -1;
@@ -144,7 +144,7 @@ read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kern
             if (!json_is_string (value) || json_string_value (value)[0] != '/')
                 return fail (err, errlen, "spec field \"zygote\" must be an absolute path (a unix socket)");
             free (kernel->zygote);
-            kernel->zygote = strdup (json_string_value (value));
+            kernel->zygote = confine_xstrdup (json_string_value (value));
         } else
             return fail (err, errlen, "launch spec: unknown field \"%s\"", key);
     }

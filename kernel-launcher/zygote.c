@@ -90,10 +90,10 @@ child_serve (zygote_t *self, int conn)
     child_drop_zygote (self, conn);
     struct timeval timeout = { .tv_sec = REQUEST_TIMEOUT_S };
     setsockopt (conn, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    char *text = malloc (ZYGOTE_REQUEST_MAX + 1);
+    char *text = confine_xmalloc (ZYGOTE_REQUEST_MAX + 1);
     int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
-    ssize_t len = text ? zygote_recv (conn, text, ZYGOTE_REQUEST_MAX, fds, &nfds) : -1;
+    ssize_t len = zygote_recv (conn, text, ZYGOTE_REQUEST_MAX, fds, &nfds);
     if (len < 0) {
         fprintf (stderr, "kennel-launch: zygote: reading the launch request: %s\n", strerror (errno));
         _exit (EXIT_REFUSED);
@@ -101,7 +101,7 @@ child_serve (zygote_t *self, int conn)
     text[len] = 0;
     int status_fd = child_place_fds (fds, nfds);
 
-    char err[512];
+    char err[LAUNCH_ERR_MAX];
     int spec_status_fd;
     confine_policy_t *policy = confine_policy_new ();
     launch_kernel_t kernel = { 0 };
@@ -169,7 +169,7 @@ zygote_accept (zygote_t *self)
     }
     if (self->count == self->cap) {
         self->cap = self->cap ? self->cap * 2 : 16;
-        self->children = realloc (self->children, self->cap * sizeof (child_t));
+        self->children = confine_xreallocarray (self->children, self->cap, sizeof (child_t));
     }
     fflush (NULL);
     pid_t pid = pykernel_fork ();
@@ -231,7 +231,7 @@ zygote_loop (zygote_t *self)
 {
     for (;;) {
         size_t n = 2 + self->count;
-        struct pollfd *fds = self->polled = realloc (self->polled, n * sizeof *fds);
+        struct pollfd *fds = self->polled = confine_xreallocarray (self->polled, n, sizeof *fds);
         fds[0] = (struct pollfd) { .fd = self->listen_fd, .events = POLLIN };
         fds[1] = (struct pollfd) { .fd = self->signal_fd, .events = POLLIN };
         for (size_t i = 0; i < self->count; i++)

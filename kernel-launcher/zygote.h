@@ -12,6 +12,9 @@
    fds 0, 1, 2 and the status fd. */
 #define ZYGOTE_REQUEST_MAX (192 * 1024)
 #define ZYGOTE_MAX_FDS 4
+/* fds one received message may carry: a peer that sends more than
+   ZYGOTE_MAX_FDS (up to this) has the rest closed, not left open. */
+#define ZYGOTE_RECV_FDS 16
 
 /* Sends one message with nfds fds (SCM_RIGHTS). 0, or -1 with errno. */
 int zygote_send (int sock, const char *text, const int *fds, size_t nfds);

@@ -29,7 +29,7 @@ log_python_error (const char *step)
 static int
 import_each (const char *modules)
 {
-    char *copy = strdup (modules), *save = NULL;
+    char *copy = confine_xstrdup (modules), *save = NULL;
     int rc = 0;
     for (char *name = strtok_r (copy, ",", &save); name && rc == 0; name = strtok_r (NULL, ",", &save)) {
         PyObject *module = PyImport_ImportModule (name);

@@ -42,7 +42,7 @@ zygote_recv (int sock, char *buf, size_t cap, int *fds, size_t *nfds)
 {
     struct iovec iov = { .iov_base = buf, .iov_len = cap };
     union {
-        char buf[CMSG_SPACE (16 * sizeof (int))];
+        char buf[CMSG_SPACE (ZYGOTE_RECV_FDS * sizeof (int))];
         struct cmsghdr align;
     } control;
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
@@ -58,7 +58,7 @@ zygote_recv (int sock, char *buf, size_t cap, int *fds, size_t *nfds)
         if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
             continue;
         size_t count = (cmsg->cmsg_len - CMSG_LEN (0)) / sizeof (int);
-        int got[16];
+        int got[ZYGOTE_RECV_FDS];
         memcpy (got, CMSG_DATA (cmsg), count * sizeof (int));
         for (size_t i = 0; i < count; i++) {
             if (*nfds < ZYGOTE_MAX_FDS)

@@ -3,7 +3,7 @@
 noinst_LTLIBRARIES += wire/libwire.la
 wire_libwire_la_SOURCES = \
 	wire/wire.h wire/wire_private.h \
-	wire/wire_error.c wire/wire_key.c wire/wire_replay.c wire/wire_json.c \
+	wire/wire_alloc.c wire/wire_error.c wire/wire_key.c wire/wire_replay.c wire/wire_json.c \
 	wire/wire_header.c wire/wire_frames.c wire/wire_msg.c wire/wire_connection.c \
 	wire/wire_selftest.c
 # Everything that links libwire needs these too.
@@ -12,7 +12,7 @@ wire_libwire_la_LIBADD = $(CZMQ_LIBS) $(ZMQ_LIBS) $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 check_PROGRAMS += tests/unit/wire_test tests/wire/wire_peer
 TESTS += tests/unit/wire_test
-tests_unit_wire_test_SOURCES = tests/unit/wire_test.c
+tests_unit_wire_test_SOURCES = tests/unit/wire_test.c tests/unit/oom_check.h
 tests_unit_wire_test_LDADD = $(WIRE_LIBS)
 # The C side of tests/wire/test_interop.py (run by make pytest).
 tests_wire_wire_peer_SOURCES = tests/wire/wire_peer.c
@@ -36,7 +36,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
 	$(CZMQ_CFLAGS) $(ZMQ_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
 FUZZ_LIBS = $(CZMQ_LIBS) $(ZMQ_LIBS) $(JANSSON_LIBS) $(SODIUM_LIBS) -lm
 WIRE_FUZZ_LIB_SRC = \
-	$(srcdir)/wire/wire_error.c $(srcdir)/wire/wire_key.c $(srcdir)/wire/wire_replay.c \
+	$(srcdir)/wire/wire_alloc.c $(srcdir)/wire/wire_error.c $(srcdir)/wire/wire_key.c $(srcdir)/wire/wire_replay.c \
 	$(srcdir)/wire/wire_json.c $(srcdir)/wire/wire_header.c $(srcdir)/wire/wire_frames.c \
 	$(srcdir)/wire/wire_msg.c $(srcdir)/wire/wire_connection.c
 WIRE_FUZZ_INCLUDES = $(srcdir)/wire/wire.h $(srcdir)/wire/wire_private.h

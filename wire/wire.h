@@ -37,6 +37,7 @@ extern "C" {
 #define WIRE_DELIMITER "<IDS|MSG>"
 #define WIRE_SIGNATURE_SCHEME "hmac-sha256"
 #define WIRE_SIGNATURE_HEX_LEN 64 /* hex digits of an HMAC-SHA256 */
+#define WIRE_ID_SIZE 33           /* an id of wire_id_new: 32 hex digits and NUL */
 
 /* Every way a message, a key or a connection file can be bad. Each has its
    own code, a short stable name for logs and a sentence for people. */
@@ -161,7 +162,7 @@ void wire_msg_set_content (wire_msg_t *self, json_t *content);
 /* ---- header fields ----------------------------------------------------- */
 
 /* A new unique id: 32 lowercase hex digits from libsodium's random source. */
-void wire_id_new (char out[33]);
+void wire_id_new (char out[WIRE_ID_SIZE]);
 /* Now as UTC ISO 8601 with six zero-padded microsecond digits and Z:
    "2026-01-01T12:00:00.000042Z". */
 void wire_date_now (char out[32]);
@@ -195,6 +196,22 @@ int wire_connection_save (const wire_connection_t *self, const char *path);
 char *wire_connection_endpoint (const wire_connection_t *self, wire_channel_t channel);
 /* The connection's key as a wire_key_t (checks the scheme). */
 WIRE_MUST_CHECK wire_key_t *wire_connection_key (const wire_connection_t *self, wire_error_t *err);
+
+/* Allocation that cannot fail (README.md, "Allocation"): on out of memory
+   they write "kennel: out of memory" to stderr and abort(). Sizes that come
+   from a peer must be bounded by the caller before it calls them. */
+void *wire_xmalloc (size_t size) __attribute__ ((malloc, returns_nonnull));
+void *wire_xcalloc (size_t n, size_t size) __attribute__ ((malloc, returns_nonnull));
+/* reallocarray(3): n * size is checked for overflow. */
+void *wire_xreallocarray (void *ptr, size_t n, size_t size) __attribute__ ((returns_nonnull));
+char *wire_xstrdup (const char *s) __attribute__ ((malloc, returns_nonnull));
+char *wire_xstrndup (const char *s, size_t n) __attribute__ ((malloc, returns_nonnull));
+char *wire_xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), malloc, returns_nonnull));
+/* Writes the line and aborts; async-signal-safe. */
+void wire_alloc_fail (void) __attribute__ ((noreturn));
+/* Makes jansson allocate through wire_xmalloc, so that a NULL from json_*
+   means bad input, never out of memory. Call once, first thing in main. */
+void wire_alloc_json (void);
 
 /* Runs every self-test of libwire; 0 when all pass. */
 int wire_selftest (bool verbose);

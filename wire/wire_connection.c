@@ -35,16 +35,12 @@ s_port (wire_connection_t *self, wire_channel_t channel)
 wire_connection_t *
 wire_connection_new (void)
 {
-    wire_connection_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->transport = strdup ("tcp");
-    self->ip = strdup ("127.0.0.1");
-    self->key = strdup ("");
-    self->signature_scheme = strdup (WIRE_SIGNATURE_SCHEME);
-    self->kernel_name = strdup ("");
-    if (!self->transport || !self->ip || !self->key || !self->signature_scheme || !self->kernel_name)
-        wire_connection_destroy (&self);
+    wire_connection_t *self = wire_xcalloc (1, sizeof *self);
+    self->transport = wire_xstrdup ("tcp");
+    self->ip = wire_xstrdup ("127.0.0.1");
+    self->key = wire_xstrdup ("");
+    self->signature_scheme = wire_xstrdup (WIRE_SIGNATURE_SCHEME);
+    self->kernel_name = wire_xstrdup ("");
     return self;
 }
 
@@ -74,7 +70,7 @@ s_fail (char **errmsg, const char *fmt, ...)
     va_list args;
     va_start (args, fmt);
     if (vasprintf (errmsg, fmt, args) < 0)
-        *errmsg = NULL;
+        wire_alloc_fail ();
     va_end (args);
 }
 
@@ -93,13 +89,8 @@ s_take_string (const json_t *json, const char *name, bool required, char **field
         s_fail (errmsg, "field \"%s\" is not a string", name);
         return false;
     }
-    char *copy = strdup (json_string_value (value));
-    if (!copy) {
-        s_fail (errmsg, "out of memory reading \"%s\"", name);
-        return false;
-    }
     free (*field);
-    *field = copy;
+    *field = wire_xstrdup (json_string_value (value));
     return true;
 }
 
@@ -198,13 +189,9 @@ wire_connection_save (const wire_connection_t *self, const char *path)
     /* Write a temporary file that mkstemp creates 0600, then rename it over
        path: the key is never readable by others, not even for an instant,
        and a reader never sees half a file. */
-    char *tmp = NULL;
-    int fd = -1, rc = -1;
-    if (asprintf (&tmp, "%s.XXXXXX", path) < 0) {
-        tmp = NULL;
-        goto done;
-    }
-    fd = mkstemp (tmp);
+    char *tmp = wire_xasprintf ("%s.XXXXXX", path);
+    int rc = -1;
+    int fd = mkstemp (tmp);
     if (fd < 0)
         goto done;
     size_t len = strlen (text), off = 0;
@@ -243,10 +230,9 @@ wire_connection_endpoint (const wire_connection_t *self, wire_channel_t channel)
     if (!self || (int) channel < 0 || channel >= WIRE_CHANNEL_COUNT_)
         return NULL;
     int port = *s_port ((wire_connection_t *) self, channel);
-    char *url = NULL;
-    int rc = streq (self->transport, "ipc") ? asprintf (&url, "ipc://%s-%d", self->ip, port)
-                                            : asprintf (&url, "%s://%s:%d", self->transport, self->ip, port);
-    return rc < 0 ? NULL : url;
+    if (streq (self->transport, "ipc"))
+        return wire_xasprintf ("ipc://%s-%d", self->ip, port);
+    return wire_xasprintf ("%s://%s:%d", self->transport, self->ip, port);
 }
 
 wire_key_t *
@@ -271,9 +257,9 @@ wire_connection_test (bool verbose)
     wire_connection_t *conn = wire_connection_new ();
     WIRE_CHECK (conn && streq (conn->transport, "tcp") && streq (conn->signature_scheme, "hmac-sha256"));
     free (conn->key);
-    conn->key = strdup ("a0436f6c-1916-498b-8eb9-e81ab9368e84");
+    conn->key = wire_xstrdup ("a0436f6c-1916-498b-8eb9-e81ab9368e84");
     free (conn->kernel_name);
-    conn->kernel_name = strdup ("python3");
+    conn->kernel_name = wire_xstrdup ("python3");
     conn->shell_port = 57503, conn->iopub_port = 40885, conn->stdin_port = 52597;
     conn->control_port = 50160, conn->hb_port = 42540;
     /* A file that exists with a wider mode ends up 0600. */
@@ -313,15 +299,15 @@ wire_connection_test (bool verbose)
 
     /* ipc endpoints: ipc://{ip}-{port}. */
     free (conn->transport);
-    conn->transport = strdup ("ipc");
+    conn->transport = wire_xstrdup ("ipc");
     free (conn->ip);
-    conn->ip = strdup ("/run/kennel/c1/kernel");
+    conn->ip = wire_xstrdup ("/run/kennel/c1/kernel");
     char *url = wire_connection_endpoint (conn, WIRE_HB);
     WIRE_CHECK (url && streq (url, "ipc:///run/kennel/c1/kernel-42540"));
     free (url);
     /* A bad scheme reaches the key. */
     free (conn->signature_scheme);
-    conn->signature_scheme = strdup ("hmac-sha1");
+    conn->signature_scheme = wire_xstrdup ("hmac-sha1");
     WIRE_CHECK (wire_connection_key (conn, &err) == NULL && err == WIRE_ERR_BAD_SCHEME);
     wire_connection_destroy (&conn);
     WIRE_CHECK (conn == NULL);

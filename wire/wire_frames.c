@@ -119,9 +119,7 @@ wire_frames_push_identities (zmsg_t *msg, zmsg_t *ids)
     if (n == 0)
         return;
     /* zmsg has no reverse walk: collect, then push last to first. */
-    zframe_t **frames = malloc (n * sizeof *frames);
-    if (!frames)
-        return;
+    zframe_t **frames = wire_xcalloc (n, sizeof *frames);
     size_t i = 0;
     for (zframe_t *f = zmsg_first (ids); f && i < n; f = zmsg_next (ids))
         frames[i++] = f;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 void
-wire_id_new (char out[33])
+wire_id_new (char out[WIRE_ID_SIZE])
 {
     unsigned char raw[16];
     if (sodium_init () < 0)
@@ -143,7 +143,7 @@ wire_header_test (bool verbose)
     int failures = 0;
     if (verbose)
         printf (" * wire_header: ");
-    char id1[33], id2[33];
+    char id1[WIRE_ID_SIZE], id2[WIRE_ID_SIZE];
     wire_id_new (id1);
     wire_id_new (id2);
     WIRE_CHECK (strlen (id1) == 32 && strspn (id1, "0123456789abcdef") == 32);

@@ -32,14 +32,8 @@ wire_key_new (const char *scheme, const void *key, size_t len, wire_error_t *err
         *err = WIRE_ERR_IO;
         return NULL;
     }
-    wire_key_t *self = calloc (1, sizeof *self);
-    if (self)
-        self->bytes = malloc (len + 1);
-    if (!self || !self->bytes) {
-        free (self);
-        *err = WIRE_ERR_IO;
-        return NULL;
-    }
+    wire_key_t *self = wire_xcalloc (1, sizeof *self);
+    self->bytes = wire_xmalloc (len + 1);
     if (len)
         memcpy (self->bytes, key, len);
     self->bytes[len] = 0;

@@ -9,9 +9,7 @@ static const char *const s_header_fields[] = {"msg_id", "msg_type", "session", "
 static wire_msg_t *
 s_msg_alloc (void)
 {
-    wire_msg_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    wire_msg_t *self = wire_xcalloc (1, sizeof *self);
     self->identities = zmsg_new ();
     self->buffers = zmsg_new ();
     return self;
@@ -21,9 +19,7 @@ wire_msg_t *
 wire_msg_new (const char *session, const char *msg_type, const wire_msg_t *parent)
 {
     wire_msg_t *self = s_msg_alloc ();
-    if (!self)
-        return NULL;
-    char msg_id[33], session_id[33], date[32];
+    char msg_id[WIRE_ID_SIZE], session_id[WIRE_ID_SIZE], date[32];
     wire_id_new (msg_id);
     if (!session) {
         wire_id_new (session_id);
@@ -110,7 +106,7 @@ wire_msg_decode (zmsg_t **msg_p, const wire_key_t *key, wire_replay_t *replay, c
         wire_limits_t unlimited = {0, 0};
         wire_layout_find (msg, &unlimited, &layout);
         self = s_msg_alloc ();
-        *err = self ? s_parse_parts (self, layout.parts) : WIRE_ERR_IO;
+        *err = s_parse_parts (self, layout.parts);
     }
     if (*err) {
         wire_msg_destroy (&self);

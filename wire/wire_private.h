@@ -35,6 +35,7 @@ json_t *wire_json_parse_frame (zframe_t *frame, wire_error_t *err);
    encoded. */
 zframe_t *wire_json_frame (const json_t *obj);
 
+int wire_alloc_test (bool verbose);
 int wire_error_test (bool verbose);
 int wire_key_test (bool verbose);
 int wire_replay_test (bool verbose);

@@ -52,28 +52,19 @@ s_link (wire_replay_t *self, wire_replay_entry_t *entry)
 
 /* Gives the ring size slots and an index to match; the entries in use keep
    their order, so the ring is still oldest-first when it first fills. */
-static int
+static void
 s_resize (wire_replay_t *self, size_t size)
 {
     size_t n_buckets = 16;
     while (n_buckets < 2 * size)
         n_buckets *= 2;
-    wire_replay_entry_t **buckets = calloc (n_buckets, sizeof *buckets);
-    if (!buckets)
-        return -1;
-    wire_replay_entry_t *ring = realloc (self->ring, size * sizeof *ring);
-    if (!ring) {
-        free (buckets); /* the old ring and index are untouched */
-        return -1;
-    }
     free (self->buckets);
-    self->ring = ring;
-    self->buckets = buckets;
+    self->buckets = wire_xcalloc (n_buckets, sizeof *self->buckets);
+    self->ring = wire_xreallocarray (self->ring, size, sizeof *self->ring);
     self->n_buckets = n_buckets;
     self->size = size;
     for (size_t i = 0; i < self->count; i++)
         s_link (self, &self->ring[i]);
-    return 0;
 }
 
 wire_replay_t *
@@ -81,12 +72,9 @@ wire_replay_new (size_t capacity)
 {
     if (capacity == 0)
         capacity = 1;
-    wire_replay_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    wire_replay_t *self = wire_xcalloc (1, sizeof *self);
     self->capacity = capacity;
-    if (s_resize (self, capacity < REPLAY_FIRST_SIZE ? capacity : REPLAY_FIRST_SIZE) < 0)
-        wire_replay_destroy (&self);
+    s_resize (self, capacity < REPLAY_FIRST_SIZE ? capacity : REPLAY_FIRST_SIZE);
     return self;
 }
 
@@ -125,15 +113,10 @@ wire_replay_add (wire_replay_t *self, const char *sig, size_t len)
         if (e->hash == hash && e->len == len && memcmp (e->sig, sig, len) == 0)
             return false;
 
-    /* The slot first: when the ring cannot grow, the signature is refused
-       rather than forgotten (a forgotten one could be replayed). */
     wire_replay_entry_t *slot;
-    if (self->count == self->size && self->size < self->capacity
-        && s_resize (self, self->size * 2 < self->capacity ? self->size * 2 : self->capacity) < 0)
-        return false;
-    char *copy = malloc (len ? len : 1);
-    if (!copy)
-        return false;
+    if (self->count == self->size && self->size < self->capacity)
+        s_resize (self, self->size * 2 < self->capacity ? self->size * 2 : self->capacity);
+    char *copy = wire_xmalloc (len);
     if (len)
         memcpy (copy, sig, len);
     if (self->count < self->size)

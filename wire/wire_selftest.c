@@ -5,6 +5,7 @@ int
 wire_selftest (bool verbose)
 {
     int failures = 0;
+    failures += wire_alloc_test (verbose);
     failures += wire_error_test (verbose);
     failures += wire_key_test (verbose);
     failures += wire_replay_test (verbose);

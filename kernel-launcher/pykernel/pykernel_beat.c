@@ -40,9 +40,7 @@ s_thread (void *arg)
 pykernel_beat_t *
 pykernel_beat_new (zsock_t *sock)
 {
-    pykernel_beat_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    pykernel_beat_t *self = wire_xcalloc (1, sizeof *self);
     self->sock = sock;
     if (pykernel_thread_start (&self->worker, s_thread, self) != 0) {
         free (self);

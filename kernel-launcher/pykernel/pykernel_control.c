@@ -117,13 +117,11 @@ s_thread (void *arg)
 pykernel_control_t *
 pykernel_control_new (zsock_t *sock, pykernel_shared_t *shared)
 {
-    pykernel_control_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    pykernel_control_t *self = wire_xcalloc (1, sizeof *self);
     self->sock = sock;
     self->shared = shared;
     self->replay = wire_replay_new (4096);
-    if (!self->replay || pykernel_thread_start (&self->worker, s_thread, self) != 0) {
+    if (pykernel_thread_start (&self->worker, s_thread, self) != 0) {
         wire_replay_destroy (&self->replay);
         free (self);
         return NULL;

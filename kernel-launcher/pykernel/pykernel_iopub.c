@@ -19,9 +19,7 @@ struct pykernel_iopub {
 pykernel_iopub_t *
 pykernel_iopub_new (zsock_t *sock, const wire_key_t *key, const char *session)
 {
-    pykernel_iopub_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    pykernel_iopub_t *self = wire_xcalloc (1, sizeof *self);
     wire_error_t err;
     const char *text = wire_key_text (key);
     self->key = wire_key_new (NULL, text, strlen (text), &err);

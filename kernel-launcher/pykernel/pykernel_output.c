@@ -244,18 +244,16 @@ s_capture (pykernel_output_t *self, int which)
 pykernel_output_t *
 pykernel_output_new (pykernel_iopub_t *iopub)
 {
-    pykernel_output_t *self = calloc (1, sizeof *self);
-    if (!self)
-        return NULL;
+    pykernel_output_t *self = wire_xcalloc (1, sizeof *self);
     self->iopub = iopub;
     pthread_mutex_init (&self->lock, NULL);
     self->saved_fd[0] = self->saved_fd[1] = -1;
     self->read_fd[0] = self->read_fd[1] = -1;
     self->kick_pipe[0] = self->kick_pipe[1] = -1;
-    self->buffer = malloc (OUTPUT_CHUNK + 4);
+    self->buffer = wire_xmalloc (OUTPUT_CHUNK + 4);
     fflush (stdout);
     fflush (stderr);
-    if (!self->buffer || pipe2 (self->kick_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || s_capture (self, 0) != 0
+    if (pipe2 (self->kick_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || s_capture (self, 0) != 0
         || s_capture (self, 1) != 0) {
         pykernel_log ("capturing fd 1 and 2: %s", strerror (errno));
         pykernel_output_destroy (&self);

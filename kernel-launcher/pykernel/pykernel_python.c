@@ -506,7 +506,7 @@ pykernel_python_fork (void)
 int
 pykernel_python_configure (const json_t *settings)
 {
-    char *text = settings ? json_dumps (settings, JSON_COMPACT) : strdup ("{}");
+    char *text = settings ? json_dumps (settings, JSON_COMPACT) : wire_xstrdup ("{}");
     PyEval_RestoreThread (s_py.main_state);
     PyObject *result = PyObject_CallFunction (s_py.configure, "s", text ? text : "{}");
     int rc = 0;
@@ -546,11 +546,9 @@ s_reply_type (const char *request_type)
     size_t slen = strlen (suffix);
     if (len > slen && strcmp (request_type + len - slen, suffix) == 0)
         len -= slen;
-    char *type = malloc (len + sizeof "_reply");
-    if (type) {
-        memcpy (type, request_type, len);
-        strcpy (type + len, "_reply");
-    }
+    char *type = wire_xmalloc (len + sizeof "_reply");
+    memcpy (type, request_type, len);
+    strcpy (type + len, "_reply");
     return type;
 }
 
@@ -619,7 +617,7 @@ pykernel_python_dispatch (const wire_msg_t *request, char **reply_type, json_t *
     else if (result != Py_None) {
         PyObject *type = NULL, *body = NULL, *metadata = NULL, *abort = NULL;
         if (PyTuple_Check (result) && PyArg_ParseTuple (result, "UO|OO", &type, &body, &metadata, &abort)) {
-            *reply_type = strdup (PyUnicode_AsUTF8 (type));
+            *reply_type = wire_xstrdup (PyUnicode_AsUTF8 (type));
             *reply_content = s_json_from_py (body, "reply content");
             *reply_metadata = metadata ? s_json_from_py (metadata, "reply metadata") : NULL;
             *abort_queue = abort && PyObject_IsTrue (abort) == 1;

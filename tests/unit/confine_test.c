@@ -1,7 +1,8 @@
-/*  confine_test.c - the policy JSON loader, the layer report and the error
-    JSON of libconfine. The sandbox itself is tested with real processes in
-    tests/security. */
+/*  confine_test.c - the policy JSON loader, the layer report, the error
+    JSON and the allocation policy of libconfine. The sandbox itself is
+    tested with real processes in tests/security. */
 #include "confine.h"
+#include "oom_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,9 +214,25 @@ test_env_and_fds (void)
     confine_policy_destroy (&p);
 }
 
-int
-main (void)
+/* The child of oom_check: allocate what cannot be had, in confine_xmalloc
+   or inside jansson once confine_alloc_json ran. Returns only when the
+   allocation was survived, which is the failure. */
+static int
+oom_child (const char *what)
 {
+    confine_alloc_json ();
+    if (strcmp (what, "malloc") == 0)
+        printf ("%p\n", confine_xmalloc (OOM_SIZE));
+    else
+        printf ("%p\n", (void *) json_stringn_nocheck ("x", OOM_SIZE));
+    return 0;
+}
+
+int
+main (int argc, char *argv[])
+{
+    if (argc == 3 && strcmp (argv[1], "--oom-child") == 0)
+        return oom_child (argv[2]);
     test_defaults ();
     test_load_all_fields ();
     test_load_errors ();
@@ -226,6 +243,8 @@ main (void)
     test_error_json ();
     test_env_and_fds ();
     CHECK (confine_selftest (false) == 0);
+    CHECK (oom_check ("malloc") == 0);
+    CHECK (oom_check ("jansson") == 0);
     printf ("confine_test: %s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;
 }
