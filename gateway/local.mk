@@ -7,7 +7,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c gateway/gw_meta.c \
-	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c
+	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -36,12 +36,12 @@ uninstall-kennel-kernelspec:
 	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
 .PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec
 
-# The hot path's classes (gw_io, gw_peek, gw_proc) tested on their own,
+# The hot path's classes (gw_io, gw_peek, gw_proc, gw_timer) tested on their own,
 # with real ZeroMQ sockets: tests/gateway/gw_unit.c.
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
-	gateway/gw_proc.c gateway/gw_clock.c
+	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 
 # The tool argument check (gw_schema) and the declarations' check at open

@@ -11,6 +11,9 @@
     gw_proc  this process's own /proc readings.
     gw_clock intervals read CLOCK_MONOTONIC, dates CLOCK_REALTIME (a clock
              step is not simulated: what matters is which clock is read).
+    gw_timer a timer ended by another timer's handler in the same pass of
+             zloop does not fire (raw zloop's does: checked, as the premise);
+             timers that fired their last time leave the registry.
 
     Exit 0 when every check passed; each failure prints one line.
 */
@@ -573,6 +576,107 @@ test_clock (void)
     CHECK (streq (iso, "1971-01-01T00:00:00.250000Z"));
 }
 
+/* ---- gw_timer: an ended timer never fires ------------------------------
+
+   Timers A and B are due in the same pass; A, first in zloop's list, ends
+   B. czmq's zloop still runs B (it removes ended timers after the pass):
+   checked on a raw zloop, as the premise. Through gw_timer B never runs. */
+
+typedef struct {
+    bool through_gw;
+    int b_id;
+    int b_fired;
+} ends_t;
+
+static int
+s_on_a (zloop_t *loop, int timer_id, void *arg)
+{
+    ends_t *t = arg;
+    if (t->through_gw)
+        gw_timer_end (loop, t->b_id);
+    else
+        zloop_timer_end (loop, t->b_id);
+    return 0;
+}
+
+static int
+s_on_b (zloop_t *loop, int timer_id, void *arg)
+{
+    ((ends_t *) arg)->b_fired++;
+    return 0;
+}
+
+static int
+s_count (zloop_t *loop, int timer_id, void *arg)
+{
+    ++*(int *) arg;
+    return 0;
+}
+
+static int
+s_end_self (zloop_t *loop, int timer_id, void *arg)
+{
+    ++*(int *) arg;
+    gw_timer_end (loop, timer_id);
+    return 0;
+}
+
+static void
+test_timer_ended_in_pass (bool through_gw)
+{
+    zloop_t *loop = zloop_new ();
+    gw_timers_t *timers = gw_timers_new (loop);
+    ends_t t = {.through_gw = through_gw};
+    if (through_gw) {
+        CHECK (gw_timer_start (loop, 5, 1, s_on_a, &t) > 0);
+        t.b_id = gw_timer_start (loop, 5, 1, s_on_b, &t);
+        gw_timer_start (loop, 30, 1, s_on_quit, NULL);
+    }
+    else {
+        zloop_timer (loop, 5, 1, s_on_a, &t);
+        t.b_id = zloop_timer (loop, 5, 1, s_on_b, &t);
+        zloop_timer (loop, 30, 1, s_on_quit, NULL);
+    }
+    CHECK (t.b_id > 0);
+    zloop_start (loop);
+    if (through_gw)
+        CHECK (t.b_fired == 0);
+    else
+        CHECK (t.b_fired == 1); /* czmq's behaviour, which gw_timer exists for */
+    CHECK (gw_timers_size (timers) == 0);
+    gw_timers_destroy (&timers);
+    zloop_destroy (&loop);
+}
+
+#define ONE_SHOTS 1000
+
+static void
+test_timer_registry (void)
+{
+    zloop_t *loop = zloop_new ();
+    gw_timers_t *timers = gw_timers_new (loop);
+    int one_shots = 0, thrice = 0, self_ended = 0;
+    for (int i = 0; i < ONE_SHOTS; i++)
+        CHECK (gw_timer_start (loop, (size_t) (i % 7), 1, s_count, &one_shots) > 0);
+    gw_timer_start (loop, 2, 3, s_count, &thrice);
+    gw_timer_start (loop, 2, 0, s_end_self, &self_ended);
+    int forever = gw_timer_start (loop, 2, 0, s_count, &(int){0});
+    CHECK (gw_timers_size (timers) == ONE_SHOTS + 3);
+    gw_timer_start (loop, 40, 1, s_on_quit, NULL);
+    gw_timer_end (loop, forever);
+    gw_timer_end (loop, forever); /* twice, and ids never given: ignored */
+    gw_timer_end (loop, 0);
+    gw_timer_end (loop, -1);
+    zloop_start (loop);
+    CHECK (one_shots == ONE_SHOTS);
+    CHECK (thrice == 3);
+    CHECK (self_ended == 1);
+    CHECK (gw_timers_size (timers) == 0);
+    gw_timers_destroy (&timers);
+    CHECK (gw_timer_start (loop, 1, 1, s_count, &one_shots) == -1); /* no registry: refused */
+    zloop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -584,6 +688,9 @@ main (void)
     test_io_end_in_dispatch ();
     test_io_send_takes_wakeup ();
     test_io_relay ();
+    test_timer_ended_in_pass (false);
+    test_timer_ended_in_pass (true);
+    test_timer_registry ();
     printf ("gw_unit: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);
     return failures ? 1 : 0;
 }
