@@ -465,6 +465,7 @@ struct gw_server {
     gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
     char *probe_dir;
     gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
+    gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;
     bool stopping;

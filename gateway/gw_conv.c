@@ -163,7 +163,7 @@ static void
 launch_timer_stop (gw_conv_t *self)
 {
     if (self->launch_timer)
-        zloop_timer_end (self->server->loop, self->launch_timer);
+        gw_timer_end (self->server->loop, self->launch_timer);
     self->launch_timer = 0;
 }
 
@@ -422,8 +422,8 @@ kernel_launch (gw_conv_t *self)
     self->kernels_started++;
     if (self->kernels_started > 1)
         gw_relay_announce_starting (self->relay);
-    self->launch_timer = zloop_timer (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
-                                      on_launch_timeout, self);
+    self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
+                                         on_launch_timeout, self);
     gw_log ("kernel_launch", "{s:s, s:i}", "conversation", self->id, "launcher_pid",
             (int) gw_launch_pid (self->launch));
 }
@@ -488,8 +488,8 @@ warm_adopt (gw_conv_t *self, gw_warm_t *warm)
     self->kstate = K_STARTING;
     self->claimed = true;
     self->kernels_started = 1;
-    self->launch_timer = zloop_timer (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
-                                      on_launch_timeout, self);
+    self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
+                                         on_launch_timeout, self);
     gw_log ("kernel_claimed", "{s:s, s:i, s:f}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (self->launch), "pool_age", age);
     double default_timeout = self->server->config->defaults.tool_timeout;

@@ -479,7 +479,7 @@ static void
 launch_free (gw_launch_t *self)
 {
     if (self->kill_timer)
-        zloop_timer_end (self->loop, self->kill_timer);
+        gw_timer_end (self->loop, self->kill_timer);
     status_close (self);
     if (self->pid_item.fd >= 0) {
         unwatch (self, &self->pid_item);
@@ -514,7 +514,7 @@ gw_launch_kill (gw_launch_t *self)
         return;
     if (self->kernel_pid > 0 && kill (self->kernel_pid, SIGKILL) == 0) {
         if (!self->kill_timer)
-            self->kill_timer = zloop_timer (self->loop, KILL_GRACE_MS, 1, on_kill_timer, self);
+            self->kill_timer = gw_timer_start (self->loop, KILL_GRACE_MS, 1, on_kill_timer, self);
         return;
     }
     kill (-self->pid, SIGKILL);

@@ -225,7 +225,7 @@ gw_pool_new (gw_server_t *server, int size)
     self->server = server;
     self->size = size;
     self->kernels = zlistx_new ();
-    self->timer = zloop_timer (server->loop, POOL_CHECK_MS, 0, on_pool_check, self);
+    self->timer = gw_timer_start (server->loop, POOL_CHECK_MS, 0, on_pool_check, self);
     return self;
 }
 
@@ -236,7 +236,7 @@ gw_pool_destroy (gw_pool_t **self_p)
     if (!self)
         return;
     if (self->timer)
-        zloop_timer_end (self->server->loop, self->timer);
+        gw_timer_end (self->server->loop, self->timer);
     gw_warm_t *warm;
     while ((warm = zlistx_detach (self->kernels, NULL)))
         gw_warm_destroy (&warm);

@@ -323,7 +323,7 @@ exec_start_head (gw_relay_t *self)
     gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
     if (timeout != GW_UNLIMITED)
-        e->timer_id = zloop_timer (self->server->loop, gw_limit_ms (timeout), 1, on_exec_timeout, self);
+        e->timer_id = gw_timer_start (self->server->loop, gw_limit_ms (timeout), 1, on_exec_timeout, self);
     gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
 }
 
@@ -331,11 +331,11 @@ static void
 exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
 {
     if (e->timer_id)
-        zloop_timer_end (self->server->loop, e->timer_id);
+        gw_timer_end (self->server->loop, e->timer_id);
     if (e->grace_timer_id)
-        zloop_timer_end (self->server->loop, e->grace_timer_id);
+        gw_timer_end (self->server->loop, e->grace_timer_id);
     if (e->idle_timer_id)
-        zloop_timer_end (self->server->loop, e->idle_timer_id);
+        gw_timer_end (self->server->loop, e->idle_timer_id);
     e->timer_id = e->grace_timer_id = e->idle_timer_id = 0;
 }
 
@@ -403,9 +403,7 @@ static int
 on_grace_over (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    gw_exec_t *e = exec_head (self);
-    if (!e || e->grace_timer_id != timer_id)
-        return 0;
+    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
     e->grace_timer_id = 0;
     char cause[256];
     snprintf (cause, sizeof cause,
@@ -422,9 +420,7 @@ static int
 on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    gw_exec_t *e = exec_head (self);
-    if (!e || e->timer_id != timer_id)
-        return 0;
+    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
     e->timer_id = 0;
     e->timed_out = true;
     gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "limit",
@@ -432,8 +428,8 @@ on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
     gw_launch_t *launch = gw_conv_launch (self->conv);
     if (launch)
         gw_launch_signal (launch, SIGINT);
-    e->grace_timer_id = zloop_timer (loop, (size_t) (self->server->config->interrupt_grace * 1000) + 1, 1,
-                                     on_grace_over, self);
+    e->grace_timer_id = gw_timer_start (loop, (size_t) (self->server->config->interrupt_grace * 1000) + 1, 1,
+                                        on_grace_over, self);
     return 0;
 }
 
@@ -460,7 +456,7 @@ static int
 on_probe_timer (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    if (timer_id != self->probe_timer || self->kernel_ready || !self->kernel[WIRE_SHELL])
+    if (self->kernel_ready || !self->kernel[WIRE_SHELL])
         return 0;
     /* a connection refused between the kernel's bind and listen is never
        retried by ZeroMQ (reconnection is off); no user code has run yet,
@@ -480,7 +476,7 @@ static void
 probe_stop (gw_relay_t *self)
 {
     if (self->probe_timer)
-        zloop_timer_end (self->server->loop, self->probe_timer);
+        gw_timer_end (self->server->loop, self->probe_timer);
     self->probe_timer = 0;
 }
 
@@ -691,7 +687,7 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
         if (e->idle_seen)
             reply_complete (self, handle, e);
         else if (!e->idle_timer_id)
-            e->idle_timer_id = zloop_timer (loop, IDLE_WAIT_MS, 1, on_idle_wait_over, self);
+            e->idle_timer_id = gw_timer_start (loop, IDLE_WAIT_MS, 1, on_idle_wait_over, self);
         return 0;
     }
     resign (msg, self->key);
@@ -867,7 +863,7 @@ call_destroy (gw_call_t **self_p)
     if (!self)
         return;
     if (self->timer_id)
-        zloop_timer_end (self->relay->server->loop, self->timer_id);
+        gw_timer_end (self->relay->server->loop, self->timer_id);
     free (self->call_id);
     free (self->name);
     free (self->exec_msg_id);
@@ -996,7 +992,7 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->started_at = gw_clock_mono ();
     double timeout = gw_conv_policy (self->conv)->tool_timeout;
     if (timeout != GW_UNLIMITED)
-        call->timer_id = zloop_timer (self->server->loop, gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
+        call->timer_id = gw_timer_start (self->server->loop, gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
     zhashx_insert (self->calls, call->call_id, call);
     json_decref (content);
     return true;
@@ -1473,8 +1469,6 @@ static int
 on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    if (timer_id != self->drop_timer)
-        return 0; /* ended earlier in this turn: the kernel is gone already */
     self->drop_timer = 0;
     char cause[400];
     snprintf (cause, sizeof cause,
@@ -1514,7 +1508,7 @@ on_kernel_monitor (zloop_t *loop, zsock_t *sock, void *arg)
         gw_log ("kernel_channel_closed", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
                 channel_names[ch]);
         self->dropped_channel = ch;
-        self->drop_timer = zloop_timer (loop, KERNEL_DROP_GRACE_MS, 1, on_kernel_drop_grace, self);
+        self->drop_timer = gw_timer_start (loop, KERNEL_DROP_GRACE_MS, 1, on_kernel_drop_grace, self);
     }
     return 0;
 }
@@ -1542,9 +1536,9 @@ kernel_timers_stop (gw_relay_t *self)
 {
     probe_stop (self);
     if (self->bound_timer)
-        zloop_timer_end (self->server->loop, self->bound_timer);
+        gw_timer_end (self->server->loop, self->bound_timer);
     if (self->drop_timer)
-        zloop_timer_end (self->server->loop, self->drop_timer);
+        gw_timer_end (self->server->loop, self->drop_timer);
     self->bound_timer = self->drop_timer = 0;
 }
 
@@ -1580,8 +1574,6 @@ kernel_bound (gw_relay_t *self)
 {
     struct stat st;
     char path[4200];
-    if (!self->run_dir)
-        return false;
     for (int i = 4; i >= 0; i--) {
         snprintf (path, sizeof path, "%s/k-%d", self->run_dir, self->kernel_ports[i]);
         if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode))
@@ -1631,7 +1623,7 @@ kernel_connect (gw_relay_t *self)
        probe's busy/idle can be published before our SUB's subscription
        reached the kernel (a warm kernel answers at once) */
     probe_send (self);
-    self->probe_timer = zloop_timer (self->server->loop, 10, 0, on_probe_timer, self);
+    self->probe_timer = gw_timer_start (self->server->loop, 10, 0, on_probe_timer, self);
     return 0;
 }
 
@@ -1639,10 +1631,9 @@ static int
 on_kernel_bound_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    /* zloop still runs a timer ended earlier in the same turn */
-    if (timer_id != self->bound_timer || !kernel_bound (self))
+    if (!kernel_bound (self))
         return 0;
-    zloop_timer_end (loop, self->bound_timer);
+    gw_timer_end (loop, self->bound_timer);
     self->bound_timer = 0;
     kernel_connect_or_wait (self);
     return 0;
@@ -1656,7 +1647,7 @@ kernel_connect_or_wait (gw_relay_t *self)
 {
     if (kernel_connect (self) == 0 || self->bound_timer)
         return;
-    self->bound_timer = zloop_timer (self->server->loop, KERNEL_CONNECT_AGAIN_MS, 0, on_kernel_bound_check, self);
+    self->bound_timer = gw_timer_start (self->server->loop, KERNEL_CONNECT_AGAIN_MS, 0, on_kernel_bound_check, self);
 }
 
 int
@@ -1676,7 +1667,7 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
     if (kernel_bound (self))
         return kernel_connect (self) < 0 ? (*errmsg = strdup ("cannot connect to the kernel's sockets"), -1) : 0;
     /* a cold kernel binds a moment after the status line */
-    self->bound_timer = zloop_timer (self->server->loop, 2, 0, on_kernel_bound_check, self);
+    self->bound_timer = gw_timer_start (self->server->loop, 2, 0, on_kernel_bound_check, self);
     return 0;
 }
 

@@ -340,7 +340,7 @@ gw_selftest_run (const char *config_path)
         zhashx_insert (server->conversations, "selftest", conv);
         self.conv = conv;
         gw_conv_when_ready (conv, on_ready, &self);
-        zloop_timer (server->loop, 60000, 1, on_deadline, &self);
+        gw_timer_start (server->loop, 60000, 1, on_deadline, &self);
         gw_server_run (server);
     }
     if (self.shell) {

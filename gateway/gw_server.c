@@ -114,8 +114,10 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->curve = streq (transport, "tcp");
     self->loop = zloop_new ();
     self->io = gw_io_new (self->loop);
+    self->timers = gw_timers_new (self->loop);
     if (!self->io) {
         *errmsg = strdup ("cannot create the event loop's epoll set");
+        gw_timers_destroy (&self->timers);
         zloop_destroy (&self->loop);
         free (self->state_dir);
         free (self->ip);
@@ -297,7 +299,7 @@ static void
 startup_done (gw_server_t *self, const char *layer, const char *error)
 {
     if (self->probe_timer)
-        zloop_timer_end (self->loop, self->probe_timer);
+        gw_timer_end (self->loop, self->probe_timer);
     self->probe_timer = 0;
     if (error) {
         self->startup_error = strdup (error);
@@ -383,8 +385,8 @@ probe_start (gw_server_t *self)
         free (errmsg);
         return;
     }
-    self->probe_timer = zloop_timer (self->loop, gw_limit_ms (self->config->launch_timeout), 1, on_probe_timeout,
-                                     self);
+    self->probe_timer = gw_timer_start (self->loop, gw_limit_ms (self->config->launch_timeout), 1,
+                                        on_probe_timeout, self);
 }
 
 static void
@@ -411,7 +413,8 @@ int
 gw_server_run (gw_server_t *self)
 {
     if (!self->kernel_mode) {
-        zloop_timer (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check, self);
+        gw_timer_start (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check,
+                        self);
         probe_start (self); /* then the connection file, the zygote, the pool */
     }
     zloop_start (self->loop);
@@ -453,7 +456,7 @@ gw_server_close_later (gw_server_t *self, const char *id, const char *why)
     args[0] = (char *) self;
     args[1] = strdup (id);
     args[2] = strdup (why);
-    zloop_timer (self->loop, 1, 1, on_close_later, args);
+    gw_timer_start (self->loop, 1, 1, on_close_later, args);
 }
 
 static int
@@ -468,7 +471,7 @@ gw_server_stop (gw_server_t *self)
     if (self->stopping)
         return;
     self->stopping = true;
-    zloop_timer (self->loop, 1, 1, on_stop, self);
+    gw_timer_start (self->loop, 1, 1, on_stop, self);
 }
 
 void
@@ -510,6 +513,7 @@ gw_server_destroy (gw_server_t **self_p)
         }
     }
     gw_io_destroy (&self->io);
+    gw_timers_destroy (&self->timers);
     zloop_destroy (&self->loop);
     wire_key_destroy (&self->key);
     wire_replay_destroy (&self->replay);

@@ -153,7 +153,7 @@ on_exit_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     unlink (self->socket_path);
     if (retry) {
         self->restarts++;
-        self->restart_timer = zloop_timer (loop, ZYGOTE_RESTART_MS, 1, on_restart, self);
+        self->restart_timer = gw_timer_start (loop, ZYGOTE_RESTART_MS, 1, on_restart, self);
     }
     return 0;
 }
@@ -228,7 +228,7 @@ gw_zygote_destroy (gw_zygote_t **self_p)
         return;
     zloop_t *loop = self->server->loop;
     if (self->restart_timer)
-        zloop_timer_end (loop, self->restart_timer);
+        gw_timer_end (loop, self->restart_timer);
     if (self->pid) {
         zloop_poller_end (loop, &self->pid_item);
         close (self->pid_item.fd);
