@@ -26,6 +26,9 @@
 #include <unistd.h>
 
 #define KERNEL_IDENTITY "kennel-gateway"
+/* at most this many requests read from a closing conversation's shell socket (its
+   queue holds 64 per peer: gw_io_bound) */
+#define DRAIN_AT_CLOSE_MAX 256
 
 typedef struct {
     char *msg_id;
@@ -1110,14 +1113,14 @@ client_recv (gw_relay_t *self, zsock_t *sock, wire_channel_t channel, json_t **h
     return msg;
 }
 
-static void
-track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
+/* A client's execute_request as the relay tracks it (not yet queued). */
+static gw_exec_t *
+exec_new (zmsg_t *msg, json_t *header)
 {
-    int limit = self->server->config->queue_limit;
     zmsg_t *ids = zmsg_new ();
-    int d = delimiter_index (*msg_p);
-    zframe_t *f = zmsg_first (*msg_p);
-    for (int i = 0; i < d; i++, f = zmsg_next (*msg_p))
+    int d = delimiter_index (msg);
+    zframe_t *f = zmsg_first (msg);
+    for (int i = 0; i < d; i++, f = zmsg_next (msg))
         zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
     gw_exec_t *e = calloc (1, sizeof *e);
     e->usage.stat_fd = e->usage.status_fd = -1;
@@ -1125,10 +1128,18 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
     e->header = json_incref (header);
     e->ids = ids;
     /* the protocol's default is true; false means no client answers stdin */
-    json_t *content = frame_json (*msg_p, 5, NULL);
+    json_t *content = frame_json (msg, 5, NULL);
     json_t *allow = json_object_get (content, "allow_stdin");
     e->allow_stdin = !json_is_false (allow);
     json_decref (content);
+    return e;
+}
+
+static void
+track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
+{
+    int limit = self->server->config->queue_limit;
+    gw_exec_t *e = exec_new (*msg_p, header);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];
         snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
@@ -1733,9 +1744,28 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
         self->state_lost = true;
 }
 
+/* Execute requests already in the shell socket's queue when the
+   conversation closes (sent before the close, not yet read by the loop,
+   which may have dispatched the close first) are answered with the rest,
+   never sent to the kernel that is going away. */
+static void
+drain_pending_executes (gw_relay_t *self)
+{
+    zsock_t *shell = self->client[WIRE_SHELL];
+    for (int n = 0; shell && n < DRAIN_AT_CLOSE_MAX && (zsock_events (shell) & ZMQ_POLLIN); n++) {
+        json_t *header = NULL;
+        zmsg_t *msg = client_recv (self, shell, WIRE_SHELL, &header);
+        if (msg && streq (json_string_value (json_object_get (header, "msg_type")), "execute_request"))
+            zlistx_add_end (self->execs, exec_new (msg, header));
+        zmsg_destroy (&msg);
+        json_decref (header);
+    }
+}
+
 void
 gw_relay_close (gw_relay_t *self, const char *cause)
 {
+    drain_pending_executes (self);
     calls_end (self, NULL, "closed");
     /* sent before the client sockets close, which linger to deliver them */
     execs_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");

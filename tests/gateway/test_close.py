@@ -91,3 +91,33 @@ def test_gateway_shutdown_during_an_execution_answers_the_client(gateway):
     assert box["reply"]["content"]["ename"] == "ConversationClosed"
     assert box["reply"]["content"]["evalue"] == "the gateway shut down; the kernel is gone"
     assert gateway.proc.wait(20) == 0
+
+
+def test_requests_that_reach_a_closing_conversation_are_answered(gateway):
+    """Execute requests already in the shell socket's queue when the loop
+    dispatches the host's close (the client cannot know the host is closing)
+    are answered ConversationClosed with the rest, never left waiting. The
+    daemon is stopped while the close and then the requests are sent, so
+    they arrive in the same turn, the close first."""
+    _, kc = gateway.open_client("racing")
+    running = kc.execute(SLEEP)
+    wait_started(gateway, "racing")
+    gateway.proc.send_signal(signal.SIGSTOP)
+    try:
+        closer = threading.Thread(target=gateway.control.request, daemon=True,
+                                  args=("conversation_close_request", {"conversation_id": "racing"}))
+        closer.start()
+        time.sleep(0.2)  # the clients' I/O threads write into the stopped daemon's sockets
+        queued = [kc.execute(f"print({i})") for i in range(5)]
+        time.sleep(0.2)
+    finally:
+        gateway.proc.send_signal(signal.SIGCONT)
+    closer.join(10)
+    replies = {}
+    deadline = time.monotonic() + 5
+    while len(replies) < 6:
+        assert time.monotonic() < deadline, (len(replies), replies)
+        msg = kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+        replies[msg["parent_header"]["msg_id"]] = msg["content"]
+    assert {r["ename"] for r in replies.values()} == {"ConversationClosed"}, replies
+    assert all(replies[q]["evalue"].startswith("not run: ") for q in queued), replies
