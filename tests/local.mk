@@ -1,6 +1,6 @@
 # Integration, conformance and security tests: pytest with the system Python
 # and Debian's jupyter_client, against the programs built here.
-EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.py \
+EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.py tests/kennel_testlib.py \
 	tests/security/test_hardening.py tests/security/test_hostprobe.py
 
 # One pytest process per folder: each folder's conftest.py is its own module

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from queue import Empty
 
@@ -23,10 +22,9 @@ import zmq.asyncio
 from jupyter_client import AsyncKernelClient, BlockingKernelClient, KernelManager
 from jupyter_client.session import Session
 
-# the host module from the source tree: how to reach a connection info's
-# sockets (ipc, or tcp with its CURVE keys)
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent.parent / "gateway" / "python"))
-import kennel  # noqa: E402
+# tests/ (kennel_testlib: the host module, /proc readings, starting kennel serve)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from kennel_testlib import children_map, connect, cpu_seconds, descendants, kennel, serve, traversable_dir  # noqa: E402,F401
 
 # One event loop and one context for every client of the run: a context per
 # client (jupyter_client's default) would start an I/O thread per client and
@@ -74,40 +72,6 @@ def pss_kb(pid):
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         pass
     return 0
-
-
-def children_map():
-    """ppid -> [pid] for every process now."""
-    kids = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    return kids
-
-
-def descendants(pid, kids=None):
-    """pid and every process below it."""
-    kids = kids if kids is not None else children_map()
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, ()))
-    return out
-
-
-def cpu_seconds(pid):
-    """utime + stime of one process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def mem_available_mb():
@@ -398,9 +362,7 @@ class Control:
         self.process = process  # the daemon: a dead one is reported at once, not after a timeout
         info = json.loads(pathlib.Path(connection_file).read_text())
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.sock = kennel.client_context(info).socket(zmq.DEALER)
-        self.sock.linger = 0
-        self.sock.connect(kennel.endpoint(info, "control_port"))
+        self.sock = connect(info, "control_port", zmq.DEALER)
 
     def requests(self, items, in_flight=1, timeout=60):
         """items: [(msg_type, content)]. Returns their reply contents in order
@@ -440,29 +402,22 @@ class KennelGateway:
     def __init__(self, builddir, workdir, extra_config=None, env=None, transport_args=()):
         self.builddir = pathlib.Path(builddir)
         pathlib.Path(workdir).mkdir(parents=True, exist_ok=True)
-        self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-bench-"))
-        os.chmod(self.state, 0o711)
+        self.state = traversable_dir("kennel-bench-")
         self.conn_file = pathlib.Path(workdir) / "gateway.json"
         self.log_file = pathlib.Path(workdir) / "gateway.log"
         config = {"max_conversations": 4096, "idle_check_interval": 60, "queue_limit": 64}
         config.update(extra_config or {})
         config_file = pathlib.Path(workdir) / "gateway-config.json"
         config_file.write_text(json.dumps(config))
-        cmd = [str(self.builddir / "gateway" / "kennel"), "serve", "--state-dir", str(self.state),
-               "--connection-file", str(self.conn_file), "--config", str(config_file),
-               "--log-file", str(self.log_file)] + list(transport_args)
         if self.conn_file.exists():
             self.conn_file.unlink()
-        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        while not self.conn_file.exists():
-            if self.proc.poll() is not None or time.time() > deadline:
-                if self.proc.poll() is None:
-                    self.proc.kill()
-                self.proc.wait()
-                shutil.rmtree(self.state, ignore_errors=True)
-                raise RuntimeError(f"kennel serve did not start; see {self.log_file}")
-            time.sleep(0.01)
+        try:
+            self.proc = serve(self.state, config_file, self.log_file, self.conn_file, transport_args,
+                              binary=self.builddir / "gateway" / "kennel", timeout=30, env=env,
+                              stdin=subprocess.DEVNULL)
+        except RuntimeError:
+            shutil.rmtree(self.state, ignore_errors=True)
+            raise
         self.control = Control(self.conn_file, self.proc)
 
     def info(self):

@@ -7,14 +7,14 @@ import signal
 import threading
 import time
 
+from kennel_testlib import wait_until
+
 SLEEP = "import time\ntime.sleep(30)"
 
 
 def wait_started(gw, conversation_id, count=1, timeout=20):
-    deadline = time.monotonic() + timeout
-    while len([e for e in gw.events("execute_start") if e["conversation"] == conversation_id]) < count:
-        assert time.monotonic() < deadline, "the execution did not start"
-        time.sleep(0.05)
+    wait_until(lambda: len([e for e in gw.events("execute_start") if e["conversation"] == conversation_id]) >= count,
+               timeout, "the execution did not start")
 
 
 def interactive_in_thread(kc, code):

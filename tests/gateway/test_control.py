@@ -5,10 +5,8 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
-import time
 
-from gwtest import Control, built, launcher
+from gwtest import Control, built, launcher, serve, traversable_dir
 
 
 def test_connection_file_is_private_and_complete(gateway):
@@ -52,17 +50,12 @@ def test_connection_file_means_ready(tmp_path):
     how it was taken; the log says confinement before ready."""
     conn = tmp_path / "gw.json"
     log = tmp_path / "gw.log"
-    state = tempfile.mkdtemp(prefix="kennel-gw-test-")
-    os.chmod(state, 0o711)
+    state = traversable_dir("kennel-gw-test-")
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"launcher": launcher()}))
-    proc = subprocess.Popen([str(built("gateway/kennel")), "serve", "--state-dir", state, "--connection-file",
-                             str(conn), "--config", str(cfg), "--log-file", str(log)])
+    # asked the instant the file appears: looked for every millisecond
+    proc = serve(state, cfg, log, conn, timeout=30, interval=0.001)
     try:
-        deadline = time.time() + 30
-        while not conn.exists():
-            assert proc.poll() is None and time.time() < deadline, log.read_text()
-            time.sleep(0.001)
         control = Control(conn)
         before = datetime.datetime.now(datetime.timezone.utc)
         c = control.request("gateway_info_request")["content"]

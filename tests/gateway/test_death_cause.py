@@ -7,16 +7,13 @@ oom_kill) and says it on the status pipe; without a memory cgroup it says
 the cause is unknown, never out of memory. Each test probes the host's
 cgroup for the gateway's user first (tests/hostprobe.py)."""
 import os
-import pathlib
 import shutil
 import signal
-import tempfile
 
 import pytest
 
-import gwtest
 import hostprobe
-from gwtest import Gateway, execute, execute_started
+from gwtest import Gateway, execute, execute_started, traversable_dir
 
 MEMORY = 300 << 20
 # shared anonymous memory: not bounded by RLIMIT_DATA (private writable
@@ -95,7 +92,7 @@ def test_kill_9_is_not_called_out_of_memory(make_gateway):
     kill_9_and_check(gw, kc, "k9", kill_9_expected(memory_cgroup(gw, os.geteuid())))
 
 
-def test_unprivileged_gateway_never_claims_oom_without_a_cgroup(monkeypatch):
+def test_unprivileged_gateway_never_claims_oom_without_a_cgroup():
     """A gateway run as uid 65534: on a cgroup v1 host (or v2 without
     delegation) its launchers have no memory cgroup, and a kill -9 is "cause
     unknown: no memory cgroup"; where the probe finds one, it is plain."""
@@ -105,19 +102,10 @@ def test_unprivileged_gateway_never_claims_oom_without_a_cgroup(monkeypatch):
         pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
                     "(security/test_confine.py::test_refused_where_the_host_forbids_user_namespaces "
                     "asserts the refusal)")
-    mkdtemp = tempfile.mkdtemp
-
-    def owned_by_nobody(*args, **kw):
-        path = mkdtemp(*args, **kw)
-        os.chown(path, uid, uid)
-        return path
-
-    # the gateway's state dir (gwtest makes it with tempfile.mkdtemp) and
-    # its own files belong to the user it runs as
-    monkeypatch.setattr(gwtest.tempfile, "mkdtemp", owned_by_nobody)
-    home = pathlib.Path(owned_by_nobody(prefix="kennel-death-"))
+    # in /tmp, not pytest's 0700 tmp dirs: uid 65534 reaches its own files
+    home = traversable_dir("kennel-death-")
     config = {"warm_pool": 0, "confine": {"allow_degraded": hostprobe.allow_degraded(uid, also=["quota"])}}
-    gw = Gateway(home, config=config, preexec_fn=lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid)))
+    gw = Gateway(home, config=config, user=uid)  # its state dir and home are its own
     try:
         _, kc = gw.open_client("k9")
         kill_9_and_check(gw, kc, "k9", kill_9_expected(memory_cgroup(gw, uid)))

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from gwtest import built, execute, gone, stdout_of
+from kennel_testlib import wait_until
 
 
 def info(gw):
@@ -19,13 +20,12 @@ def info(gw):
 
 
 def wait_ready(gw, timeout=20, not_pid=None):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def ready():
         fs = info(gw)
-        if fs["ready"] and fs["pid"] != not_pid:
-            return fs
-        time.sleep(0.05)
-    raise TimeoutError(f"the fork server is not ready: {info(gw)} {gw.events('fork_server_exited')}")
+        return fs if fs["ready"] and fs["pid"] != not_pid else None
+
+    return wait_until(ready, timeout, lambda: f"the fork server is not ready: {info(gw)} "
+                      f"{gw.events('fork_server_exited')}")
 
 
 def ancestors(pid):

@@ -6,11 +6,11 @@ inside, so the kernel can neither truncate it nor write a line that looks
 like the launcher's."""
 import json
 import shutil
-import time
 
 import pytest
 
 from gwtest import execute, stdout_of
+from kennel_testlib import wait_until
 
 LOG_MAX = 8 << 20
 FORGED = "confine: the sandbox reached its memory limit (FAKE) \x1b[2J kennel-launch: FORGED"
@@ -73,13 +73,14 @@ s.close(0)
 
 def wait_for_line(log, prefix, timeout=10):
     """The log's text once a line starts with prefix."""
-    deadline = time.monotonic() + timeout
-    while True:
-        text = log.read_text(errors="replace") if log.exists() else ""
-        if any(line.startswith(prefix) for line in text.splitlines()):
-            return text
-        assert time.monotonic() < deadline, text
-        time.sleep(0.05)
+    def text():
+        return log.read_text(errors="replace") if log.exists() else ""
+
+    def found():
+        now = text()
+        return now if any(line.startswith(prefix) for line in now.splitlines()) else None
+
+    return wait_until(found, timeout, text)
 
 
 def assert_only_marked(lines, text):

@@ -2,17 +2,19 @@
 shutdown and heartbeat answered by the gateway, idle culling."""
 import json
 import os
-import pathlib
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import pytest
 import zmq
 
+import hostprobe
 from gwtest import Control, built, connect, execute, execute_started, gone, launcher, stdout_of
+from kennel_testlib import serve, setpriv, traversable_dir, wait_until
+
+NOBODY = hostprobe.NOBODY
 
 
 def kernel_pid(gateway, cid):
@@ -147,10 +149,8 @@ def test_shutdown_request_restart_and_close(gateway):
     kc.shutdown(restart=False)
     r = kc.get_control_msg(timeout=10)
     assert r["content"]["restart"] is False
-    deadline = time.time() + 10
-    while gateway.control.request("conversation_list_request")["content"]["conversations"]:
-        assert time.time() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: not gateway.control.request("conversation_list_request")["content"]["conversations"],
+               10, "the conversation closed")
 
 
 def test_heartbeat_answered(gateway):
@@ -167,10 +167,8 @@ def test_idle_culling(gateway):
     reply, kc = gateway.open_client("idle", policy={"idle_ttl": 2})
     execute(kc, "1")
     pid = kernel_pid(gateway, "idle")
-    deadline = time.time() + 10
-    while gateway.control.request("conversation_list_request")["content"]["conversations"]:
-        assert time.time() < deadline, "not culled"
-        time.sleep(0.1)
+    wait_until(lambda: not gateway.control.request("conversation_list_request")["content"]["conversations"],
+               10, "not culled", interval=0.1)
     assert gone(pid)
     assert any(e["reason"] == "idle" for e in gateway.events("close"))
 
@@ -236,26 +234,16 @@ def test_a_required_layer_the_host_lacks_refuses(make_gateway):
     assert c["ename"] == "ConfinementUnavailable" and "quota" in c["evalue"], c
 
 
-NOBODY = 65534
-
-
 def serve_as_nobody(config):
     """`kennel serve` as uid 65534 (setpriv) in a scratch dir it owns; returns
     (process, dir, Control) once the connection file is there."""
-    d = pathlib.Path(tempfile.mkdtemp(prefix="kennel-gw-nobody-"))
-    os.chmod(d, 0o755)
+    d = traversable_dir("kennel-gw-nobody-", 0o755)
     os.chown(d, NOBODY, NOBODY)
     cfg = d / "config.json"
     cfg.write_text(json.dumps(dict({"launcher": launcher()}, **config)))
     os.chmod(cfg, 0o644)
-    proc = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                             str(built("gateway/kennel")), "serve", "--state-dir", str(d / "state"),
-                             "--connection-file", str(d / "gw.json"), "--config", str(cfg), "--log-file",
-                             str(d / "gw.log")], env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
-    deadline = time.time() + 30
-    while not (d / "gw.json").exists():
-        assert proc.poll() is None and time.time() < deadline, (d / "gw.log").read_text()
-        time.sleep(0.01)
+    proc = serve(d / "state", cfg, d / "gw.log", d / "gw.json", prefix=setpriv(NOBODY), timeout=30,
+                 env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
     return proc, d, Control(d / "gw.json")
 
 
@@ -299,10 +287,7 @@ def test_reopen_after_kernel_death_gets_a_fresh_kernel(gateway):
     reply, kc = gateway.open_client("reopen-dead")
     pid = kernel_pid(gateway, "reopen-dead")
     os.kill(pid, signal.SIGKILL)
-    deadline = time.time() + 10
-    while not gateway.events("kernel_exit"):
-        assert time.time() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: gateway.events("kernel_exit"), 10, "kernel_exit logged")
     again = gateway.control.open("reopen-dead")
     assert again["status"] == "ok" and again["created"] is False
     assert again["connection"] == reply["connection"]
@@ -368,10 +353,8 @@ def test_tool_timeout_zero_is_one_rule_cold_or_warm(make_gateway, warm_pool):
     at open either way (with a ready pooled kernel waiting, or none), and
     the pool is untouched."""
     gw = make_gateway(config={"warm_pool": warm_pool})
-    deadline = time.time() + 30
-    while gw.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] < warm_pool:
-        assert time.time() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: gw.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] >= warm_pool,
+               30, "the warm pool filled")
     c = gw.control.open("t0", policy={"tool_timeout": 0})
     assert c["status"] == "error" and c["ename"] == "PolicyError" and "tool_timeout" in c["evalue"], c
     assert not gw.events("kernel_claimed") and not gw.events("kernel_launch")

@@ -11,19 +11,18 @@ control (ROUTER_HANDOVER would give it the victim's routing), and pings hb,
 while the victim runs executions that print a secret."""
 import json
 import os
-import pathlib
 import shutil
 import subprocess
-import tempfile
 import time
 
 import pytest
 
 import hostprobe
 from gwtest import execute, stdout_of
+from kennel_testlib import HOST_MODULE_DIR, serve, setpriv, traversable_dir
 
-NOBODY = 65534
-SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+NOBODY = hostprobe.NOBODY
+SETPRIV = setpriv(NOBODY)
 SECRET = "hunter2-password"
 
 ATTACKER = r"""
@@ -210,7 +209,7 @@ def test_insecure_tcp_has_no_identity_takeover(make_gateway):
 
 
 def _as(uid, argv, **kw):
-    return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + argv,
+    return subprocess.run(setpriv(uid) + argv,
                           capture_output=True, text=True, cwd="/", timeout=60, **kw)
 
 
@@ -229,31 +228,24 @@ def test_unprivileged_operator_gets_a_private_sock_dir(tmp_path):
     """A non-root operator (uid 65534) runs `kennel serve` with the default
     transport: its sockets are in its own 0700 sock dir, its own client
     (same uid) works, another uid (65533) cannot connect."""
-    from gwtest import built, launcher, HERE
+    from gwtest import launcher
     userns = hostprobe.user_namespaces(NOBODY)  # unconfined: can a non-root operator confine at all here?
     if not userns.ok:
         pytest.skip(userns.detail)
-    base = pathlib.Path(tempfile.mkdtemp(prefix="kennel-op-"))
+    base = traversable_dir("kennel-op-")
     try:
         os.chown(base, NOBODY, NOBODY)
-        os.chmod(base, 0o711)
         config = base / "config.json"
         config.write_text(json.dumps({"launcher": launcher(), "warm_pool": 0,
                                       "confine": {"allow_degraded": hostprobe.allow_degraded(NOBODY, also=["quota"])}}))
         state = base / "state"
-        daemon = subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                                   str(built("gateway/kennel")), "serve", "--state-dir", str(state),
-                                   "--config", str(config), "--log-file", str(base / "log")],
-                                  cwd="/", env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
+        daemon = serve(state, config, base / "log", prefix=SETPRIV, cwd="/",
+                       env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
         try:
             conn_file = state / "gateway.json"
-            deadline = time.time() + 20
-            while not conn_file.exists():
-                assert daemon.poll() is None and time.time() < deadline, (base / "log").read_text()
-                time.sleep(0.05)
             sock = state / "sock"
             assert os.stat(sock).st_uid == NOBODY and os.stat(sock).st_mode & 0o777 == 0o700
-            pypath = str(HERE.parent.parent / "gateway" / "python")
+            pypath = str(HOST_MODULE_DIR)
             out = _as(NOBODY, ["env", f"PYTHONPATH={pypath}", "/usr/bin/python3", "-c", OPERATOR_CLIENT,
                                str(conn_file)])
             assert out.returncode == 0, out.stderr

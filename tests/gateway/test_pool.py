@@ -10,6 +10,7 @@ import time
 from jupyter_client import BlockingKernelClient
 
 from gwtest import execute, stdout_of
+from kennel_testlib import wait_until
 
 
 def pool_info(gw):
@@ -17,10 +18,7 @@ def pool_info(gw):
 
 
 def wait_pool(gw, ready, timeout=30):
-    deadline = time.time() + timeout
-    while pool_info(gw)["ready"] < ready:
-        assert time.time() < deadline, pool_info(gw)
-        time.sleep(0.05)
+    wait_until(lambda: pool_info(gw)["ready"] >= ready, timeout, lambda: pool_info(gw))
 
 
 def pids(gw):

@@ -11,14 +11,14 @@ import pathlib
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 
 import pytest
 import zmq
 
-from gwtest import connect, execute
+import hostprobe
+from gwtest import become, connect, execute, traversable_dir
 from test_workspace_removal import unprivileged_gateway  # noqa: F401 (a fixture)
 
 MIB = 1 << 20
@@ -88,8 +88,7 @@ def test_kernel_cannot_make_gateway_connect_elsewhere(either_gateway, tmp_path):
     reconnect (as root, following the symlink); it kills the kernel and
     tells the client why."""
     gateway = either_gateway
-    host_dir = pathlib.Path(tempfile.mkdtemp(prefix="kennel-hostsvc-"))
-    os.chmod(host_dir, 0o755)  # an unprivileged gateway could reach it too
+    host_dir = traversable_dir("kennel-hostsvc-", 0o755)  # an unprivileged gateway could reach it too
     host_path = host_dir / "hostsvc.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(host_path))
@@ -227,17 +226,6 @@ CONTROL_ATTACKER = textwrap.dedent("""
 """)
 
 
-def nobody():
-    import pwd
-    pw = pwd.getpwnam("nobody")
-
-    def drop():
-        os.setgroups([])
-        os.setgid(pw.pw_gid)
-        os.setuid(pw.pw_uid)
-    return drop
-
-
 def sanitizer_build():
     """ASan keeps freed memory in quarantine (256 MiB by default, plus redzones and shadow): a
     sanitizer build's peak RSS under a flood of small allocations is that
@@ -252,7 +240,7 @@ def gateway_binary():
 
 
 def attack_control(port, seconds):
-    out = subprocess.run([sys.executable, "-c", CONTROL_ATTACKER, str(port), str(seconds)], preexec_fn=nobody(),
+    out = subprocess.run([sys.executable, "-c", CONTROL_ATTACKER, str(port), str(seconds)], preexec_fn=lambda: become(hostprobe.NOBODY),
                          capture_output=True, text=True, timeout=120, cwd="/")
     # the big frame's sender may die (libzmq asserts on EFAULT reading the
     # sparse mapping when the receiver takes it all): only the flood's

@@ -4,14 +4,12 @@ with an unprivileged gateway (which owns the sandbox's files), directories of
 mode 000. A conversation opened again with the same id is created with an
 empty workspace. Real daemons (as root and as uid 65534), confined kernels,
 jupyter_client."""
-import pathlib
 import shutil
-import tempfile
 
 import pytest
 
 import hostprobe
-from gwtest import Gateway, execute, stdout_of
+from gwtest import Gateway, execute, stdout_of, traversable_dir
 
 DEEP = """
 import os
@@ -64,7 +62,7 @@ def unprivileged_gateway():
     userns = hostprobe.user_namespaces(hostprobe.NOBODY)
     if not userns.ok:
         pytest.skip(userns.detail)  # no sandbox at all for that uid on this host
-    home = pathlib.Path(tempfile.mkdtemp(prefix="kennel-unpriv-"))
+    home = traversable_dir("kennel-unpriv-")
     config = {"confine": {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY, also=["quota"])}}
     gw = Gateway(home, config=config, user=hostprobe.NOBODY)
     yield gw

@@ -4,34 +4,20 @@ conftest.py installs) with jupyter_client and collect what requests produce.
 Test files import helpers from here, never `from conftest import`: every
 test folder has a conftest.py, and when the whole tests/ tree is collected
 that name can be another folder's."""
-import importlib.util
 import json
 import os
 import queue
 import subprocess
-import time
 import uuid
 
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import start_new_kernel
 
 import hostprobe
+from kennel_testlib import built, first_reply, iopub_until_idle, stream_text  # noqa: F401
 
 KERNEL_NAME = "kennel-dev"
 TIMEOUT = 30
-
-
-def _root_conftest():
-    """tests/conftest.py (its built() knows where the programs are), loaded
-    by path under a name of its own."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py")
-    spec = importlib.util.spec_from_file_location("kennel_tests_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-built = _root_conftest().built
 
 
 class Kernel:
@@ -44,27 +30,10 @@ class Kernel:
 
     def iopub_until_idle(self, msg_id, timeout=TIMEOUT):
         """iopub messages of one request, from busy to idle (both excluded)."""
-        deadline = time.monotonic() + timeout
-        outputs = []
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("no idle for %s; got %r" % (msg_id, outputs))
-            msg = self.kc.get_iopub_msg(timeout=remaining)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status":
-                if msg["content"]["execution_state"] == "idle":
-                    return outputs
-                continue
-            outputs.append(msg)
+        return iopub_until_idle(self.kc, msg_id, timeout)
 
     def shell_reply(self, msg_id, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.kc.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return msg
+        return first_reply(self.kc.get_shell_msg, msg_id, timeout)
 
     def execute(self, code, timeout=TIMEOUT, **kwargs):
         """(reply content, [iopub messages other than execute_input])."""
@@ -99,11 +68,6 @@ def start_kernel():
 def stop_kernel(kernel):
     kernel.kc.stop_channels()
     kernel.km.shutdown_kernel(now=False)
-
-
-def stream_text(outputs, name="stdout"):
-    return "".join(m["content"]["text"] for m in outputs
-                   if m["msg_type"] == "stream" and m["content"]["name"] == name)
 
 
 class ConfinedKernel(Kernel):

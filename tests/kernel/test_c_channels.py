@@ -9,7 +9,6 @@ picked and let go before the kernel binds them, and on a busy machine
 another process can take one in between."""
 import json
 import os
-import pathlib
 import signal
 import socket
 import subprocess
@@ -24,20 +23,9 @@ from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from jupyter_client.session import Session
 
+from kennel_testlib import LSAN_SUPPRESSIONS, built, cpu_seconds, first_reply, iopub_until_idle, stream_text
 
 TIMEOUT = 30
-# not `from conftest import built`: when the whole tests/ tree is collected,
-# "conftest" can be another folder's
-SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", pathlib.Path(__file__).resolve().parents[2]))
-BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
-
-
-def built(relpath):
-    """A program built by make; missing is a build bug, never a skip."""
-    path = BUILDDIR / relpath
-    if not path.exists():
-        raise FileNotFoundError("%s not built: run make in %s" % (path, BUILDDIR))
-    return path
 
 
 class Proc:
@@ -84,23 +72,11 @@ class Proc:
         return sock
 
     def reply(self, msg_id, get, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = get(timeout=max(0.01, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return msg
+        return first_reply(get, msg_id, timeout)
 
     def outputs(self, msg_id, timeout=TIMEOUT):
         """iopub messages of one request between busy and idle."""
-        deadline = time.monotonic() + timeout
-        seen = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return seen
-            seen.append(msg)
+        return iopub_until_idle(self.kc, msg_id, timeout)
 
     def execute(self, code, timeout=TIMEOUT, **kwargs):
         msg_id = self.kc.execute(code, allow_stdin=False, **kwargs)
@@ -124,11 +100,6 @@ def proc(tmp_path):
     p = Proc(tmp_path)
     yield p
     p.close()
-
-
-def streams(outputs, name):
-    return "".join(m["content"]["text"] for m in outputs
-                   if m["msg_type"] == "stream" and m["content"]["name"] == name)
 
 
 def control_request(proc, msg_type, content=None):
@@ -216,13 +187,13 @@ def test_badly_signed_and_replayed_messages_are_dropped_and_logged(proc):
     # the kernel still serves, and ran neither the forged nor the replayed code
     reply, outputs = proc.execute("print(globals().get('forged'), replayed)")
     assert reply["status"] == "ok"
-    assert streams(outputs, "stdout") == "None 1\n"
+    assert stream_text(outputs, "stdout") == "None 1\n"
     log = proc.stderr()
     assert log.count("message dropped") >= 3, log
     assert "signature" in log
     # log lines go to the kernel's own stderr, never to the client's stream
     reply, outputs = proc.execute("1")
-    assert "dropped" not in streams(outputs, "stderr")
+    assert "dropped" not in stream_text(outputs, "stderr")
 
 
 def test_fd_output_keeps_utf8_whole_and_replaces_invalid_bytes(proc):
@@ -233,14 +204,14 @@ def test_fd_output_keeps_utf8_whole_and_replaces_invalid_bytes(proc):
             "os.write(2, b'bad \\xff byte')\n")
     reply, outputs = proc.execute(code)
     assert reply["status"] == "ok"
-    assert streams(outputs, "stdout") == "é€😀"
-    assert streams(outputs, "stderr") == "bad \ufffd byte"
+    assert stream_text(outputs, "stdout") == "é€😀"
+    assert stream_text(outputs, "stderr") == "bad \ufffd byte"
 
 
 def test_many_small_fd_writes_are_batched(proc):
     reply, outputs = proc.execute("import os\nfor i in range(20000):\n    os.write(1, b'.')")
     assert reply["status"] == "ok"
-    assert streams(outputs, "stdout") == "." * 20000
+    assert stream_text(outputs, "stdout") == "." * 20000
     assert len([m for m in outputs if m["msg_type"] == "stream"]) < 2000
 
 
@@ -250,7 +221,7 @@ def test_ten_megabytes_written_to_fd_1(proc):
     started = time.monotonic()
     reply, outputs = proc.execute(code, timeout=60)
     assert reply["status"] == "ok"
-    text = streams(outputs, "stdout")
+    text = stream_text(outputs, "stdout")
     assert len(text) == 160 * 65536
     assert text.count("\n") == 160
     assert time.monotonic() - started < 30
@@ -292,12 +263,6 @@ def test_busy_and_idle_wrap_control_requests(proc):
     assert states == ["busy", "idle"]
 
 
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def test_closing_fd_1_neither_breaks_nor_spins_the_kernel(proc):
     reply, _ = proc.execute("import os\nos.close(1)")
     assert reply["status"] == "ok"
@@ -306,8 +271,8 @@ def test_closing_fd_1_neither_breaks_nor_spins_the_kernel(proc):
     assert cpu_seconds(proc.popen.pid) - before < 0.2, "the idle kernel burns CPU"
     reply, outputs = proc.execute("print('still here')\nos.write(2, b'fd 2 works\\n')")
     assert reply["status"] == "ok"
-    assert streams(outputs, "stdout") == "still here\n"
-    assert streams(outputs, "stderr") == "fd 2 works\n"
+    assert stream_text(outputs, "stdout") == "still here\n"
+    assert stream_text(outputs, "stderr") == "fd 2 works\n"
 
 
 def test_clean_shutdown_leaks_nothing_of_its_own(tmp_path):
@@ -316,7 +281,7 @@ def test_clean_shutdown_leaks_nothing_of_its_own(tmp_path):
     interned objects are suppressed by tests/lsan.supp). Without sanitizers
     this still checks the clean exit status."""
     p = Proc(tmp_path, env={"ASAN_OPTIONS": "detect_leaks=1",
-                            "LSAN_OPTIONS": "suppressions=%s" % (SRCDIR / "tests" / "lsan.supp")})
+                            "LSAN_OPTIONS": "suppressions=%s" % LSAN_SUPPRESSIONS})
     try:
         reply, _ = p.execute("import os, json\nprint(json.dumps([1]))\nos.write(2, b'x')")
         assert reply["status"] == "ok"
@@ -343,7 +308,7 @@ def test_a_forked_child_that_returns_from_the_cell_exits_quietly(proc):
         "else:\n"
         "    os.write(1, b'child ran\\n')\n")
     assert reply["status"] == "ok", reply
-    text = streams(outputs, "stdout")
+    text = stream_text(outputs, "stdout")
     assert "child ran\n" in text
     assert text.endswith("child exit status 0\n")
     # exactly one reply reached the client, and the kernel goes on
@@ -353,7 +318,7 @@ def test_a_forked_child_that_returns_from_the_cell_exits_quietly(proc):
         extra = None
     assert extra is None, extra
     reply, outputs = proc.execute("print('parent still serves')")
-    assert streams(outputs, "stdout") == "parent still serves\n"
+    assert stream_text(outputs, "stdout") == "parent still serves\n"
 
 
 def test_stdin_reply_to_an_earlier_request_is_not_taken_for_this_one(proc):
@@ -376,7 +341,7 @@ def test_stdin_reply_to_an_earlier_request_is_not_taken_for_this_one(proc):
     assert reply["content"]["status"] == "ok"
     proc.outputs(msg_id)
     reply, outputs = proc.execute("print(second)")
-    assert streams(outputs, "stdout") == "right\n"
+    assert stream_text(outputs, "stdout") == "right\n"
     assert "for another request dropped" in proc.stderr()
 
 
@@ -445,7 +410,7 @@ def test_ipc_socket_names(tmp_path):
             assert (tmp_path / ("k-%d" % p.info[channel + "_port"])).is_socket()
         reply, outputs = p.execute("import os\nos.write(1, b'over ipc\\n')")
         assert reply["status"] == "ok"
-        assert streams(outputs, "stdout") == "over ipc\n"
+        assert stream_text(outputs, "stdout") == "over ipc\n"
         hb = p.socket(zmq.REQ, "hb")
         hb.send(b"ping")
         assert hb.poll(2000) and hb.recv() == b"ping"
@@ -463,7 +428,7 @@ def test_modules_in_the_current_directory_import(proc, tmp_path):
         "print(kennel_helper_mod.ANSWER, sys.executable, sys.flags.no_user_site)" % str(tmp_path))
     assert reply["status"] == "ok", reply
     # the interpreter the tests run with is the configured one (make pytest)
-    assert streams(outputs, "stdout") == "42 %s 1\n" % sys.executable
+    assert stream_text(outputs, "stdout") == "42 %s 1\n" % sys.executable
 
 
 def test_a_port_held_for_a_moment_at_start_is_waited_for(tmp_path):
@@ -500,4 +465,4 @@ def test_input_from_several_threads_at_once_is_served_one_at_a_time(proc):
     assert reply["content"]["status"] == "ok", reply["content"]
     outputs = proc.outputs(msg_id)
     expected = sorted([(n, "answer to q%d" % n) for n in range(4)] + [("main", "answer to qmain")], key=str)
-    assert streams(outputs, "stdout") == "%s\n" % expected
+    assert stream_text(outputs, "stdout") == "%s\n" % expected

@@ -17,17 +17,7 @@ import tempfile
 import pytest
 
 import hostprobe
-
-SRCDIR = pathlib.Path(__file__).resolve().parent.parent.parent
-BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
-
-
-def built(relpath):
-    """A program built by make; missing is a build bug, never a pass."""
-    path = BUILDDIR / relpath
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
-    return path
+from kennel_testlib import BUILDDIR, built  # noqa: F401
 
 NOBODY = hostprobe.NOBODY
 SETPRIV = hostprobe.SETPRIV

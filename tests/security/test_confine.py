@@ -10,6 +10,7 @@ import time
 import pytest
 
 import hostprobe
+from kennel_testlib import cmdline, pids, wait_until
 # the fixtures come from sandboxlib (see its docstring)
 from sandboxlib import (Launcher, any_launcher, canary_untouched, host_files, host_workspace,  # noqa: F401
                         launcher, scratch)
@@ -144,27 +145,14 @@ def test_sandbox_dies_with_the_launcher_and_takes_daemons_along(launcher):
     assert proc.stdout.readline().strip() == "started"
 
     def sleepers():
-        found = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if f.read() == b"sleep\0" + token.encode() + b"\0":
-                        found.append(int(pid))
-            except OSError:
-                pass
-        return found
+        return [pid for pid in pids() if cmdline(pid) == b"sleep\0" + token.encode() + b"\0"]
 
     try:
-        deadline = time.monotonic() + 5
-        while len(sleepers()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: len(sleepers()) >= 2, 5, "both sleepers started")
         assert len(sleepers()) == 2
         proc.kill()  # SIGKILL to the waiter: PDEATHSIG takes the namespace down
         proc.wait()
-        deadline = time.monotonic() + 5
-        while sleepers() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert sleepers() == []
+        wait_until(lambda: not sleepers(), 5, lambda: f"sleepers left: {sleepers()}")
     finally:
         # on failure, leave nothing behind (these pids are this test's own)
         proc.kill()

@@ -15,6 +15,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 
 import hostprobe
+from kennel_testlib import gone
 from sandboxlib import BUILDDIR, PROC_VIEW_CODE, built, host_paths_seen
 
 KEY = "zygote-test-key"
@@ -116,14 +117,6 @@ def kernels(scratch):
         k.close()
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
 def test_socket_is_private(zygote):
     mode = os.stat(zygote.path).st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
@@ -198,10 +191,7 @@ def test_sigterm_to_the_proxy_ends_the_kernel_and_the_proxy_dies_of_it(zygote, k
     assert k.run("1") == ("ok", "")
     k.proc.send_signal(signal.SIGTERM)
     assert k.proc.wait(timeout=20) == -signal.SIGTERM
-    deadline = time.time() + 10
-    while alive(k.status["pid"]) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not alive(k.status["pid"])
+    assert gone(k.status["pid"], 10)
 
 
 def test_sigkill_to_the_proxy_takes_the_kernel_along(zygote, kernels):
@@ -209,10 +199,7 @@ def test_sigkill_to_the_proxy_takes_the_kernel_along(zygote, kernels):
     assert k.run("1") == ("ok", "")
     k.proc.kill()
     k.proc.wait()
-    deadline = time.time() + 10
-    while alive(k.status["pid"]) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not alive(k.status["pid"])
+    assert gone(k.status["pid"], 10)
 
 
 def test_unreachable_zygote_falls_back_to_a_normal_launch(scratch, kernels):
@@ -285,7 +272,4 @@ def test_stopping_the_zygote_ends_its_kernels_and_their_proxies(scratch, kernels
     assert not os.path.exists(z.path)
     assert k.proc.wait(timeout=20) == 125
     assert "connection lost" in k.proc.stderr.read()
-    deadline = time.time() + 10
-    while alive(k.status["pid"]) and time.time() < deadline:
-        time.sleep(0.05)
-    assert not alive(k.status["pid"])
+    assert gone(k.status["pid"], 10)

@@ -186,9 +186,8 @@ def test_additional_properties_schema(open_conv, host):
      "parameters.properties.a.maxLength must be a non-negative integer"),
 ])
 def test_unsupported_schemas_are_refused_at_open(daemon, parameters, problem):
-    reply = daemon.control.request("conversation_open_request", {
-        "conversation_id": "args-unsupported",
-        "tools": [{"name": "t", "description": "", "parameters": parameters}]})
+    reply = daemon.control.open("args-unsupported",
+                                tools=[{"name": "t", "description": "", "parameters": parameters}])
     assert reply["status"] == "error" and reply["ename"] == "InvalidTools", reply
     assert reply["evalue"].startswith(f"tool 't': {problem}"), reply["evalue"]
 

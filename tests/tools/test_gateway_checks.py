@@ -14,6 +14,8 @@ import pytest
 from jupyter_client.session import Session
 
 import toolhost
+from kennel_testlib import wait_until
+from toolhost import interactive
 
 _ids = itertools.count()
 
@@ -41,27 +43,9 @@ def reply_to(kc, msg, result, call_id=None, session=None):
     (session or kc.session).send(kc.stdin_channel.socket, "tool_reply", content, parent=msg["header"])
 
 
-def run(kc, code, hook, **kw):
-    """(reply, stdout, first error content or None)."""
-    outputs = []
-    reply = kc.execute_interactive(code, output_hook=outputs.append, stdin_hook=hook,
-                                   timeout=kw.pop("timeout", 30), **kw)
-    stdout = "".join(m["content"]["text"] for m in outputs
-                     if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
-    errors = [m["content"] for m in outputs if m["msg_type"] == "error"]
-    return reply, stdout, (errors[0] if errors else None)
-
-
 def events(daemon, name, **match):
     lines = [json.loads(line) for line in daemon.log().splitlines() if line.strip()]
     return [e for e in lines if e["event"] == name and all(e.get(k) == v for k, v in match.items())]
-
-
-def wait_for(predicate, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 CATCH = "try:\n    print({call})\nexcept ToolError as e:\n    print(e.ename, '|', e.evalue)"
@@ -76,11 +60,11 @@ def test_forged_and_unknown_replies_never_reach_the_kernel(daemon, open_client):
         reply_to(kc, msg, "unknown", call_id="0" * 24)       # no such pending call
         reply_to(kc, msg, "genuine")
 
-    reply, stdout, error = run(kc, CATCH.format(call="echo('x')"), host)
+    reply, stdout, error = interactive(kc, CATCH.format(call="echo('x')"), host)
     # had either reached the kernel it would have returned "forged" or raised
     # BadToolReply (another call_id)
     assert reply["content"]["status"] == "ok" and stdout == "genuine\n", error
-    wait_for(lambda: events(daemon, "tool_reply_dropped", conversation=conv, call_id="0" * 24))
+    wait_until(lambda: events(daemon, "tool_reply_dropped", conversation=conv, call_id="0" * 24), 5)
     assert any(e["channel"] == "stdin" and e["reason"] == "bad_signature"
                for e in events(daemon, "bad_message", conversation=conv))
 
@@ -95,11 +79,11 @@ def test_a_reply_sent_to_another_conversation_is_dropped(daemon, open_client):
         reply_to(b, msg, "via b")   # signed with b's key, on b's stdin
 
     started = time.monotonic()
-    reply, stdout, error = run(a, CATCH.format(call="echo('x')"), host_answers_on_b)
+    reply, stdout, error = interactive(a, CATCH.format(call="echo('x')"), host_answers_on_b)
     assert reply["content"]["status"] == "ok", error
     assert stdout.startswith("ToolTimeout | the host did not answer tool 'echo' within 1 s"), stdout
     assert time.monotonic() - started < 4  # the gateway's timeout, not the kernel's backstop (+5 s)
-    wait_for(lambda: events(daemon, "tool_reply_dropped", conversation=conv_b, call_id=seen[0]))
+    wait_until(lambda: events(daemon, "tool_reply_dropped", conversation=conv_b, call_id=seen[0]), 5)
     assert events(daemon, "tool_call", conversation=conv_a, status="timeout")
 
 
@@ -107,13 +91,13 @@ def test_the_gateway_times_out_a_call_and_drops_the_late_reply(daemon, open_clie
     conv, kc = open_client(policy={"tool_timeout": 1})
     pending = []
     started = time.monotonic()
-    reply, stdout, error = run(kc, CATCH.format(call="wait()"), pending.append)
+    reply, stdout, error = interactive(kc, CATCH.format(call="wait()"), pending.append)
     assert time.monotonic() - started < 4
     assert reply["content"]["status"] == "ok" and stdout.startswith("ToolTimeout | "), (stdout, error)
     reply_to(kc, pending[0], "too late")
-    wait_for(lambda: events(daemon, "tool_reply_dropped", conversation=conv,
-                            call_id=pending[0]["content"]["call_id"]))
-    reply, stdout, error = run(kc, "print(echo('next'))", lambda m: reply_to(kc, m, m["content"]["arguments"]["value"]))
+    wait_until(lambda: events(daemon, "tool_reply_dropped", conversation=conv,
+                              call_id=pending[0]["content"]["call_id"]), 5)
+    reply, stdout, error = interactive(kc, "print(echo('next'))", lambda m: reply_to(kc, m, m["content"]["arguments"]["value"]))
     assert stdout == "next\n", error
 
 
@@ -129,9 +113,9 @@ def test_two_conversations_cannot_call_each_others_tools(open_client):
     code = ("print(sorted(tools), {mine}('x'))\n"
             "try:\n    {other}('x')\nexcept NameError as e:\n    print('NameError')\n"
             "print({other!r} in tools)")
-    reply, stdout, error = run(a, code.format(mine="alpha", other="beta"), host(a))
+    reply, stdout, error = interactive(a, code.format(mine="alpha", other="beta"), host(a))
     assert stdout == "['alpha'] ok\nNameError\nFalse\n", error
-    reply, stdout, error = run(b, code.format(mine="beta", other="alpha"), host(b))
+    reply, stdout, error = interactive(b, code.format(mine="beta", other="alpha"), host(b))
     assert stdout == "['beta'] ok\nNameError\nFalse\n", error
     assert served == ["alpha", "beta"]
 
@@ -147,7 +131,7 @@ def test_each_call_is_logged_once_without_argument_values(daemon, open_client):
         else:
             reply_to(kc, msg, "done")
 
-    reply, stdout, error = run(kc, "echo('sekrit-value-7')\n" + CATCH.format(call="fail('sekrit-value-8')"), host)
+    reply, stdout, error = interactive(kc, "echo('sekrit-value-7')\n" + CATCH.format(call="fail('sekrit-value-8')"), host)
     assert stdout == "HostFailure | no\n", error
     msg_id = reply["parent_header"]["msg_id"]
     calls = events(daemon, "tool_call", conversation=conv)
@@ -161,12 +145,12 @@ def test_each_call_is_logged_once_without_argument_values(daemon, open_client):
 
 def test_a_dead_kernel_ends_its_pending_calls(daemon, open_client):
     conv, kc = open_client()
-    pid = [c["pid"] for c in daemon.control.request("conversation_list_request", {})["conversations"]
+    pid = [c["pid"] for c in daemon.control.request("conversation_list_request")["content"]["conversations"]
            if c["conversation_id"] == conv][0]
-    reply, _, error = run(kc, "echo('x')", lambda m: os.kill(pid, signal.SIGKILL))
+    reply, _, error = interactive(kc, "echo('x')", lambda m: os.kill(pid, signal.SIGKILL))
     assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KernelDied", error
     assert events(daemon, "tool_call", conversation=conv, status="kernel_ended")
-    reply, stdout, error = run(kc, "print(echo('again'))", lambda m: reply_to(kc, m, "again"))
+    reply, stdout, error = interactive(kc, "print(echo('again'))", lambda m: reply_to(kc, m, "again"))
     assert stdout == "again\n", error
 
 
@@ -175,13 +159,12 @@ def test_openai_wrapped_tools_are_unwrapped_and_bad_lists_refused(daemon, open_c
         "name": "lookup", "description": "Looks a key up.",
         "parameters": toolhost.schema(["key"], key=toolhost.STRING)}}]
     conv, kc = open_client(tools=wrapped)
-    reply, stdout, error = run(kc, "print(lookup('k'), lookup.__doc__.splitlines()[0])",
+    reply, stdout, error = interactive(kc, "print(lookup('k'), lookup.__doc__.splitlines()[0])",
                                lambda m: reply_to(kc, m, m["content"]["arguments"]))
     assert stdout == "{'key': 'k'} Looks a key up.\n", error
     # reopening with a bad list is refused and changes nothing
-    again = daemon.control.request("conversation_open_request", {
-        "conversation_id": conv, "tools": wrapped + [{"name": "lookup"}]})
+    again = daemon.control.open(conv, tools=wrapped + [{"name": "lookup"}])
     assert again["status"] == "error" and again["ename"] == "InvalidTools"
     assert again["evalue"] == "tool 'lookup': declared twice"
-    reply, stdout, error = run(kc, "print(sorted(tools))", None)
+    reply, stdout, error = interactive(kc, "print(sorted(tools))", None)
     assert stdout == "['lookup']\n", error

@@ -53,15 +53,10 @@ class Host:
         self.kc.stdin_channel.send(self.kc.session.msg("tool_reply", reply, parent=parent))
 
 
-def execute(kc, code, stdin_hook, **kw):
+def execute(kc, code, stdin_hook, timeout=60, **kw):
     """(reply content, stdout text, error content or None)."""
-    outputs = []
-    reply = kc.execute_interactive(code, output_hook=outputs.append, stdin_hook=stdin_hook,
-                                   timeout=kw.pop("timeout", 60), **kw)
-    stdout = "".join(m["content"]["text"] for m in outputs
-                     if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
-    errors = [m["content"] for m in outputs if m["msg_type"] == "error"]
-    return reply["content"], stdout, (errors[0] if errors else None)
+    reply, stdout, error = toolhost.interactive(kc, code, stdin_hook, timeout, **kw)
+    return reply["content"], stdout, error
 
 
 @pytest.mark.parametrize("with_parent", [True, False], ids=["parent", "no-parent"])

@@ -1,41 +1,16 @@
 """Helpers for the tool-call tests: a real `kennel serve` daemon of this build
-in a temporary state dir, a bare control client (jupyter_client's Session over
-a pyzmq DEALER, no kennel module), and the tool declarations the tests use.
+in a temporary state dir with its control client (tests/kennel_testlib.py),
+and the tool declarations and host functions the tests use.
 
 The module has a name of its own (not conftest) because every test folder runs
 in its own pytest process and conftest modules must not collide."""
 import json
-import os
 import pathlib
 import shutil
 import signal
-import subprocess
-import sys
-import tempfile
-import time
-
-import zmq
-import zmq.asyncio
-from jupyter_client import BlockingKernelClient
-from jupyter_client.session import Session
 
 import hostprobe
-
-HERE = pathlib.Path(__file__).resolve().parent
-SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", HERE.parent.parent))
-BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
-
-# the host module from the source tree (what `make install` installs)
-sys.path.insert(0, str(SRCDIR / "gateway" / "python"))
-import kennel  # noqa: E402
-
-
-def built(relpath):
-    """A program of this build; a missing one is a build bug, never a skip."""
-    path = BUILDDIR / relpath
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
-    return path
+from kennel_testlib import Control, kernel_client, serve, stdout_of, traversable_dir
 
 
 def schema(required=(), **properties):
@@ -66,6 +41,16 @@ TOOLS = [
 ]
 
 
+def interactive(kc, code, stdin_hook, timeout=30, **kw):
+    """execute_interactive, whose stdin_hook answers tool_requests:
+    (reply, stdout text, first error content or None)."""
+    outputs = []
+    reply = kc.execute_interactive(code, output_hook=outputs.append, stdin_hook=stdin_hook,
+                                   timeout=timeout, **kw)
+    errors = [m["content"] for m in outputs if m["msg_type"] == "error"]
+    return reply, stdout_of(outputs), (errors[0] if errors else None)
+
+
 class HostFailure(Exception):
     pass
 
@@ -91,51 +76,17 @@ def handlers(**extra):
     return table
 
 
-class Control:
-    """A signed client of the gateway's control socket, jupyter_client only."""
-
-    def __init__(self, connection_file):
-        info = json.loads(pathlib.Path(connection_file).read_text())
-        self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
-        self.sock = kennel.client_context(info).socket(zmq.DEALER)
-        self.sock.linger = 0
-        self.sock.connect(kennel.endpoint(info, "control_port"))
-
-    def request(self, msg_type, content, timeout=30):
-        sent = self.session.send(self.sock, msg_type, content)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.sock.poll(100):
-                _, frames = self.session.feed_identities(self.sock.recv_multipart())
-                reply = self.session.deserialize(frames)
-                if reply["parent_header"].get("msg_id") == sent["header"]["msg_id"]:
-                    return reply["content"]
-        raise TimeoutError(f"no reply to {msg_type} within {timeout} s")
-
-    def close(self):
-        self.sock.close(0)
-
-
 class Daemon:
     """`kennel serve` in a fresh state dir (0711: the sandbox's uid must
     traverse to its workspace, so not under pytest's 0700 tmp dirs)."""
 
     def __init__(self, log_dir, config=None):
-        self.state = pathlib.Path(tempfile.mkdtemp(prefix="kennel-tools-test-"))
-        os.chmod(self.state, 0o711)
+        self.state = traversable_dir("kennel-tools-test-")
         self.conn_file = self.state / "gateway.json"
         self.log_file = pathlib.Path(log_dir) / "gateway.log"
         config_file = pathlib.Path(log_dir) / "config.json"
         config_file.write_text(json.dumps(hostprobe.gateway_config(config or {})))
-        self.proc = subprocess.Popen(
-            [str(built("gateway/kennel")), "serve", "--state-dir", str(self.state),
-             "--connection-file", str(self.conn_file), "--config", str(config_file),
-             "--log-file", str(self.log_file)])
-        deadline = time.monotonic() + 20
-        while not self.conn_file.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"kennel serve did not start; log: {self.log()}")
-            time.sleep(0.02)
+        self.proc = serve(self.state, config_file, self.log_file, self.conn_file)
         self.control = Control(self.conn_file)
 
     def log(self):
@@ -145,17 +96,12 @@ class Daemon:
             return ""
 
     def open(self, conversation_id, **content):
-        reply = self.control.request("conversation_open_request",
-                                     dict(conversation_id=conversation_id, **content))
+        reply = self.control.open(conversation_id, **content)
         assert reply["status"] == "ok", reply
         return reply
 
     def client(self, connection):
-        kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context.instance()))
-        kc.load_connection_info(connection)
-        kc.start_channels()
-        kc.wait_for_ready(timeout=30)
-        return kc
+        return kernel_client(connection)
 
     def stop(self):
         self.control.close()

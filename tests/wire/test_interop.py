@@ -2,10 +2,8 @@
 sockets: jupyter_client's Session (Debian 7.4.9) on one side, the C program
 tests/wire/wire_peer (built with libwire) on the other."""
 import datetime
-import importlib.util
 import json
 import os
-import pathlib
 import select
 import stat
 import subprocess
@@ -16,18 +14,8 @@ from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from jupyter_client.session import Session
 
+from kennel_testlib import LSAN_SUPPRESSIONS, built
 
-def _load_shared_conftest():
-    """tests/conftest.py by path: with several folders' conftest.py loaded,
-    the module name "conftest" may be any of them."""
-    path = pathlib.Path(__file__).resolve().parent.parent / "conftest.py"
-    spec = importlib.util.spec_from_file_location("kennel_tests_shared_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-built = _load_shared_conftest().built
 
 DELIM = b"<IDS|MSG>"
 TIMEOUT_MS = 5000
@@ -48,7 +36,7 @@ class Peer:
         # The peer exits normally, so LeakSanitizer can check libwire's
         # frees on the paths these tests take.
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
-                   LSAN_OPTIONS="suppressions=" + str(pathlib.Path(__file__).resolve().parent.parent / "lsan.supp"))
+                   LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         ready, _, _ = select.select([self.proc.stdout], [], [], 10)
         assert ready, "wire_peer did not start"

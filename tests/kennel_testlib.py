@@ -1,0 +1,276 @@
+"""What every test folder needs, in one place: where the built programs
+are, the host module, waiting with a deadline, running as another uid,
+starting `kennel serve`, its signed control client, jupyter_client clients
+on a conversation and collecting what an execute produced, and /proc.
+
+At the top of tests/ beside hostprobe.py and imported the same way (the
+top conftest.py puts this folder on sys.path; tests/bench/benchlib.py adds
+it itself). A module of its own name, not conftest.py: each folder runs in
+its own pytest process with its own conftest.py, and those must not see
+each other's. What only one folder needs stays in that folder's module
+(gateway/gwtest.py, security/sandboxlib.py, kernel/kernelclient.py,
+tools/toolhost.py, bench/benchlib.py)."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import zmq
+import zmq.asyncio
+from jupyter_client import BlockingKernelClient
+from jupyter_client.session import Session
+
+SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", pathlib.Path(__file__).resolve().parent.parent))
+BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
+LSAN_SUPPRESSIONS = SRCDIR / "tests" / "lsan.supp"
+
+# the host module from the source tree (what `make install` installs): how
+# a client reaches a connection info's sockets (ipc, or tcp with CURVE keys)
+HOST_MODULE_DIR = SRCDIR / "gateway" / "python"
+sys.path.insert(0, str(HOST_MODULE_DIR))
+import kennel  # noqa: E402
+
+
+def built(relpath):
+    """Path of a program built by make: a missing one is a build bug, never
+    a reason to skip or pass."""
+    path = BUILDDIR / relpath
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
+    return path
+
+
+# ---- waiting -------------------------------------------------------------------
+
+def wait_until(predicate, timeout, what="the condition", interval=0.05):
+    """predicate()'s first true value, polled every interval seconds; raises
+    TimeoutError naming `what` (a string, or a callable giving one at the
+    deadline) when timeout seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+def alive(pid):
+    """Whether pid exists (as a process or an unreaped zombie)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def gone(pid, timeout=5.0):
+    """True once pid no longer exists (killed and reaped) within timeout."""
+    try:
+        return wait_until(lambda: not alive(pid), timeout, interval=0.02)
+    except TimeoutError:
+        return False
+
+
+# ---- other uids ----------------------------------------------------------------
+
+def setpriv(uid):
+    """argv prefix that runs a command as uid (its own group, no others)."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+
+
+def become(uid):
+    """In a child before exec (preexec_fn): drop to uid, group uid, no others."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def traversable_dir(prefix, mode=0o711):
+    """A fresh directory under /tmp, not pytest's 0700 tmp dirs: a confined
+    kernel's host uid must traverse a state dir to its workspace."""
+    path = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(path, mode)
+    return path
+
+
+# ---- kennel serve ----------------------------------------------------------------
+
+def serve(state, config_file, log_file, conn_file=None, args=(), binary=None, prefix=(), timeout=20,
+          interval=0.02, **popen):
+    """Starts `kennel serve` (prefix: e.g. setpriv(uid); popen: Popen's
+    keywords) and returns the process once its connection file exists
+    (conn_file, or the daemon's default in state; looked for every interval
+    seconds). Raises RuntimeError with the log when the daemon exits or the
+    timeout passes first."""
+    cmd = list(prefix) + [str(binary or built("gateway/kennel")), "serve", "--state-dir", str(state)]
+    if conn_file is not None:
+        cmd += ["--connection-file", str(conn_file)]
+    cmd += ["--config", str(config_file), "--log-file", str(log_file), *args]
+    ready = pathlib.Path(conn_file if conn_file is not None else pathlib.Path(state) / "gateway.json")
+    proc = subprocess.Popen(cmd, **popen)
+    try:
+        wait_until(lambda: ready.exists() or proc.poll() is not None, timeout, interval=interval)
+    except TimeoutError:
+        pass
+    if not ready.exists():
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        log = pathlib.Path(log_file)
+        raise RuntimeError(f"kennel serve did not start (exit status {proc.returncode}); log: "
+                           f"{log.read_text(errors='replace') if log.exists() else '(none)'}")
+    return proc
+
+
+def connect(info, port_field, socket_type, context=None):
+    """A pyzmq socket connected to one socket of a connection info as a
+    client would (ipc, or tcp with the info's CURVE keys)."""
+    sock = kennel.client_context(info, context).socket(socket_type)
+    sock.linger = 0
+    sock.connect(kennel.endpoint(info, port_field))
+    return sock
+
+
+class Control:
+    """A signed client of the gateway's control socket (jupyter_client's
+    Session over a pyzmq DEALER), one request at a time."""
+
+    def __init__(self, connection_file):
+        info = json.loads(pathlib.Path(connection_file).read_text())
+        self.info = info
+        self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
+        self.sock = connect(info, "control_port", zmq.DEALER)
+
+    def request(self, msg_type, content=None, timeout=30):
+        """The whole reply message to one request."""
+        msg = self.session.send(self.sock, msg_type, content or {})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.sock.poll(100):
+                _, frames = self.session.feed_identities(self.sock.recv_multipart())
+                reply = self.session.deserialize(frames)
+                if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                    return reply
+        raise TimeoutError(f"no reply to {msg_type} within {timeout} s")
+
+    def open(self, conversation_id, **content):
+        """conversation_open_request's reply content (status ok or error)."""
+        reply = self.request("conversation_open_request", dict(conversation_id=conversation_id, **content))
+        return reply["content"]
+
+    def close(self):
+        self.sock.close(0)
+
+
+def kernel_client(connection):
+    """A started, ready BlockingKernelClient on a conversation's connection
+    info (one shared asyncio context: not a context per client)."""
+    kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context.instance()))
+    kc.load_connection_info(connection)
+    kc.start_channels()
+    kc.wait_for_ready(timeout=30)
+    return kc
+
+
+# ---- executing with jupyter_client -----------------------------------------------
+
+def first_reply(get, msg_id, timeout=30):
+    """The first message from get (a client's get_shell_msg,
+    get_control_msg, ...) that answers msg_id; queue.Empty at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = get(timeout=max(0.01, deadline - time.monotonic()))
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+
+
+def iopub_until_idle(kc, msg_id, timeout=30):
+    """The iopub messages of one request from busy to idle (both excluded)."""
+    deadline = time.monotonic() + timeout
+    outputs = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no idle for %s; got %r" % (msg_id, outputs))
+        msg = kc.get_iopub_msg(timeout=remaining)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status":
+            if msg["content"]["execution_state"] == "idle":
+                return outputs
+            continue
+        outputs.append(msg)
+
+
+def execute(kc, code, timeout=30, **kw):
+    """Runs code; returns (reply, outputs) where outputs are the iopub messages
+    of this request between busy and idle (execute_input excluded)."""
+    msg_id = kc.execute(code, **kw)
+    deadline = time.monotonic() + timeout
+    outputs = iopub_until_idle(kc, msg_id, timeout)
+    reply = first_reply(kc.get_shell_msg, msg_id, max(1, deadline - time.monotonic()))
+    return reply, [m for m in outputs if m["msg_type"] != "execute_input"]
+
+
+def stream_text(outputs, name="stdout"):
+    """The text of the stream messages of one stream among outputs."""
+    return "".join(m["content"]["text"] for m in outputs
+                   if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+def stdout_of(outputs):
+    return stream_text(outputs, "stdout")
+
+
+# ---- /proc ---------------------------------------------------------------------
+
+def pids():
+    """The pids now in this pid namespace's /proc."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def cmdline(pid):
+    """/proc/pid/cmdline as bytes (NUL-separated), or None once pid is gone
+    or unreadable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cpu_seconds(pid):
+    """utime + stime of one process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_map():
+    """ppid -> [pid] for every process now."""
+    kids = {}
+    for pid in pids():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(pid)
+    return kids
+
+
+def descendants(pid, kids=None):
+    """pid and every process below it."""
+    kids = kids if kids is not None else children_map()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
