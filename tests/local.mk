@@ -20,3 +20,11 @@ pytest: all $(check_PROGRAMS)
 
 .PHONY: pytest
 include tests/bench/local.mk
+
+# gw_config on its own: the operator's config file and a request's policy
+# lowered against it, values and errors (tests/gateway/gw_config_test.c).
+check_PROGRAMS += tests/gateway/gw_config_test
+TESTS += tests/gateway/gw_config_test
+tests_gateway_gw_config_test_SOURCES = tests/gateway/gw_config_test.c tests/gateway/gw_check.h gateway/gw.h \
+	gateway/gw_config.c gateway/gw_text.c
+tests_gateway_gw_config_test_LDADD = $(WIRE_LIBS) -lm
