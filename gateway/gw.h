@@ -13,12 +13,25 @@
 #include <czmq.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 /* On a check of untrusted bytes (a peek, a validator, a policy lowering):
    ignoring its result would let them through, so the compiler refuses. */
 #define GW_MUST_CHECK __attribute__ ((warn_unused_result))
+
+/* A path built from the state dir and a suffix (an ipc port, a
+   sub-directory): PATH_MAX and room for the suffix. */
+#define GW_PATH_MAX (PATH_MAX + 104)
+/* The longest path of an ipc socket: sun_path less its NUL (107 on Linux). */
+#define GW_SUN_PATH_MAX ((int) sizeof ((struct sockaddr_un *) 0)->sun_path - 1)
+/* The random part of run/ and sock/ names: 16 of wire_id_new's hex digits,
+   short so that the socket paths in them fit GW_SUN_PATH_MAX. */
+#define GW_SHORT_ID_LEN 16
+/* Signatures each replay cache remembers (client, control and kernel side). */
+#define GW_REPLAY_CAPACITY 65536
 
 /* ---- gw_clock: intervals on CLOCK_MONOTONIC, dates on CLOCK_REALTIME -- */
 
@@ -96,7 +109,7 @@ typedef struct {
     char server_secret[41];
     char client_public[41];
     char client_secret[41];
-    char domain[33];
+    char domain[WIRE_ID_SIZE];
 } gw_curve_keys_t;
 
 /* Fresh keypairs and domain; -1 when libzmq cannot do CURVE. */
@@ -448,7 +461,7 @@ struct gw_server {
     zsock_t *control;
     int control_port;
     zhashx_t *conversations; /* id -> gw_conv_t* (not owning) */
-    char session[33];
+    char session[WIRE_ID_SIZE];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
     json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */
     gw_launch_t *probe;  /* the start-up confinement probe while it runs */
@@ -534,9 +547,6 @@ void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
 void gw_relay_announce_starting (gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);
 int gw_relay_executions (const gw_relay_t *self);
-double gw_relay_last_activity (const gw_relay_t *self);
-/* Whether a request is waiting for a kernel (so a dead kernel must restart). */
-bool gw_relay_wants_kernel (const gw_relay_t *self);
 
 /* ---- gw_conv accessors used by gw_relay -------------------------------- */
 

@@ -99,19 +99,16 @@ int
 gw_capacity_check (gw_capacity_t *self, int open_conversations, char **evalue)
 {
     capacity_compute (self);
-    int rc = 0;
     if (open_conversations >= self->by_fds)
-        rc = asprintf (evalue, "RLIMIT_NOFILE %lld allows %d conversations (about %d fds each)",
-                       (long long) self->nofile, self->by_fds, FDS_PER_CONV);
+        *evalue = wire_xasprintf ("RLIMIT_NOFILE %lld allows %d conversations (about %d fds each)",
+                                  (long long) self->nofile, self->by_fds, FDS_PER_CONV);
     else if (open_conversations >= self->by_sockets)
-        rc = asprintf (evalue, "ZMQ_MAX_SOCKETS %d allows %d conversations (about %d sockets each)",
-                       self->max_sockets, self->by_sockets, SOCKETS_PER_CONV);
+        *evalue = wire_xasprintf ("ZMQ_MAX_SOCKETS %d allows %d conversations (about %d sockets each)",
+                                  self->max_sockets, self->by_sockets, SOCKETS_PER_CONV);
     else if (!gw_capacity_fds_room (self, open_conversations))
-        rc = asprintf (evalue, "RLIMIT_NOFILE %lld: fewer than %d file descriptors left for a new conversation",
-                       (long long) self->nofile, FD_SLACK);
+        *evalue = wire_xasprintf ("RLIMIT_NOFILE %lld: fewer than %d file descriptors left for a new conversation",
+                                  (long long) self->nofile, FD_SLACK);
     else
         return 0;
-    if (rc < 0)
-        *evalue = NULL;
     return -1;
 }

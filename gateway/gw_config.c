@@ -126,18 +126,6 @@ gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src)
     dst->env = src->env ? json_deep_copy (src->env) : json_object ();
 }
 
-static char *
-format_error (const char *fmt, ...)
-{
-    va_list ap;
-    va_start (ap, fmt);
-    char *out = NULL;
-    if (vasprintf (&out, fmt, ap) < 0)
-        out = NULL;
-    va_end (ap);
-    return out;
-}
-
 /* One numeric limit from JSON into *out: a number in the field's range
    (a whole one for counts: 0.5 is refused, never truncated to 0), or, in
    the operator's config only, "unlimited" (GW_UNLIMITED). Nothing else
@@ -150,11 +138,11 @@ field_parse (size_t i, const json_t *value, bool operator, const char *where, do
     const char *word = json_string_value (value);
     if (word && streq (word, "unlimited") && json_string_length (value) == strlen (word)) {
         if (!operator) {
-            *errmsg = format_error ("%s.%s: \"unlimited\" is for the operator's config only", where, name);
+            *errmsg = wire_xasprintf ("%s.%s: \"unlimited\" is for the operator's config only", where, name);
             return -1;
         }
         if (!numeric_fields[i].unlimitable) {
-            *errmsg = format_error ("%s.%s: cannot be \"unlimited\"", where, name);
+            *errmsg = wire_xasprintf ("%s.%s: cannot be \"unlimited\"", where, name);
             return -1;
         }
         *out = GW_UNLIMITED;
@@ -163,9 +151,9 @@ field_parse (size_t i, const json_t *value, bool operator, const char *where, do
     double min = seconds ? SECONDS_MIN : 1, max = seconds ? SECONDS_MAX : COUNT_MAX;
     double v = json_number_value (value);
     if (!json_is_number (value) || v < min || v > max || (!seconds && v != floor (v))) {
-        *errmsg = format_error ("%s.%s: must be %s from %g to %g%s", where, name,
-                                seconds ? "a number of seconds" : "a whole number", min, max,
-                                operator && numeric_fields[i].unlimitable ? ", or \"unlimited\"" : "");
+        *errmsg = wire_xasprintf ("%s.%s: must be %s from %g to %g%s", where, name,
+                                  seconds ? "a number of seconds" : "a whole number", min, max,
+                                  operator && numeric_fields[i].unlimitable ? ", or \"unlimited\"" : "");
         return -1;
     }
     *out = v;
@@ -199,11 +187,11 @@ static int
 policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const char *where, char **errmsg)
 {
     if (!json_is_object (obj)) {
-        *errmsg = format_error ("%s: must be an object", where);
+        *errmsg = wire_xasprintf ("%s: must be an object", where);
         return -1;
     }
     if (!gw_text_clean (obj)) {
-        *errmsg = format_error ("%s: a field name or a string holds a NUL byte", where);
+        *errmsg = wire_xasprintf ("%s: a field name or a string holds a NUL byte", where);
         return -1;
     }
     const char *name;
@@ -218,8 +206,8 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             if (field_parse (i, value, max == NULL, where, &v, errmsg) < 0)
                 return -1;
             if (max && !field_within (v, field_get (max, i))) {
-                *errmsg = format_error ("%s.%s: %g exceeds the operator's limit %g", where, name, v,
-                                        field_get (max, i));
+                *errmsg = wire_xasprintf ("%s.%s: %g exceeds the operator's limit %g", where, name, v,
+                                          field_get (max, i));
                 return -1;
             }
             field_set (out, i, v);
@@ -227,11 +215,11 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
         else if (streq (name, "network")) {
             const char *v = gw_text (value);
             if (!v || (!streq (v, "none") && !streq (v, "loopback"))) {
-                *errmsg = format_error ("%s.network: must be \"none\" or \"loopback\"", where);
+                *errmsg = wire_xasprintf ("%s.network: must be \"none\" or \"loopback\"", where);
                 return -1;
             }
             if (max && streq (v, "loopback") && streq (max->network, "none")) {
-                *errmsg = format_error ("%s.network: \"loopback\" exceeds the operator's limit \"none\"", where);
+                *errmsg = wire_xasprintf ("%s.network: \"loopback\" exceeds the operator's limit \"none\"", where);
                 return -1;
             }
             snprintf (out->network, sizeof out->network, "%s", v);
@@ -239,7 +227,7 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
         else if (streq (name, "builtins")) {
             const char *v = gw_text (value);
             if (!v || (!streq (v, "agent") && !streq (v, "notebook") && !streq (v, "none"))) {
-                *errmsg = format_error ("%s.builtins: must be \"agent\", \"notebook\" or \"none\"", where);
+                *errmsg = wire_xasprintf ("%s.builtins: must be \"agent\", \"notebook\" or \"none\"", where);
                 return -1;
             }
             snprintf (out->builtins, sizeof out->builtins, "%s", v);
@@ -248,8 +236,8 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             json_t *deny = json_object_get (value, "deny"), *allow = json_object_get (value, "allow");
             if (!json_is_object (value) || json_object_size (value) != 1 || !(json_is_array (deny) || json_is_array (allow))
                 || !module_names (deny ? deny : allow)) {
-                *errmsg = format_error ("%s.imports: must be {\"deny\": [...]} or {\"allow\": [...]} of module names",
-                                        where);
+                *errmsg = wire_xasprintf ("%s.imports: must be {\"deny\": [...]} or {\"allow\": [...]} of module names",
+                                          where);
                 return -1;
             }
             json_decref (out->imports);
@@ -259,19 +247,19 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
             const char *k;
             json_t *v;
             if (!json_is_object (value)) {
-                *errmsg = format_error ("%s.env: must be an object of strings", where);
+                *errmsg = wire_xasprintf ("%s.env: must be an object of strings", where);
                 return -1;
             }
             json_object_foreach (value, k, v) {
                 if (!json_is_string (v) || !*k || strchr (k, '=')) {
-                    *errmsg = format_error ("%s.env.%s: must be a string (and the name without '=')", where, k);
+                    *errmsg = wire_xasprintf ("%s.env.%s: must be a string (and the name without '=')", where, k);
                     return -1;
                 }
             }
             json_object_update (out->env, value);
         }
         else {
-            *errmsg = format_error ("%s.%s: unknown policy field", where, name);
+            *errmsg = wire_xasprintf ("%s.%s: unknown policy field", where, name);
             return -1;
         }
     }
@@ -358,7 +346,7 @@ default_launcher (void)
             *slash = 0;
             const char *candidates[] = {"%s/kennel-launch", "%s/../kernel-launcher/kennel-launch"};
             for (size_t i = 0; i < 2; i++) {
-                char path[4200];
+                char path[GW_PATH_MAX];
                 snprintf (path, sizeof path, candidates[i], self);
                 char *real = access (path, X_OK) == 0 ? realpath (path, NULL) : NULL;
                 if (real)
@@ -366,7 +354,7 @@ default_launcher (void)
             }
         }
     }
-    return strdup ("kennel-launch");
+    return wire_xstrdup ("kennel-launch");
 }
 
 /* A top-level number from min to max: max keeps the value within the int
@@ -378,7 +366,7 @@ config_number (json_t *file, const char *name, double min, double max, double *o
     if (!v)
         return 0;
     if (!json_is_number (v) || json_number_value (v) < min || json_number_value (v) > max) {
-        *errmsg = format_error ("config: %s must be a number from %g to %g", name, min, max);
+        *errmsg = wire_xasprintf ("config: %s must be a number from %g to %g", name, min, max);
         return -1;
     }
     *out = json_number_value (v);
@@ -393,7 +381,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     json_error_t jerr;
     json_t *file = json_load_file (path, 0, &jerr);
     if (!file) {
-        *errmsg = format_error ("config %s: %s (line %d)", path, jerr.text, jerr.line);
+        *errmsg = wire_xasprintf ("config %s: %s (line %d)", path, jerr.text, jerr.line);
         return -1;
     }
     int rc = -1;
@@ -404,7 +392,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", NULL};
     if (!json_is_object (file)) {
-        *errmsg = format_error ("config %s: must be a JSON object", path);
+        *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
     }
     json_object_foreach (file, key, value) {
@@ -412,7 +400,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         for (i = 0; known[i] && !streq (known[i], key); i++)
             ;
         if (!known[i]) {
-            *errmsg = format_error ("config %s: unknown key \"%s\"", path, key);
+            *errmsg = wire_xasprintf ("config %s: unknown key \"%s\"", path, key);
             goto done;
         }
     }
@@ -425,12 +413,12 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         goto done;
     for (size_t i = 0; i < NUMERIC_COUNT; i++)
         if (!field_within (field_get (&self->defaults, i), field_get (&self->maxima, i))) {
-            *errmsg = format_error ("config %s: defaults.%s is above maxima.%s", path, numeric_fields[i].name,
-                                    numeric_fields[i].name);
+            *errmsg = wire_xasprintf ("config %s: defaults.%s is above maxima.%s", path, numeric_fields[i].name,
+                                      numeric_fields[i].name);
             goto done;
         }
     if (streq (self->defaults.network, "loopback") && streq (self->maxima.network, "none")) {
-        *errmsg = format_error ("config %s: defaults.network \"loopback\" is above maxima.network \"none\"", path);
+        *errmsg = wire_xasprintf ("config %s: defaults.network \"loopback\" is above maxima.network \"none\"", path);
         goto done;
     }
     double v = self->max_conversations;
@@ -463,7 +451,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     self->warm_pool = (int) v;
     json_t *log_args = json_object_get (file, "log_tool_arguments");
     if (log_args && !json_is_boolean (log_args)) {
-        *errmsg = format_error ("config %s: log_tool_arguments must be true or false", path);
+        *errmsg = wire_xasprintf ("config %s: log_tool_arguments must be true or false", path);
         goto done;
     }
     self->log_tool_arguments = json_is_true (log_args);
@@ -472,16 +460,16 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     json_t *launcher = json_object_get (file, "launcher");
     if (launcher) {
         if (!json_is_string (launcher)) {
-            *errmsg = format_error ("config %s: launcher must be a path", path);
+            *errmsg = wire_xasprintf ("config %s: launcher must be a path", path);
             goto done;
         }
         free (self->launcher);
-        self->launcher = strdup (json_string_value (launcher));
+        self->launcher = wire_xstrdup (json_string_value (launcher));
     }
     json_t *confine = json_object_get (file, "confine");
     if (confine) {
         if (!json_is_object (confine)) {
-            *errmsg = format_error ("config %s: confine must be an object", path);
+            *errmsg = wire_xasprintf ("config %s: confine must be an object", path);
             goto done;
         }
         json_object_update (self->confine, confine); /* the operator's keys replace ours */
@@ -492,7 +480,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         json_t *k;
         json_object_foreach (kernels, name, k) {
             if (!json_is_array (json_object_get (k, "argv")) || !json_array_size (json_object_get (k, "argv"))) {
-                *errmsg = format_error ("config %s: kernels.%s needs a non-empty argv", path, name);
+                *errmsg = wire_xasprintf ("config %s: kernels.%s needs a non-empty argv", path, name);
                 goto done;
             }
         }
@@ -513,13 +501,13 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
     const char *key;
     json_t *value;
     if (!json_is_object (fs)) {
-        *errmsg = format_error ("config %s: fork_server must be an object", path);
+        *errmsg = wire_xasprintf ("config %s: fork_server must be an object", path);
         return -1;
     }
     json_object_foreach (fs, key, value) {
         if (streq (key, "enabled")) {
             if (!json_is_boolean (value)) {
-                *errmsg = format_error ("config %s: fork_server.enabled must be true or false", path);
+                *errmsg = wire_xasprintf ("config %s: fork_server.enabled must be true or false", path);
                 return -1;
             }
             self->fork_server = json_is_true (value);
@@ -528,12 +516,12 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
             size_t i;
             json_t *mod;
             if (!json_is_array (value)) {
-                *errmsg = format_error ("config %s: fork_server.preload must be a list of module names", path);
+                *errmsg = wire_xasprintf ("config %s: fork_server.preload must be a list of module names", path);
                 return -1;
             }
             json_array_foreach (value, i, mod) {
                 if (!module_name (mod)) {
-                    *errmsg = format_error ("config %s: fork_server.preload[%zu] must be a module name", path, i);
+                    *errmsg = wire_xasprintf ("config %s: fork_server.preload[%zu] must be a module name", path, i);
                     return -1;
                 }
             }
@@ -541,7 +529,7 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
             self->fork_preload = json_deep_copy (value);
         }
         else {
-            *errmsg = format_error ("config %s: unknown key \"fork_server.%s\"", path, key);
+            *errmsg = wire_xasprintf ("config %s: unknown key \"fork_server.%s\"", path, key);
             return -1;
         }
     }
@@ -551,7 +539,7 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
 gw_config_t *
 gw_config_load (const char *path, char **errmsg)
 {
-    gw_config_t *self = calloc (1, sizeof *self);
+    gw_config_t *self = wire_xcalloc (1, sizeof *self);
     policy_defaults (&self->defaults);
     maxima_defaults (&self->maxima);
     self->max_conversations = 64;

@@ -109,7 +109,7 @@ on_restart_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
 static void
 defer (gw_server_t *self, gw_conv_t *conv, wire_msg_t **req_p, bool created, gw_conv_ready_fn *fn)
 {
-    pending_t *p = calloc (1, sizeof *p);
+    pending_t *p = wire_xcalloc (1, sizeof *p);
     p->server = self;
     p->req = *req_p;
     p->created = created;
@@ -159,14 +159,10 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         return;
     }
     if (self->startup_error) {
-        char *evalue = NULL;
-        if (asprintf (&evalue,
-                      "this host cannot confine kernels as configured: the start-up probe failed at %s: %s "
-                      "(fix it and restart kennel)",
-                      self->startup_layer, self->startup_error)
-            < 0)
-            evalue = NULL;
-        reply_error (self, req, "ConfinementUnavailable", evalue ? evalue : "the start-up confinement probe failed");
+        char *evalue = wire_xasprintf ("this host cannot confine kernels as configured: the start-up probe failed "
+                                       "at %s: %s (fix it and restart kennel)",
+                                       self->startup_layer, self->startup_error);
+        reply_error (self, req, "ConfinementUnavailable", evalue);
         free (evalue);
         return;
     }

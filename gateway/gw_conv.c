@@ -5,8 +5,8 @@
       conv/<id>/kernel.log  the launcher's and kernel's stdout/stderr
       run/<random>/         bound at /run/kennel: kernel.json and the kernel's
                             ipc sockets k-<port>. A short random name keeps
-                            the socket paths under the 107-byte limit of
-                            sun_path whatever the conversation id.
+                            the socket paths within sun_path
+                            (GW_SUN_PATH_MAX) whatever the conversation id.
       sock/<random>-<port>  the client sockets when the transport is ipc
                             (never inside the kernel's view)
 
@@ -121,10 +121,7 @@ gw_conv_connection_json (const gw_conv_t *self)
 static char *
 path_join (const char *a, const char *b)
 {
-    char *out;
-    if (asprintf (&out, "%s/%s", a, b) < 0)
-        return NULL;
-    return out;
+    return wire_xasprintf ("%s/%s", a, b);
 }
 
 static void
@@ -149,7 +146,7 @@ gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg)
         fn (self, true, NULL, arg);
         return;
     }
-    waiter_t *w = calloc (1, sizeof *w);
+    waiter_t *w = wire_xcalloc (1, sizeof *w);
     w->fn = fn;
     w->arg = arg;
     zlistx_add_end (self->waiters, w);
@@ -317,14 +314,14 @@ int
 gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, wire_connection_t **kconn,
                      char **errmsg)
 {
-    char rnd[33];
+    char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
-    rnd[16] = 0;
+    rnd[GW_SHORT_ID_LEN] = 0;
     *run_dir = path_join (runs, rnd);
     *kconn = NULL;
-    if (strlen (*run_dir) + 8 > 107) {
-        if (asprintf (errmsg, "the state dir of %s is too long for ipc socket paths (107 bytes)", runs) < 0)
-            *errmsg = NULL;
+    if ((int) (strlen (*run_dir) + strlen ("/k-65535")) > GW_SUN_PATH_MAX) {
+        *errmsg = wire_xasprintf ("the state dir of %s is too long for ipc socket paths (%d bytes)", runs,
+                                  GW_SUN_PATH_MAX);
         return -1;
     }
     if (make_dir (*run_dir, 0700, errmsg) < 0)
@@ -342,7 +339,7 @@ gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, 
     free (kpath);
     *kconn = kc;
     if (rc < 0) {
-        *errmsg = strdup ("cannot write the kernel's connection file");
+        *errmsg = wire_xstrdup ("cannot write the kernel's connection file");
         return -1;
     }
     return 0;
@@ -435,8 +432,7 @@ static int
 make_dir (const char *path, mode_t mode, char **errmsg)
 {
     if (mkdir (path, mode) < 0 && errno != EEXIST) {
-        if (asprintf (errmsg, "cannot create %s: %s", path, strerror (errno)) < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot create %s: %s", path, strerror (errno));
         return -1;
     }
     return 0;
@@ -502,18 +498,18 @@ gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
              const wire_connection_t *fixed, char **errmsg)
 {
-    gw_conv_t *self = calloc (1, sizeof *self);
+    gw_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
-    self->id = strdup (id);
-    self->kernel_name = strdup (kernel ? kernel : "python");
+    self->id = wire_xstrdup (id);
+    self->kernel_name = wire_xstrdup (kernel ? kernel : "python");
     self->tools = tools ? json_incref (tools) : json_array ();
     gw_policy_copy (&self->policy, policy);
     self->waiters = zlistx_new ();
     self->created = gw_clock_wall (); /* shown as a date, never measured */
     self->last_activity = gw_clock_mono ();
-    char rnd[33];
+    char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
-    rnd[16] = 0;
+    rnd[GW_SHORT_ID_LEN] = 0;
     char *convs = path_join (server->state_dir, "conv");
     self->runs = path_join (server->state_dir, "run");
     self->dir = path_join (convs, id);
@@ -604,8 +600,8 @@ gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
     if (!self->launch || self->kstate != K_RUNNING)
         return;
     free (self->kill_ename), free (self->kill_cause);
-    self->kill_ename = strdup (ename);
-    self->kill_cause = strdup (cause);
+    self->kill_ename = wire_xstrdup (ename);
+    self->kill_cause = wire_xstrdup (cause);
     gw_launch_kill (self->launch);
 }
 

@@ -34,7 +34,7 @@ gw_curve_keys_new (gw_curve_keys_t *keys)
     if (zmq_curve_keypair (keys->server_public, keys->server_secret) < 0
         || zmq_curve_keypair (keys->client_public, keys->client_secret) < 0)
         return -1;
-    char rnd[33];
+    char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
     snprintf (keys->domain, sizeof keys->domain, "kennel-%.24s", rnd);
     return 0;
@@ -147,7 +147,7 @@ on_zap_request (zloop_t *loop, zsock_t *sock, void *arg)
 gw_zap_t *
 gw_zap_new (zloop_t *loop, char **errmsg)
 {
-    gw_zap_t *self = calloc (1, sizeof *self);
+    gw_zap_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->allowed = zhashx_new ();
     zhashx_set_destructor (self->allowed, (zhashx_destructor_fn *) zstr_free);
@@ -156,10 +156,8 @@ gw_zap_new (zloop_t *loop, char **errmsg)
     /* no handler bound means libzmq admits every CURVE client: fail closed */
     if (!self->rep || zsock_bind (self->rep, ZAP_ENDPOINT) < 0
         || zloop_reader (loop, self->rep, on_zap_request, self) < 0) {
-        if (asprintf (errmsg, "cannot start the CurveZMQ authentication (ZAP) handler on %s: %s", ZAP_ENDPOINT,
-                      zmq_strerror (zmq_errno ()))
-            < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot start the CurveZMQ authentication (ZAP) handler on %s: %s", ZAP_ENDPOINT,
+                                  zmq_strerror (zmq_errno ()));
         gw_zap_destroy (&self);
     }
     return self;

@@ -54,16 +54,12 @@ top_dir (walk_t *w)
     return w->levels[w->depth - 1].dir;
 }
 
-static bool
+static void
 walk_grow (walk_t *w)
 {
     size_t cap = w->cap ? w->cap * 2 : 64;
-    level_t *levels = realloc (w->levels, cap * sizeof *levels);
-    if (!levels)
-        return false;
-    w->levels = levels;
+    w->levels = wire_xreallocarray (w->levels, cap, sizeof *w->levels);
     w->cap = cap;
-    return true;
 }
 
 /* Enters a directory (takes fd): the level above keeps its position, and
@@ -72,7 +68,9 @@ static int
 walk_push (walk_t *w, int fd)
 {
     struct stat st;
-    if (fstat (fd, &st) < 0 || (w->depth == w->cap && !walk_grow (w))) {
+    if (w->depth == w->cap)
+        walk_grow (w);
+    if (fstat (fd, &st) < 0) {
         close (fd);
         return -1;
     }
@@ -258,13 +256,13 @@ gw_fs_remove_or_bury (const char *path, const char *graveyard)
     if (gw_fs_remove_tree (path) == 0)
         return 0;
     int saved = errno;
-    char rnd[33];
+    char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
-    char *grave = NULL;
-    if ((mkdir (graveyard, 0700) < 0 && errno != EEXIST) || asprintf (&grave, "%s/%s", graveyard, rnd) < 0) {
+    if (mkdir (graveyard, 0700) < 0 && errno != EEXIST) {
         errno = saved;
         return -1;
     }
+    char *grave = wire_xasprintf ("%s/%s", graveyard, rnd);
     int rc = rename (path, grave) == 0 ? 1 : -1;
     free (grave);
     errno = rc < 0 ? errno : saved;
@@ -282,8 +280,8 @@ gw_fs_graveyard_empty (const char *graveyard)
     while ((de = readdir (dir))) {
         if (streq (de->d_name, ".") || streq (de->d_name, ".."))
             continue;
-        char *grave = NULL;
-        if (asprintf (&grave, "%s/%s", graveyard, de->d_name) < 0 || gw_fs_remove_tree (grave) < 0)
+        char *grave = wire_xasprintf ("%s/%s", graveyard, de->d_name);
+        if (gw_fs_remove_tree (grave) < 0)
             left++;
         free (grave);
     }

@@ -194,7 +194,7 @@ s_on_ready (zloop_t *loop, zmq_pollitem_t *item, void *arg)
 gw_io_t *
 gw_io_new (zloop_t *loop)
 {
-    gw_io_t *self = calloc (1, sizeof *self);
+    gw_io_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->epfd = epoll_create1 (EPOLL_CLOEXEC);
     self->wakefd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -272,7 +272,7 @@ s_add (gw_io_t *self, const void *key, io_entry_t *e)
 int
 gw_io_reader (gw_io_t *self, zsock_t *sock, zloop_reader_fn *handler, void *arg)
 {
-    io_entry_t *e = calloc (1, sizeof *e);
+    io_entry_t *e = wire_xcalloc (1, sizeof *e);
     *e = (io_entry_t){.sock = sock, .fd = zsock_fd (sock), .reader = handler, .arg = arg};
     if (s_add (self, sock, e) < 0)
         return -1;
@@ -283,7 +283,7 @@ gw_io_reader (gw_io_t *self, zsock_t *sock, zloop_reader_fn *handler, void *arg)
 int
 gw_io_poller (gw_io_t *self, zmq_pollitem_t *item, zloop_fn *handler, void *arg)
 {
-    io_entry_t *e = calloc (1, sizeof *e);
+    io_entry_t *e = wire_xcalloc (1, sizeof *e);
     *e = (io_entry_t){.fd = item->fd, .poller = handler, .item = item, .arg = arg};
     return s_add (self, s_fd_key (item->fd), e);
 }

@@ -207,8 +207,7 @@ status_parse (gw_launch_t *self)
     if (status && streq (status, "error")) {
         const char *stage = json_string_value (json_object_get (obj, "stage"));
         const char *message = json_string_value (json_object_get (obj, "message"));
-        if (asprintf (&self->error, "confinement failed at %s: %s", stage ? stage : "?", message ? message : "?") < 0)
-            self->error = NULL;
+        self->error = wire_xasprintf ("confinement failed at %s: %s", stage ? stage : "?", message ? message : "?");
     }
     else if (!len || (status && streq (status, "ended"))) {
         char c[sizeof self->cause];
@@ -217,12 +216,11 @@ status_parse (gw_launch_t *self)
             describe_exit (self, c, sizeof c);
         else
             snprintf (c, sizeof c, "closed its status pipe");
-        if (asprintf (&self->error, "the launcher ended without a status line (%s)", c) < 0)
-            self->error = NULL;
+        self->error = wire_xasprintf ("the launcher ended without a status line (%s)", c);
     }
-    else if (asprintf (&self->error, "the launcher's status line is not understood: %.*s", (int) (len > 200 ? 200 : len),
-                       self->status_buf) < 0)
-        self->error = NULL;
+    else
+        self->error = wire_xasprintf ("the launcher's status line is not understood: %.*s",
+                                      (int) (len > 200 ? 200 : len), self->status_buf);
     self->status = obj;
 }
 
@@ -320,8 +318,7 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
 static char *
 log_older (const char *log_path)
 {
-    char *older = NULL;
-    return asprintf (&older, "%s.1", log_path) < 0 ? NULL : older;
+    return wire_xasprintf ("%s.1", log_path);
 }
 
 static void
@@ -414,13 +411,13 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
 {
     int spec_pipe[2], status_pipe[2];
     if (pipe2 (spec_pipe, O_CLOEXEC) < 0) {
-        *errmsg = strdup ("launch: pipe for the spec failed");
+        *errmsg = wire_xstrdup ("launch: pipe for the spec failed");
         return NULL;
     }
     if (pipe2 (status_pipe, O_CLOEXEC) < 0) {
         close (spec_pipe[0]);
         close (spec_pipe[1]);
-        *errmsg = strdup ("launch: pipe for the status failed");
+        *errmsg = wire_xstrdup ("launch: pipe for the status failed");
         return NULL;
     }
     json_object_set_new (spec, "status_fd", json_integer (STATUS_FD));
@@ -429,7 +426,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     if (pid < 0) {
         free (text);
         close (spec_pipe[0]), close (spec_pipe[1]), close (status_pipe[0]), close (status_pipe[1]);
-        *errmsg = strdup ("launch: fork failed");
+        *errmsg = wire_xstrdup ("launch: fork failed");
         return NULL;
     }
     if (pid == 0)
@@ -450,14 +447,14 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     free (text);
     close (spec_pipe[1]);
 
-    gw_launch_t *self = calloc (1, sizeof *self);
+    gw_launch_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->pid = pid;
     self->state = GW_LAUNCH_WAITING;
     self->on_status = on_status;
     self->on_exit = on_exit;
     self->arg = arg;
-    self->status_buf = malloc (STATUS_MAX);
+    self->status_buf = wire_xmalloc (STATUS_MAX);
     fcntl (status_pipe[0], F_SETFL, O_NONBLOCK);
     self->status_item = (zmq_pollitem_t){NULL, status_pipe[0], ZMQ_POLLIN, 0};
     watch (self, &self->status_item, on_status_readable);
@@ -468,7 +465,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
         waitpid (pid, NULL, 0);
         status_close (self);
         launch_free (self);
-        *errmsg = strdup ("launch: pidfd_open failed (Linux >= 5.3 is required)");
+        *errmsg = wire_xstrdup ("launch: pidfd_open failed (Linux >= 5.3 is required)");
         return NULL;
     }
     watch (self, &self->pid_item, on_pidfd_readable);

@@ -36,9 +36,7 @@ gw_log_open (const char *path)
 static void
 s_write_line (const char *prefix, size_t plen, const char *fields, size_t flen)
 {
-    char *buf = malloc (plen + flen + 2);
-    if (!buf)
-        return;
+    char *buf = wire_xmalloc (plen + flen + 2);
     memcpy (buf, prefix, plen);
     size_t n = plen;
     if (flen > 2) {
@@ -156,9 +154,7 @@ s_source (const char *source, double now)
         source = "other";
     if (l)
         return l;
-    l = calloc (1, sizeof *l);
-    if (!l)
-        return NULL;
+    l = wire_xcalloc (1, sizeof *l);
     *l = (limit_t){LIMIT_BURST, now, 0};
     zhashx_insert (s_sources, source, l);
     return l;

@@ -35,22 +35,20 @@ gw_meta_add_kennel (zframe_t *frame, json_t *cost)
             last--;
         bool empty = m[last - 1] == '{';
         size_t total = (end - 1) + (empty ? 0 : 1) + strlen ("\"kennel\":") + clen + 1;
-        char *out = malloc (total);
-        if (out) {
-            size_t k = end - 1;
-            memcpy (out, m, k);
-            if (!empty)
-                out[k++] = ',';
-            memcpy (out + k, "\"kennel\":", strlen ("\"kennel\":"));
-            k += strlen ("\"kennel\":");
-            memcpy (out + k, text, clen);
-            k += clen;
-            out[k++] = '}';
-            zframe_reset (frame, out, k);
-            free (out);
-            json_decref (cost);
-            return;
-        }
+        char *out = wire_xmalloc (total);
+        size_t k = end - 1;
+        memcpy (out, m, k);
+        if (!empty)
+            out[k++] = ',';
+        memcpy (out + k, "\"kennel\":", strlen ("\"kennel\":"));
+        k += strlen ("\"kennel\":");
+        memcpy (out + k, text, clen);
+        k += clen;
+        out[k++] = '}';
+        zframe_reset (frame, out, k);
+        free (out);
+        json_decref (cost);
+        return;
     }
     json_t *meta = json_loadb (m, n, 0, NULL);
     if (!json_is_object (meta)) {

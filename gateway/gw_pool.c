@@ -38,10 +38,7 @@ struct gw_pool {
 static char *
 pool_path (const gw_pool_t *self, const char *leaf)
 {
-    char *out;
-    if (asprintf (&out, "%s/pool%s%s", self->server->state_dir, leaf ? "/" : "", leaf ? leaf : "") < 0)
-        return NULL;
-    return out;
+    return wire_xasprintf ("%s/pool%s%s", self->server->state_dir, leaf ? "/" : "", leaf ? leaf : "");
 }
 
 static void
@@ -111,7 +108,7 @@ warm_probe (gw_warm_t *warm, zloop_t *loop)
     zsock_set_linger (warm->probe, 0);
     zsock_set_sndtimeo (warm->probe, 0);
     zsock_set_reconnect_ivl (warm->probe, 5); /* as the relay's (gw_relay.c) */
-    char session[33];
+    char session[WIRE_ID_SIZE];
     wire_id_new (session);
     wire_msg_t *m = wire_msg_new (session, "kernel_info_request", NULL);
     int rc = zsock_connect (warm->probe, "ipc://%s/k-%d", warm->run_dir, warm->kconn->shell_port);
@@ -162,22 +159,21 @@ make_dir (const char *path, mode_t mode)
 static void
 pool_launch (gw_pool_t *self)
 {
-    gw_warm_t *warm = calloc (1, sizeof *warm);
+    gw_warm_t *warm = wire_xcalloc (1, sizeof *warm);
     warm->pool = self;
     warm->started = gw_clock_mono ();
-    char rnd[33];
+    char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
-    rnd[16] = 0;
+    rnd[GW_SHORT_ID_LEN] = 0;
     char *top = pool_path (self, NULL);
     warm->dir = pool_path (self, rnd);
-    char *workspace = NULL, *log_path = NULL, *runs = NULL, *errmsg = NULL;
-    if (asprintf (&workspace, "%s/workspace", warm->dir) < 0 || asprintf (&log_path, "%s/kernel.log", warm->dir) < 0
-        || asprintf (&runs, "%s/run", self->server->state_dir) < 0)
-        errmsg = strdup ("out of memory");
-    else if (make_dir (top, 0711) < 0 || make_dir (runs, 0711) < 0 || make_dir (warm->dir, 0711) < 0
+    char *workspace = wire_xasprintf ("%s/workspace", warm->dir);
+    char *log_path = wire_xasprintf ("%s/kernel.log", warm->dir);
+    char *runs = wire_xasprintf ("%s/run", self->server->state_dir);
+    char *errmsg = NULL;
+    if (make_dir (top, 0711) < 0 || make_dir (runs, 0711) < 0 || make_dir (warm->dir, 0711) < 0
              || make_dir (workspace, 0700) < 0) {
-        if (asprintf (&errmsg, "cannot create %s: %s", warm->dir, strerror (errno)) < 0)
-            errmsg = NULL;
+        errmsg = wire_xasprintf ("cannot create %s: %s", warm->dir, strerror (errno));
     }
     else if (gw_kernel_files_new (runs, "python", &warm->run_dir, &warm->kconn, &errmsg) == 0) {
         const gw_config_t *config = self->server->config;
@@ -221,7 +217,7 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
 gw_pool_t *
 gw_pool_new (gw_server_t *server, int size)
 {
-    gw_pool_t *self = calloc (1, sizeof *self);
+    gw_pool_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
     self->size = size;
     self->kernels = zlistx_new ();

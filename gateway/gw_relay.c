@@ -85,9 +85,8 @@ struct gw_relay {
     zlistx_t *backlog; /* zmsg_t* verified client messages waiting for a kernel, with channel prefix frame */
     zhashx_t *calls;   /* call_id -> gw_call_t*, tool calls waiting for the client */
     int executions;
-    double last_activity;
     bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */
-    char session[33];
+    char session[WIRE_ID_SIZE];
     /* A fresh kernel is ready once it answered our kernel_info_request on
        shell AND we saw any iopub message: only then is our SUB's
        subscription live, so no output of the first request is lost. */
@@ -175,8 +174,10 @@ peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
     pk->heap = NULL;
     int n = gw_peek_frame (msg, offset, key, pk->buf, sizeof pk->buf);
     pk->text = n < 0 ? NULL : pk->buf;
-    if (n >= (int) sizeof pk->buf && (pk->heap = malloc ((size_t) n + 1)))
+    if (n >= (int) sizeof pk->buf) {
+        pk->heap = wire_xmalloc ((size_t) n + 1);
         pk->text = gw_peek_frame (msg, offset, key, pk->heap, (size_t) n + 1) == n ? pk->heap : NULL;
+    }
     return pk->text;
 }
 
@@ -294,11 +295,9 @@ publish_status (gw_relay_t *self, const json_t *parent_header, const char *state
 static void
 publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
 {
-    char *line = NULL;
-    if (asprintf (&line, "%s: %s", ename, evalue) < 0)
-        line = NULL;
+    char *line = wire_xasprintf ("%s: %s", ename, evalue);
     publish (self, "error", parent_header,
-             json_pack ("{s:s, s:s, s:[s]}", "ename", ename, "evalue", evalue, "traceback", line ? line : ename));
+             json_pack ("{s:s, s:s, s:[s]}", "ename", ename, "evalue", evalue, "traceback", line));
     free (line);
 }
 
@@ -983,11 +982,11 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
         return false;
     }
     e->tool_calls++;
-    gw_call_t *call = calloc (1, sizeof *call);
+    gw_call_t *call = wire_xcalloc (1, sizeof *call);
     call->relay = self;
-    call->call_id = strdup (json_string_value (json_object_get (content, "call_id")));
-    call->name = strdup (name);
-    call->exec_msg_id = strdup (e->msg_id);
+    call->call_id = wire_xstrdup (json_string_value (json_object_get (content, "call_id")));
+    call->name = wire_xstrdup (name);
+    call->exec_msg_id = wire_xstrdup (e->msg_id);
     call->header = json_incref (header);
     if (self->server->config->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
@@ -1108,7 +1107,6 @@ client_recv (gw_relay_t *self, zsock_t *sock, wire_channel_t channel, json_t **h
         zmsg_destroy (&msg);
         return NULL;
     }
-    self->last_activity = gw_clock_mono ();
     gw_conv_touch (self->conv);
     return msg;
 }
@@ -1122,9 +1120,9 @@ exec_new (zmsg_t *msg, json_t *header)
     zframe_t *f = zmsg_first (msg);
     for (int i = 0; i < d; i++, f = zmsg_next (msg))
         zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
-    gw_exec_t *e = calloc (1, sizeof *e);
+    gw_exec_t *e = wire_xcalloc (1, sizeof *e);
     e->usage.stat_fd = e->usage.status_fd = -1;
-    e->msg_id = strdup (json_string_value (json_object_get (header, "msg_id")));
+    e->msg_id = wire_xstrdup (json_string_value (json_object_get (header, "msg_id")));
     e->header = json_incref (header);
     e->ids = ids;
     /* the protocol's default is true; false means no client answers stdin */
@@ -1277,7 +1275,7 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
     static const int types[] = {ZMQ_ROUTER, ZMQ_PUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP};
     zsock_t *s = zsock_new (types[ch]);
     if (!s) {
-        *errmsg = strdup ("cannot create a socket");
+        *errmsg = wire_xstrdup ("cannot create a socket");
         return -1;
     }
     zsock_set_linger (s, 200);
@@ -1318,10 +1316,8 @@ bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const c
         freen (endpoint);
     }
     if (rc <= 0) {
-        if (asprintf (errmsg, "cannot bind the %s socket on %s %s port %d: %s", channel_names[ch], transport, ip,
-                      port, zmq_strerror (zmq_errno ()))
-            < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot bind the %s socket on %s %s port %d: %s", channel_names[ch], transport, ip,
+                                  port, zmq_strerror (zmq_errno ()));
         zsock_destroy (&s);
         return -1;
     }
@@ -1335,7 +1331,7 @@ static int
 relay_curve_start (gw_relay_t *self, char **errmsg)
 {
     if (!self->server->zap || gw_curve_keys_new (&self->curve_keys) < 0) {
-        *errmsg = strdup ("cannot set up CurveZMQ for the client sockets (no ZAP handler or no CURVE in libzmq)");
+        *errmsg = wire_xstrdup ("cannot set up CurveZMQ for the client sockets (no ZAP handler or no CURVE in libzmq)");
         return -1;
     }
     gw_zap_allow (self->server->zap, &self->curve_keys);
@@ -1347,26 +1343,25 @@ gw_relay_t *
 gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
               const wire_connection_t *fixed, char **errmsg)
 {
-    gw_relay_t *self = calloc (1, sizeof *self);
+    gw_relay_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
     self->server = server;
-    self->transport = strdup (fixed ? fixed->transport : transport);
-    self->ip = strdup (fixed ? fixed->ip : ip);
+    self->transport = wire_xstrdup (fixed ? fixed->transport : transport);
+    self->ip = wire_xstrdup (fixed ? fixed->ip : ip);
     wire_error_t err;
     self->key = fixed ? wire_connection_key (fixed, &err) : wire_key_new_random ();
     if (!self->key) {
-        *errmsg = strdup ("the connection file's signature_scheme is not hmac-sha256");
+        *errmsg = wire_xstrdup ("the connection file's signature_scheme is not hmac-sha256");
         gw_relay_destroy (&self);
         return NULL;
     }
-    self->replay = wire_replay_new (65536);
+    self->replay = wire_replay_new (GW_REPLAY_CAPACITY);
     self->execs = zlistx_new ();
     zlistx_set_destructor (self->execs, exec_destructor);
     self->backlog = zlistx_new ();
     zlistx_set_destructor (self->backlog, zmsg_destructor);
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, call_destructor);
-    self->last_activity = gw_clock_mono ();
     wire_id_new (self->session);
     int fixed_ports[WIRE_CHANNEL_COUNT_] = {0};
     if (fixed) {
@@ -1395,8 +1390,7 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
         || gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self) < 0
         || gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self) < 0
         || gw_io_reader (server->io, self->client[WIRE_HB], on_client_hb, self) < 0) {
-        if (asprintf (errmsg, "cannot watch the client sockets (epoll): %s", strerror (errno)) < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot watch the client sockets (epoll): %s", strerror (errno));
         gw_relay_destroy (&self);
         return NULL;
     }
@@ -1420,7 +1414,7 @@ gw_relay_destroy (gw_relay_t **self_p)
             gw_io_reader_end (self->server->io, self->client[ch]);
             zsock_destroy (&self->client[ch]);
             if (streq (self->transport, "ipc")) {
-                char path[4200];
+                char path[GW_PATH_MAX];
                 snprintf (path, sizeof path, "%s-%d", self->ip, self->ports[ch]);
                 unlink (path);
             }
@@ -1584,7 +1578,7 @@ static bool
 kernel_bound (gw_relay_t *self)
 {
     struct stat st;
-    char path[4200];
+    char path[GW_PATH_MAX];
     for (int i = 4; i >= 0; i--) {
         snprintf (path, sizeof path, "%s/k-%d", self->run_dir, self->kernel_ports[i]);
         if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode))
@@ -1668,15 +1662,15 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
     wire_error_t err;
     self->kernel_key = wire_connection_key (kc, &err);
     if (!self->kernel_key) {
-        *errmsg = strdup ("kernel connection: bad signature scheme");
+        *errmsg = wire_xstrdup ("kernel connection: bad signature scheme");
         return -1;
     }
-    self->kernel_replay = wire_replay_new (65536);
-    self->run_dir = strdup (run_dir);
+    self->kernel_replay = wire_replay_new (GW_REPLAY_CAPACITY);
+    self->run_dir = wire_xstrdup (run_dir);
     const int ports[] = {kc->shell_port, kc->iopub_port, kc->stdin_port, kc->control_port, kc->hb_port};
     memcpy (self->kernel_ports, ports, sizeof ports);
     if (kernel_bound (self))
-        return kernel_connect (self) < 0 ? (*errmsg = strdup ("cannot connect to the kernel's sockets"), -1) : 0;
+        return kernel_connect (self) < 0 ? (*errmsg = wire_xstrdup ("cannot connect to the kernel's sockets"), -1) : 0;
     /* a cold kernel binds a moment after the status line */
     self->bound_timer = gw_timer_start (self->server->loop, 2, 0, on_kernel_bound_check, self);
     return 0;
@@ -1812,16 +1806,4 @@ int
 gw_relay_executions (const gw_relay_t *self)
 {
     return self->executions;
-}
-
-double
-gw_relay_last_activity (const gw_relay_t *self)
-{
-    return self->last_activity;
-}
-
-bool
-gw_relay_wants_kernel (const gw_relay_t *self)
-{
-    return zlistx_size (self->backlog) > 0;
 }

@@ -217,11 +217,9 @@ on_iopub (zloop_t *loop, zsock_t *sock, void *arg)
         const char *type = wire_msg_type (m);
         if (streq (type, "stream")) {
             const char *text = json_string_value (json_object_get (m->content, "text"));
-            char *joined = NULL;
-            if (asprintf (&joined, "%s%s", self->stdout_text ? self->stdout_text : "", text ? text : "") >= 0) {
-                free (self->stdout_text);
-                self->stdout_text = joined;
-            }
+            char *joined = wire_xasprintf ("%s%s", self->stdout_text ? self->stdout_text : "", text ? text : "");
+            free (self->stdout_text);
+            self->stdout_text = joined;
         }
         else if (streq (type, "error"))
             report (self, false, "error inside", json_string_value (json_object_get (m->content, "evalue")));
@@ -269,10 +267,8 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
                                self->server->state_dir);
     char *plist = json_dumps (paths, JSON_COMPACT);
     json_decref (paths);
-    char *code = NULL;
-    if (asprintf (&code, "HOST_PATHS = %s\nTCP_PORT = %d\nUDP_PORT = %d\n%s", plist, self->listeners.tcp_port,
-                  self->listeners.udp_port, check_code) < 0)
-        code = NULL;
+    char *code = wire_xasprintf ("HOST_PATHS = %s\nTCP_PORT = %d\nUDP_PORT = %d\n%s", plist, self->listeners.tcp_port,
+                                 self->listeners.udp_port, check_code);
     free (plist);
     /* the SUB needs a moment to subscribe; the relay's own handshake made
        the kernel side ready, this is the client side of the same race */

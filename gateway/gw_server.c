@@ -18,7 +18,7 @@ void
 gw_set_string (char **field, const char *value)
 {
     free (*field);
-    *field = value ? strdup (value) : NULL;
+    *field = value ? wire_xstrdup (value) : NULL;
 }
 
 /* mkdir -p; what we create is 0711: the sandbox's host uid must traverse
@@ -26,7 +26,7 @@ gw_set_string (char **field, const char *value)
 static int
 make_dirs (const char *path)
 {
-    char *copy = strdup (path);
+    char *copy = wire_xstrdup (path);
     for (char *p = copy + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -49,7 +49,7 @@ check_traversable (const char *dir)
 {
     if (geteuid () != 0)
         return;
-    char *copy = strdup (dir);
+    char *copy = wire_xstrdup (dir);
     for (char *p = copy + 1;; p++) {
         bool end = *p == 0;
         if (*p == '/' || end) {
@@ -74,20 +74,23 @@ static int
 sock_dir_make (gw_server_t *self, char **errmsg)
 {
     const char *why = NULL;
-    char *dir = NULL;
+    char *dir = wire_xasprintf ("%s/sock", self->state_dir);
     struct stat st;
-    if (asprintf (&dir, "%s/sock", self->state_dir) < 0)
+    /* "/<short id>-<n>", n at most two digits */
+    if ((int) (strlen (dir) + 1 + GW_SHORT_ID_LEN + 3) > GW_SUN_PATH_MAX) {
+        *errmsg = wire_xasprintf ("the client socket dir %s: too long for ipc socket paths (%d bytes of sun_path): "
+                                  "choose a shorter --state-dir", dir, GW_SUN_PATH_MAX);
+        free (dir);
         return -1;
-    if (strlen (dir) + 1 + 16 + 3 > 107)
-        why = "too long for ipc socket paths (107 bytes of sun_path): choose a shorter --state-dir";
-    else if (mkdir (dir, 0700) < 0 && errno != EEXIST)
+    }
+    if (mkdir (dir, 0700) < 0 && errno != EEXIST)
         why = strerror (errno);
     else if (lstat (dir, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != geteuid ())
         why = "not a directory of ours";
     else if ((st.st_mode & 07777) != 0700 && chmod (dir, 0700) < 0)
         why = strerror (errno);
-    if (why && asprintf (errmsg, "the client socket dir %s: %s", dir, why) < 0)
-        *errmsg = NULL;
+    if (why)
+        *errmsg = wire_xasprintf ("the client socket dir %s: %s", dir, why);
     free (dir);
     return why ? -1 : 0;
 }
@@ -96,27 +99,26 @@ gw_server_t *
 gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport, char **errmsg)
 {
     if (!streq (transport, "tcp") && !streq (transport, "ipc")) {
-        *errmsg = strdup ("--transport must be tcp or ipc");
+        *errmsg = wire_xstrdup ("--transport must be tcp or ipc");
         return NULL;
     }
     if (make_dirs (state_dir) < 0) {
-        if (asprintf (errmsg, "cannot create the state dir %s: %s", state_dir, strerror (errno)) < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot create the state dir %s: %s", state_dir, strerror (errno));
         return NULL;
     }
-    gw_server_t *self = calloc (1, sizeof *self);
+    gw_server_t *self = wire_xcalloc (1, sizeof *self);
     self->config = *config_p;
     *config_p = NULL;
     self->state_dir = realpath (state_dir, NULL);
     check_traversable (self->state_dir);
-    self->ip = strdup (ip);
-    self->transport = strdup (transport);
+    self->ip = wire_xstrdup (ip);
+    self->transport = wire_xstrdup (transport);
     self->curve = streq (transport, "tcp");
     self->loop = zloop_new ();
     self->io = gw_io_new (self->loop);
     self->timers = gw_timers_new (self->loop);
     if (!self->io) {
-        *errmsg = strdup ("cannot create the event loop's epoll set");
+        *errmsg = wire_xstrdup ("cannot create the event loop's epoll set");
         gw_timers_destroy (&self->timers);
         zloop_destroy (&self->loop);
         free (self->state_dir);
@@ -127,7 +129,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
         return NULL;
     }
     self->key = wire_key_new_random ();
-    self->replay = wire_replay_new (65536);
+    self->replay = wire_replay_new (GW_REPLAY_CAPACITY);
     self->limits.max_frame_bytes = self->config->max_message_bytes;
     self->limits.max_message_bytes = self->config->max_message_bytes;
     self->conversations = zhashx_new ();
@@ -151,7 +153,7 @@ on_cull_check (zloop_t *loop, int timer_id, void *arg)
     zlistx_set_destructor (expired, (zlistx_destructor_fn *) zstr_free);
     for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
         if (gw_conv_idle_expired (conv, now))
-            zlistx_add_end (expired, strdup (gw_conv_id (conv)));
+            zlistx_add_end (expired, wire_xstrdup (gw_conv_id (conv)));
     for (char *id = zlistx_first (expired); id; id = zlistx_next (expired))
         gw_server_close_conv (self, id, false, "idle");
     zlistx_destroy (&expired);
@@ -168,8 +170,8 @@ control_secure (gw_server_t *self, char **errmsg)
 {
     if (self->curve) {
         if (gw_curve_keys_new (&self->control_keys) < 0) {
-            *errmsg = strdup ("--transport tcp needs CurveZMQ, which this libzmq lacks "
-                              "(use --transport ipc, or --insecure-tcp: README, \"What is enforced\")");
+            *errmsg = wire_xstrdup ("--transport tcp needs CurveZMQ, which this libzmq lacks "
+                                    "(use --transport ipc, or --insecure-tcp: README, \"What is enforced\")");
             return -1;
         }
         self->zap = gw_zap_new (self->loop, errmsg);
@@ -204,27 +206,24 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
     free (c->ip);
     c->ip = NULL;
     if (streq (self->transport, "ipc")) {
-        if (asprintf (&c->ip, "%s/sock/gateway", self->state_dir) < 0)
-            c->ip = NULL;
+        c->ip = wire_xasprintf ("%s/sock/gateway", self->state_dir);
         self->control_port = zsock_bind (self->control, "ipc://%s-1", c->ip) == 0 ? 1 : -1;
     }
     else {
-        c->ip = strdup (self->ip);
+        c->ip = wire_xstrdup (self->ip);
         self->control_port = zsock_bind (self->control, "tcp://%s:*", self->ip);
     }
     if (self->control_port <= 0) {
-        if (asprintf (errmsg, "cannot bind the control socket (%s %s): %s", self->transport, c->ip,
-                      zmq_strerror (zmq_errno ()))
-            < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot bind the control socket (%s %s): %s", self->transport, c->ip,
+                                  zmq_strerror (zmq_errno ()));
         wire_connection_destroy (&c);
         return -1;
     }
     c->control_port = self->control_port;
     if (connection_file)
-        self->connection_file = strdup (connection_file);
-    else if (asprintf (&self->connection_file, "%s/gateway.json", self->state_dir) < 0)
-        self->connection_file = NULL;
+        self->connection_file = wire_xstrdup (connection_file);
+    else
+        self->connection_file = wire_xasprintf ("%s/gateway.json", self->state_dir);
     /* only the fields of a gateway connection file: it is not a kernel's */
     self->connection_info = json_pack ("{s:s, s:s, s:i, s:s, s:s}", "transport", c->transport, "ip", c->ip,
                                        "control_port", c->control_port, "key", c->key, "signature_scheme",
@@ -240,9 +239,7 @@ gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
 static int
 connection_file_write (gw_server_t *self, char **errmsg)
 {
-    char *tmp = NULL;
-    if (asprintf (&tmp, "%s.tmp%d", self->connection_file, (int) getpid ()) < 0)
-        tmp = NULL;
+    char *tmp = wire_xasprintf ("%s.tmp%d", self->connection_file, (int) getpid ());
     int rc = -1;
     FILE *f = NULL;
     int fd = tmp ? open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
@@ -258,9 +255,7 @@ connection_file_write (gw_server_t *self, char **errmsg)
     if (rc < 0) {
         if (tmp)
             unlink (tmp);
-        if (asprintf (errmsg, "cannot write the connection file %s: %s", self->connection_file, strerror (errno))
-            < 0)
-            *errmsg = NULL;
+        *errmsg = wire_xasprintf ("cannot write the connection file %s: %s", self->connection_file, strerror (errno));
     }
     free (tmp);
     return rc;
@@ -302,8 +297,8 @@ startup_done (gw_server_t *self, const char *layer, const char *error)
         gw_timer_end (self->loop, self->probe_timer);
     self->probe_timer = 0;
     if (error) {
-        self->startup_error = strdup (error);
-        self->startup_layer = strdup (layer);
+        self->startup_error = wire_xstrdup (error);
+        self->startup_layer = wire_xstrdup (layer);
         json_t *failed = json_pack ("{s:{s:s, s:s}}", layer, "state", "unsupported", "reason", error);
         gw_server_set_layers (self, failed, "start-up probe (" PROBE_COMMAND ") failed", 0, self->probe_started);
         json_decref (failed);
@@ -341,7 +336,7 @@ on_probe_status (gw_launch_t *launch, void *arg)
         return;
     }
     const char *stage = gw_text (json_object_get (status, "stage"));
-    char *error = strdup (gw_launch_error (launch) ? gw_launch_error (launch) : "the launcher failed");
+    char *error = wire_xstrdup (gw_launch_error (launch) ? gw_launch_error (launch) : "the launcher failed");
     gw_launch_abandon (&self->probe);
     startup_done (self, stage ? stage : "launcher", error);
     free (error);
@@ -364,8 +359,7 @@ static void
 probe_start (gw_server_t *self)
 {
     self->probe_started = gw_clock_mono ();
-    if (asprintf (&self->probe_dir, "%s/probe", self->state_dir) < 0)
-        self->probe_dir = NULL;
+    self->probe_dir = wire_xasprintf ("%s/probe", self->state_dir);
     if (!self->probe_dir || (mkdir (self->probe_dir, 0700) < 0 && errno != EEXIST)) {
         char error[300];
         snprintf (error, sizeof error, "cannot create the probe's workspace in %s: %s", self->state_dir,
@@ -452,10 +446,10 @@ on_close_later (zloop_t *loop, int timer_id, void *arg)
 void
 gw_server_close_later (gw_server_t *self, const char *id, const char *why)
 {
-    char **args = calloc (3, sizeof (char *));
+    char **args = wire_xcalloc (3, sizeof (char *));
     args[0] = (char *) self;
-    args[1] = strdup (id);
-    args[2] = strdup (why);
+    args[1] = wire_xstrdup (id);
+    args[2] = wire_xstrdup (why);
     gw_timer_start (self->loop, 1, 1, on_close_later, args);
 }
 
@@ -498,7 +492,7 @@ gw_server_destroy (gw_server_t **self_p)
     if (self->connection_file && self->ready)
         unlink (self->connection_file);
     if (streq (self->transport, "ipc") && self->state_dir) {
-        char path[4200];
+        char path[GW_PATH_MAX];
         snprintf (path, sizeof path, "%s/sock/gateway-1", self->state_dir);
         unlink (path);
     }
@@ -507,7 +501,7 @@ gw_server_destroy (gw_server_t **self_p)
         /* the dirs we made for conversations; the operator's state dir stays */
         const char *subdirs[] = {"run", "sock", "conv", "probe"};
         for (int i = 0; i < 4; i++) {
-            char path[4200];
+            char path[GW_PATH_MAX];
             snprintf (path, sizeof path, "%s/%s", self->state_dir, subdirs[i]);
             rmdir (path);
         }

@@ -25,11 +25,8 @@ tool_error (int index, const char *name, const char *fmt, ...)
     va_start (ap, fmt);
     vsnprintf (problem, sizeof problem, fmt, ap);
     va_end (ap);
-    char *out = NULL;
     /* the name is whole: it was checked to be at most TOOL_NAME_MAX characters */
-    int rc = name ? asprintf (&out, "tool '%s': %s", name, problem)
-                  : asprintf (&out, "tool %d: %s", index, problem);
-    return rc < 0 ? NULL : out;
+    return name ? wire_xasprintf ("tool '%s': %s", name, problem) : wire_xasprintf ("tool %d: %s", index, problem);
 }
 
 /* The schema key in effect: parameters, else the Anthropic and MCP aliases. */
@@ -93,7 +90,7 @@ gw_tools_validate (const json_t *tools, char **errmsg)
 {
     *errmsg = NULL;
     if (!json_is_array (tools)) {
-        *errmsg = strdup ("tools must be a list of {name, description, parameters}");
+        *errmsg = wire_xstrdup ("tools must be a list of {name, description, parameters}");
         return NULL;
     }
     json_t *out = json_array ();
@@ -145,7 +142,7 @@ gw_tools_validate (const json_t *tools, char **errmsg)
     if (*errmsg || index < json_array_size (tools)) {
         json_decref (out);
         if (!*errmsg)
-            *errmsg = strdup ("invalid tool list");
+            *errmsg = wire_xstrdup ("invalid tool list");
         return NULL;
     }
     return out;

@@ -197,20 +197,15 @@ zygote_spawn (gw_zygote_t *self)
 gw_zygote_t *
 gw_zygote_new (gw_server_t *server)
 {
-    gw_zygote_t *self = calloc (1, sizeof *self);
+    gw_zygote_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
     self->pid_item.fd = -1;
     self->err_item.fd = -1;
-    if (asprintf (&self->socket_path, "%s/zygote.sock", server->state_dir) < 0) {
-        free (self);
-        return NULL;
-    }
+    self->socket_path = wire_xasprintf ("%s/zygote.sock", server->state_dir);
     size_t n = json_array_size (server->config->fork_preload);
     for (size_t i = 0; i < n; i++) {
         const char *mod = json_string_value (json_array_get (server->config->fork_preload, i));
-        char *joined = NULL;
-        if (asprintf (&joined, "%s%s%s", self->preload ? self->preload : "", self->preload ? "," : "", mod) < 0)
-            break;
+        char *joined = wire_xasprintf ("%s%s%s", self->preload ? self->preload : "", self->preload ? "," : "", mod);
         free (self->preload);
         self->preload = joined;
     }

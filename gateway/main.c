@@ -29,26 +29,20 @@
 static char *
 default_state_dir (void)
 {
-    char *out = NULL;
     const char *env = getenv ("KENNEL_STATE_DIR");
     if (env && *env)
-        return strdup (env);
+        return wire_xstrdup (env);
     if (geteuid () == 0)
-        return strdup ("/var/lib/kennel");
+        return wire_xstrdup ("/var/lib/kennel");
     const char *xdg = getenv ("XDG_STATE_HOME");
-    if (xdg && *xdg) {
-        if (asprintf (&out, "%s/kennel", xdg) < 0)
-            return NULL;
-        return out;
-    }
+    if (xdg && *xdg)
+        return wire_xasprintf ("%s/kennel", xdg);
     const char *home = getenv ("HOME");
     if (!home) {
         struct passwd *pw = getpwuid (geteuid ());
         home = pw ? pw->pw_dir : "/tmp";
     }
-    if (asprintf (&out, "%s/.local/state/kennel", home) < 0)
-        return NULL;
-    return out;
+    return wire_xasprintf ("%s/.local/state/kennel", home);
 }
 
 static void
@@ -182,7 +176,7 @@ cmd_serve (int argc, char **argv)
         free (errmsg);
         return 2;
     }
-    char *state_dir = o.state_dir ? strdup (o.state_dir) : default_state_dir ();
+    char *state_dir = o.state_dir ? wire_xstrdup (o.state_dir) : default_state_dir ();
     gw_server_t *server = gw_server_new (&config, state_dir, o.ip, o.transport, &errmsg);
     gw_config_destroy (&config);
     free (state_dir);
@@ -213,17 +207,15 @@ tools_file_load (const char *path, char **errmsg)
     json_t *list = json_load_file (path, 0, &jerr);
     if (!list) {
         /* jansson's line is -1 when the file could not be opened */
-        int rc = jerr.line > 0 ? asprintf (errmsg, "tools file %s: %s (line %d)", path, jerr.text, jerr.line)
-                               : asprintf (errmsg, "tools file %s: %s", path, jerr.text);
-        if (rc < 0)
-            *errmsg = NULL;
+        *errmsg = jerr.line > 0 ? wire_xasprintf ("tools file %s: %s (line %d)", path, jerr.text, jerr.line)
+                                : wire_xasprintf ("tools file %s: %s", path, jerr.text);
         return NULL;
     }
     char *problem = NULL;
     json_t *tools = gw_tools_validate (list, &problem);
     json_decref (list);
-    if (!tools && asprintf (errmsg, "tools file %s: %s", path, problem ? problem : "invalid tool list") < 0)
-        *errmsg = NULL;
+    if (!tools)
+        *errmsg = wire_xasprintf ("tools file %s: %s", path, problem ? problem : "invalid tool list");
     free (problem);
     return tools;
 }
@@ -294,7 +286,7 @@ cmd_kernel (int argc, char **argv)
     }
     /* private state for this one kernel, removed on exit */
     char tmpl[] = "/tmp/kennel-kernel-XXXXXX";
-    char *state_dir = o.state_dir ? strdup (o.state_dir) : (mkdtemp (tmpl) ? strdup (tmpl) : NULL);
+    char *state_dir = o.state_dir ? wire_xstrdup (o.state_dir) : (mkdtemp (tmpl) ? wire_xstrdup (tmpl) : NULL);
     if (state_dir && !o.state_dir)
         chmod (state_dir, 0711); /* the sandbox's host uid traverses it (README) */
     gw_server_t *server = state_dir ? gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg) : NULL;
@@ -341,11 +333,10 @@ cmd_info (int argc, char **argv)
     zsys_set_logstream (NULL);
     char *path = NULL;
     if (o.connection_file)
-        path = strdup (o.connection_file);
+        path = wire_xstrdup (o.connection_file);
     else {
-        char *dir = o.state_dir ? strdup (o.state_dir) : default_state_dir ();
-        if (asprintf (&path, "%s/gateway.json", dir) < 0)
-            path = NULL;
+        char *dir = o.state_dir ? wire_xstrdup (o.state_dir) : default_state_dir ();
+        path = wire_xasprintf ("%s/gateway.json", dir);
         free (dir);
     }
     json_error_t jerr;
@@ -443,17 +434,15 @@ cmd_install_kernelspec (int argc, char **argv)
         const char *data = getenv ("XDG_DATA_HOME");
         const char *home = getenv ("HOME");
         if (data && *data) {
-            if (asprintf (&base, "%s/jupyter/kernels", data) < 0)
-                base = NULL;
+            base = wire_xasprintf ("%s/jupyter/kernels", data);
         }
-        else if (asprintf (&base, "%s/.local/share/jupyter/kernels", home ? home : "/tmp") < 0)
-            base = NULL;
+        else
+            base = wire_xasprintf ("%s/.local/share/jupyter/kernels", home ? home : "/tmp");
     }
-    else if (asprintf (&base, "%s/share/jupyter/kernels", prefix) < 0)
-        base = NULL;
-    char *dir = NULL, *file = NULL;
-    if (asprintf (&dir, "%s/kennel", base) < 0 || asprintf (&file, "%s/kernel.json", dir) < 0)
-        return 1;
+    else
+        base = wire_xasprintf ("%s/share/jupyter/kernels", prefix);
+    char *dir = wire_xasprintf ("%s/kennel", base);
+    char *file = wire_xasprintf ("%s/kernel.json", dir);
     /* the kernelspec runs this very binary: the installed one after make
        install, the build tree's one during development */
     char self[4096];
@@ -490,6 +479,7 @@ cmd_install_kernelspec (int argc, char **argv)
 int
 main (int argc, char **argv)
 {
+    wire_alloc_json ();
     if (argc < 2) {
         usage (stderr);
         return 2;
