@@ -62,6 +62,11 @@ if conn["transport"] == "ipc":
             out["unix_connect"][field] = type(e).__name__
         u.close()
 sub = sock(zmq.SUB, "iopub_port")
+if p.get("expect_read"):  # where reading is the documented residual: wait for the handshake, not a guess
+    monitor = sub.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+    if monitor.poll(10000):
+        monitor.recv_multipart()
+    sub.disable_monitor()
 sub.setsockopt(zmq.SUBSCRIBE, b"")
 dealers = [sock(zmq.DEALER, f, p["session"]) for f in ("shell_port", "stdin_port", "control_port")
            if p["hijack"]]
@@ -87,12 +92,13 @@ print(json.dumps(out), flush=True)
 """
 
 
-def attack(gw, conn, session, curve=None, hijack=True):
+def attack(gw, conn, session, curve=None, hijack=True, expect_read=False):
     """Starts the attacker (hijack: also the DEALERs with the victim's
-    identity); returns finish(), which ends it and returns what it saw."""
+    identity; expect_read: its iopub handshake must succeed, and it waits for
+    it); returns finish(), which ends it and returns what it saw."""
     visible = {k: v for k, v in conn.items() if k != "key" and not k.startswith("curve")}
     params = json.dumps({"state": str(gw.state), "conn": visible, "session": session, "curve": curve,
-                         "hijack": hijack})
+                         "hijack": hijack, "expect_read": expect_read})
     proc = subprocess.Popen(SETPRIV + ["/usr/bin/python3", "-c", ATTACKER, params], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
@@ -200,7 +206,7 @@ def test_insecure_tcp_has_no_identity_takeover(make_gateway):
     the victim's identity cannot take its routing."""
     gw = make_gateway(transport="tcp", extra_args=["--insecure-tcp"])
     reply, kc = gw.open_client("victim")
-    finish = attack(gw, reply["connection"], kc.session.session)
+    finish = attack(gw, reply["connection"], kc.session.session, expect_read=True)
     assert victim_runs(kc) == []
     seen = finish()
     assert any(SECRET in m for m in seen["iopub"])  # the residual risk, as documented
