@@ -1,7 +1,7 @@
 /*  mounts.c - the sandbox's filesystem: a fresh tmpfs root, pivot_root.
 
     Runs in the child, in its new user + mount namespace, with the caps of
-    that namespace. Steps (bubblewrap's, see research/confinement.md §1.1):
+    that namespace. Steps (bubblewrap's, as in its setup_newroot):
     1. open every bind source as an O_PATH fd first (mounts_open, still with
        the caller's own access to host paths: before the switch to the
        sandbox user, so a workspace below a root-only directory works when

@@ -1,6 +1,6 @@
 /*  seccomp.c - the syscall filter, installed last (after Landlock).
 
-    A deny list (research/confinement.md §8): the default is ALLOW so that
+    A deny list (README.md, "seccomp"): the default is ALLOW so that
     arbitrary Python packages keep working, and the known kernel attack
     surface answers EPERM (the persistent kernel survives a probe) or ENOSYS
     where libraries feature-detect and fall back (clone3: glibc starts

@@ -1,4 +1,4 @@
-/*  gw_control.c - the control API (DESIGN.md "Gateway control API").
+/*  gw_control.c - the control API (docs/PROTOCOL.md section 3, "Control socket").
 
     Requests are Jupyter messages signed with the gateway key; a bad one is
     dropped and logged, a well-formed but invalid one gets an error reply

@@ -1,4 +1,4 @@
-/*  spec.c - the launch spec the gateway writes on --spec-fd (README.md):
+/*  spec.c - the launch spec the gateway writes on --spec-fd (docs/PROTOCOL.md section 10):
     {"policy", "workspace", "run_dir", "kernel", "env", "status_fd", "zygote"}. */
 #include "launch.h"
 

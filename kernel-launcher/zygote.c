@@ -1,8 +1,8 @@
 /*  zygote.c - kennel-launch --zygote: a fork server for the builtin Python
     kernel. CPython (and the --preload modules) start once here; each launch
     request forks a child that reads the request, confines itself and
-    continues the prepared interpreter into the kernel. See README.md
-    ("The zygote") for the protocol.
+    continues the prepared interpreter into the kernel. The protocol is
+    docs/PROTOCOL.md section 11; README.md ("The zygote") says why.
 
     The zygote stays single-threaded and never reads a request itself: a
     conversation's spec (its env, paths) only ever enters that conversation's

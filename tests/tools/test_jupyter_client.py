@@ -1,7 +1,7 @@
 """Tool calls served with plain jupyter_client (no kennel module): the
 conversation is opened with a bare control request, and the host answers each
 tool_request from execute_interactive's stdin_hook with a tool_reply on the
-stdin channel, as DESIGN.md describes."""
+stdin channel, as docs/PROTOCOL.md section 8 describes."""
 import itertools
 import time
 

@@ -7,7 +7,8 @@
     print(result.stdout, result.kennel)
 
 Everything here can also be done with plain jupyter_client and the messages of
-DESIGN.md: this module only saves a host the bookkeeping.
+docs/PROTOCOL.md (sections 3 and 8): this module only saves a host the
+bookkeeping.
 """
 from __future__ import annotations
 
