@@ -40,7 +40,7 @@ uninstall-kennel-kernelspec:
 # with real ZeroMQ sockets: tests/gateway/gw_unit.c.
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
-tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
+tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
 	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 

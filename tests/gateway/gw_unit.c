@@ -27,15 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                                \
-    do {                                                                                                           \
-        if (!(cond)) {                                                                                             \
-            fprintf (stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            failures++;                                                                                            \
-        }                                                                                                          \
-    } while (0)
+#include "tests/gateway/gw_check.h"
 
 static int
 s_on_quit (zloop_t *loop, int timer_id, void *arg)
