@@ -101,8 +101,8 @@ confined_finish (confine_ctx_t *ctx, const sigset_t *caller_mask)
     setsid ();
     sigprocmask (SIG_SETMASK, caller_mask, NULL);
     umask (022);
-    if (chdir ("/workspace") < 0) {
-        confine_error_set (ctx->error, "mount", errno, "chdir /workspace: %s", strerror (errno));
+    if (chdir (CONFINE_WORKSPACE_DIR) < 0) {
+        confine_error_set (ctx->error, "mount", errno, "chdir " CONFINE_WORKSPACE_DIR ": %s", strerror (errno));
         child_fail (ctx);
     }
     confine_msg_t msg;

@@ -21,6 +21,8 @@
 #ifndef CONFINE_H_INCLUDED
 #define CONFINE_H_INCLUDED
 
+#include "confine_paths.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -140,6 +142,10 @@ CONFINE_MUST_CHECK int confine_policy_load_json (confine_policy_t *self, const j
 CONFINE_MUST_CHECK int confine_policy_load_file (confine_policy_t *self, const char *path, char *err, size_t errlen);
 /* Adds one "NAME=value" (copied). */
 void confine_policy_setenv (confine_policy_t *self, const char *name, const char *value);
+/* Replaces this process's environment with the sandbox's fixed minimal one
+   (PATH, HOME, LANG, ...: README.md, "env"), which every confined process
+   starts from before the policy's env. -1 when clearenv fails. */
+CONFINE_MUST_CHECK int confine_env_reset (void);
 /* Keeps fd open inside. Returns -1 when the table is full. */
 CONFINE_MUST_CHECK int confine_policy_keep_fd (confine_policy_t *self, int fd);
 void confine_policy_destroy (confine_policy_t **self_p);

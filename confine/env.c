@@ -15,7 +15,7 @@
 static const char *base_env[][2] = {
     { "PATH", "/usr/local/bin:/usr/bin:/bin" },
     { "SHELL", "/bin/sh" },
-    { "HOME", "/workspace" },
+    { "HOME", CONFINE_WORKSPACE_DIR },
     { "USER", "sandbox" },
     { "LOGNAME", "sandbox" },
     { "LANG", "C.UTF-8" },
@@ -78,17 +78,25 @@ scrub_args (void)
 }
 
 int
+confine_env_reset (void)
+{
+    if (clearenv () != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof base_env / sizeof *base_env; i++)
+        setenv (base_env[i][0], base_env[i][1], 1);
+    return 0;
+}
+
+int
 env_setup (confine_ctx_t *ctx)
 {
     const confine_policy_t *p = ctx->policy;
     scrub_inherited ();
     scrub_args ();
-    if (clearenv () != 0) {
+    if (confine_env_reset () < 0) {
         confine_error_set (ctx->error, "env", ENOMEM, "clearenv failed");
         return -1;
     }
-    for (size_t i = 0; i < sizeof base_env / sizeof *base_env; i++)
-        setenv (base_env[i][0], base_env[i][1], 1);
     for (size_t i = 0; i < p->env_count; i++) {
         const char *eq = strchr (p->env[i], '=');
         if (!eq)
@@ -102,7 +110,7 @@ env_setup (confine_ctx_t *ctx)
         setenv (name, eq + 1, 1);
     }
     confine_report_set (ctx->report, CONFINE_LAYER_ENV, CONFINE_ACTIVE,
-                        "minimal environment (PATH, HOME=/workspace, LANG, TERM, TMPDIR, MPLBACKEND) + %zu from the policy",
+                        "minimal environment (PATH, HOME=" CONFINE_WORKSPACE_DIR ", LANG, TERM, TMPDIR, MPLBACKEND) + %zu from the policy",
                         p->env_count);
     return 0;
 }

@@ -118,10 +118,10 @@ landlock_setup (confine_ctx_t *ctx)
     struct { const char *path; uint64_t access; } rules[] = {
         { "/", read_exec },
         { "/dev", dev },
-        { "/workspace", all },
+        { CONFINE_WORKSPACE_DIR, all },
         { "/tmp", all },
         { "/dev/shm", all },
-        { "/run/kennel", all },
+        { CONFINE_RUN_DIR, all },
     };
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
         if (allow_path (ruleset, rules[i].path, rules[i].access) < 0) {
@@ -141,7 +141,7 @@ landlock_setup (confine_ctx_t *ctx)
     if (abi < 6)
         return 0;   /* recorded as degraded above */
     confine_report_set (ctx->report, CONFINE_LAYER_LANDLOCK, CONFINE_ACTIVE,
-                        "ABI %ld: writes only under /workspace, /tmp, /dev/shm, /run/kennel%s; abstract unix "
+                        "ABI %ld: writes only under " CONFINE_WORKSPACE_DIR ", /tmp, /dev/shm, " CONFINE_RUN_DIR "%s; abstract unix "
                         "sockets and signals scoped to the sandbox", abi,
                         attr.handled_access_net ? "; TCP bind/connect denied" : "");
     return 0;

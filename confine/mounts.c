@@ -279,17 +279,17 @@ build_workspace (confine_ctx_t *ctx, sources_t *src)
     const confine_policy_t *p = ctx->policy;
     const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     if (src->workspace < 0) {
-        if (mount_tmpfs (ctx, NEWROOT "/workspace", "0755", p->workspace_bytes, 0) < 0)
+        if (mount_tmpfs (ctx, NEWROOT CONFINE_WORKSPACE_DIR, "0755", p->workspace_bytes, 0) < 0)
             return -1;
-        if (chown (NEWROOT "/workspace", p->uid, p->gid) < 0)
-            return mount_failed (ctx, "chown", NEWROOT "/workspace");
+        if (chown (NEWROOT CONFINE_WORKSPACE_DIR, p->uid, p->gid) < 0)
+            return mount_failed (ctx, "chown", NEWROOT CONFINE_WORKSPACE_DIR);
         if (p->workspace_bytes)
             confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE,
                                 "/workspace is a private tmpfs of %llu bytes", (unsigned long long) p->workspace_bytes);
         else
             confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE, "no quota requested (workspace_bytes 0)");
     } else {
-        if (bind_fd (ctx, src->workspace, NEWROOT "/workspace", rw) < 0)
+        if (bind_fd (ctx, src->workspace, NEWROOT CONFINE_WORKSPACE_DIR, rw) < 0)
             return -1;
         if (!p->workspace_bytes)
             confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE, "no quota requested (workspace_bytes 0)");
@@ -300,7 +300,7 @@ build_workspace (confine_ctx_t *ctx, sources_t *src)
             return -1;
     }
     if (src->run_dir >= 0) {
-        if (make_dir (ctx, NEWROOT "/run", 0755) < 0 || bind_fd (ctx, src->run_dir, NEWROOT "/run/kennel", rw) < 0)
+        if (make_dir (ctx, NEWROOT "/run", 0755) < 0 || bind_fd (ctx, src->run_dir, NEWROOT CONFINE_RUN_DIR, rw) < 0)
             return -1;
     }
     return 0;
@@ -379,8 +379,8 @@ mounts_setup (confine_ctx_t *ctx, mounts_sources_t *src)
     free (src);
     if (rc == 0)
         confine_report_set (ctx->report, CONFINE_LAYER_MOUNT, CONFINE_ACTIVE,
-                            "tmpfs root (read-only), /usr and named /etc files read-only, /workspace%s rw, "
+                            "tmpfs root (read-only), /usr and named /etc files read-only, " CONFINE_WORKSPACE_DIR "%s rw, "
                             "private /tmp and /dev/shm, new /proc, minimal /dev",
-                            ctx->policy->run_dir ? " and /run/kennel" : "");
+                            ctx->policy->run_dir ? " and " CONFINE_RUN_DIR : "");
     return rc;
 }

@@ -14,6 +14,7 @@
     "unlimited"; 0 and fractions of a count are refused everywhere.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 #include "config.h"
 
 #include <limits.h>
@@ -344,7 +345,7 @@ default_launcher (void)
         char *slash = strrchr (self, '/');
         if (slash) {
             *slash = 0;
-            const char *candidates[] = {"%s/kennel-launch", "%s/../kernel-launcher/kennel-launch"};
+            const char *candidates[] = {"%s/" LAUNCH_PROGRAM, "%s/../kernel-launcher/" LAUNCH_PROGRAM};
             for (size_t i = 0; i < 2; i++) {
                 char path[GW_PATH_MAX];
                 snprintf (path, sizeof path, candidates[i], self);
@@ -354,7 +355,7 @@ default_launcher (void)
             }
         }
     }
-    return wire_xstrdup ("kennel-launch");
+    return wire_xstrdup (LAUNCH_PROGRAM);
 }
 
 /* A top-level number from min to max: max keeps the value within the int

@@ -14,14 +14,13 @@
     died, until the next request) the relay holds client messages.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define KERNEL_IP_INSIDE "/run/kennel/k"
 
 typedef enum { K_STARTING, K_RUNNING, K_DEAD } kernel_state_t;
 
@@ -216,7 +215,7 @@ on_launch_status (gw_launch_t *launch, void *arg)
         kernel_failed (self, gw_launch_error (launch));
         return;
     }
-    json_t *layers = json_object_get (gw_launch_status (launch), "layers");
+    json_t *layers = json_object_get (gw_launch_status (launch), LAUNCH_STATUS_LAYERS);
     if (layers) {
         char by[200];
         snprintf (by, sizeof by, "the kernel of conversation %s", self->id);
@@ -296,16 +295,16 @@ gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_pol
     json_t *kernel;
     json_t *configured = json_object_get (config->kernels, kernel_name);
     if (configured)
-        kernel = json_pack ("{s:O}", "argv", json_object_get (configured, "argv"));
+        kernel = json_pack ("{s:O}", LAUNCH_KERNEL_ARGV, json_object_get (configured, "argv"));
     else {
         json_t *settings = json_pack ("{s:s, s:f, s:O}", "builtins", p->builtins, "tool_timeout", p->tool_timeout,
                                       "tools", tools);
         if (p->imports)
             json_object_set (settings, "imports", p->imports);
-        kernel = json_pack ("{s:s, s:o}", "builtin", "python", "settings", settings);
+        kernel = json_pack ("{s:s, s:o}", LAUNCH_KERNEL_BUILTIN, LAUNCH_BUILTIN_PYTHON, LAUNCH_KERNEL_SETTINGS, settings);
     }
-    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", "policy", policy, "workspace", workspace, "run_dir", run_dir,
-                      "kernel", kernel, "env", p->env);
+    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", LAUNCH_SPEC_POLICY, policy, LAUNCH_SPEC_WORKSPACE, workspace,
+                      LAUNCH_SPEC_RUN_DIR, run_dir, LAUNCH_SPEC_KERNEL, kernel, LAUNCH_SPEC_ENV, p->env);
 }
 
 static int make_dir (const char *path, mode_t mode, char **errmsg);
@@ -319,7 +318,7 @@ gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, 
     rnd[GW_SHORT_ID_LEN] = 0;
     *run_dir = path_join (runs, rnd);
     *kconn = NULL;
-    if ((int) (strlen (*run_dir) + strlen ("/k-65535")) > GW_SUN_PATH_MAX) {
+    if ((int) (strlen (*run_dir) + strlen ("/" LAUNCH_KERNEL_IP_NAME "-65535")) > GW_SUN_PATH_MAX) {
         *errmsg = wire_xasprintf ("the state dir of %s is too long for ipc socket paths (%d bytes)", runs,
                                   GW_SUN_PATH_MAX);
         return -1;
@@ -329,12 +328,12 @@ gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, 
     wire_key_t *key = wire_key_new_random ();
     wire_connection_t *kc = wire_connection_new ();
     gw_set_string (&kc->transport, "ipc");
-    gw_set_string (&kc->ip, KERNEL_IP_INSIDE);
+    gw_set_string (&kc->ip, LAUNCH_KERNEL_IP);
     kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
     gw_set_string (&kc->key, wire_key_text (key));
     gw_set_string (&kc->kernel_name, kernel_name);
     wire_key_destroy (&key);
-    char *kpath = path_join (*run_dir, "kernel.json");
+    char *kpath = path_join (*run_dir, LAUNCH_CONNECTION_NAME);
     int rc = wire_connection_save (kc, kpath);
     free (kpath);
     *kconn = kc;

@@ -14,6 +14,7 @@
     SIGKILL. It is read when the launcher's exit is seen.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SPEC_FD 3
-#define STATUS_FD 4
 #define STATUS_MAX 65536
 
 struct gw_launch {
@@ -163,12 +162,12 @@ end_parse (gw_launch_t *self)
         char *nl = memchr (self->status_buf + at, '\n', self->status_len - at);
         size_t len = nl ? (size_t) (nl - (self->status_buf + at)) : self->status_len - at;
         json_t *obj = json_loadb (self->status_buf + at, len, 0, NULL);
-        const char *status = json_string_value (json_object_get (obj, "status"));
-        if (status && streq (status, "ended") && json_is_integer (json_object_get (obj, "oom_kills"))) {
+        const char *status = json_string_value (json_object_get (obj, LAUNCH_STATUS));
+        if (status && streq (status, LAUNCH_STATUS_ENDED) && json_is_integer (json_object_get (obj, LAUNCH_STATUS_OOM_KILLS))) {
             self->ended = true;
-            self->end_status = (int) json_integer_value (json_object_get (obj, "wait_status"));
-            self->oom_kills = (long) json_integer_value (json_object_get (obj, "oom_kills"));
-            self->memory_bytes = json_integer_value (json_object_get (obj, "memory_bytes"));
+            self->end_status = (int) json_integer_value (json_object_get (obj, LAUNCH_STATUS_WAIT_STATUS));
+            self->oom_kills = (long) json_integer_value (json_object_get (obj, LAUNCH_STATUS_OOM_KILLS));
+            self->memory_bytes = json_integer_value (json_object_get (obj, LAUNCH_STATUS_MEMORY_BYTES));
         }
         json_decref (obj);
         at += len + 1;
@@ -196,20 +195,20 @@ status_parse (gw_launch_t *self)
     char *nl = memchr (self->status_buf, '\n', self->status_len);
     size_t len = nl ? (size_t) (nl - self->status_buf) : self->status_len;
     json_t *obj = len ? json_loadb (self->status_buf, len, 0, &jerr) : NULL;
-    const char *status = json_string_value (json_object_get (obj, "status"));
-    if (status && streq (status, "confined") && json_integer_value (json_object_get (obj, "pid")) > 0) {
+    const char *status = json_string_value (json_object_get (obj, LAUNCH_STATUS));
+    if (status && streq (status, LAUNCH_STATUS_CONFINED) && json_integer_value (json_object_get (obj, LAUNCH_STATUS_PID)) > 0) {
         self->status = obj;
-        self->kernel_pid = (pid_t) json_integer_value (json_object_get (obj, "pid"));
+        self->kernel_pid = (pid_t) json_integer_value (json_object_get (obj, LAUNCH_STATUS_PID));
         self->state = GW_LAUNCH_CONFINED;
         return;
     }
     self->state = GW_LAUNCH_FAILED;
-    if (status && streq (status, "error")) {
-        const char *stage = json_string_value (json_object_get (obj, "stage"));
-        const char *message = json_string_value (json_object_get (obj, "message"));
+    if (status && streq (status, LAUNCH_STATUS_ERROR)) {
+        const char *stage = json_string_value (json_object_get (obj, LAUNCH_STATUS_STAGE));
+        const char *message = json_string_value (json_object_get (obj, LAUNCH_STATUS_MESSAGE));
         self->error = wire_xasprintf ("confinement failed at %s: %s", stage ? stage : "?", message ? message : "?");
     }
-    else if (!len || (status && streq (status, "ended"))) {
+    else if (!len || (status && streq (status, LAUNCH_STATUS_ENDED))) {
         char c[sizeof self->cause];
         end_parse (self); /* the kernel died before its status line */
         if (self->exited || self->ended)
@@ -307,13 +306,13 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     return 0;
 }
 
-/* A launch logs at most the launcher's LAUNCH_LOG_MAX (8 MiB) of kernel
+/* A launch logs at most the launcher's LAUNCH_LOG_MAX of kernel
    output, but a conversation whose kernel is restarted again and again
    would still grow its log without end. Past LOG_ROTATE_BYTES, a launch
    first moves the log to log_path.1 (replacing an older one): one
    conversation's logs stay under 2 x (LOG_ROTATE_BYTES + 8 MiB + the
    launcher's own lines). */
-#define LOG_ROTATE_BYTES (8 << 20)
+#define LOG_ROTATE_BYTES LAUNCH_LOG_MAX
 
 static char *
 log_older (const char *log_path)
@@ -347,8 +346,8 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     /* move the pipe ends above the target numbers first so dup2 never
        clobbers one with the other */
     int spec = fcntl (spec_r, F_DUPFD, 10), st = fcntl (status_w, F_DUPFD, 10);
-    if (spec < 0 || st < 0 || dup2 (spec, SPEC_FD) < 0 || dup2 (st, STATUS_FD) < 0)
-        _exit (126);
+    if (spec < 0 || st < 0 || dup2 (spec, LAUNCH_SPEC_FD) < 0 || dup2 (st, LAUNCH_STATUS_FD) < 0)
+        _exit (LAUNCH_EXIT_NOFDS);
     int devnull = open ("/dev/null", O_RDONLY);
     if (devnull >= 0)
         dup2 (devnull, 0);
@@ -359,10 +358,10 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
         dup2 (logfd, 1);
         dup2 (logfd, 2);
     }
-    closefrom (STATUS_FD + 1);
+    closefrom (LAUNCH_STATUS_FD + 1);
     char fdarg[8];
-    snprintf (fdarg, sizeof fdarg, "%d", SPEC_FD);
-    const char *argv[] = {launcher, "--spec-fd", fdarg, NULL};
+    snprintf (fdarg, sizeof fdarg, "%d", LAUNCH_SPEC_FD);
+    const char *argv[] = {launcher, LAUNCH_ARG_SPEC_FD, fdarg, NULL};
     gw_launch_exec (launcher, argv);
 }
 
@@ -376,7 +375,7 @@ gw_launch_exec (const char *launcher, const char *const argv[])
        SIGTERM lets the launcher stop its kernel and remove its cgroup */
     prctl (PR_SET_PDEATHSIG, SIGTERM);
     if (getppid () == 1)
-        _exit (125);
+        _exit (LAUNCH_EXIT_ORPHANED);
     /* the gateway's signal dispositions must not leak into the kernel */
     sigset_t none;
     sigemptyset (&none);
@@ -402,7 +401,7 @@ gw_launch_exec (const char *launcher, const char *const argv[])
     else
         execvpe (launcher, (char *const *) argv, envp);
     dprintf (2, "kennel: exec %s: %s\n", launcher, strerror (errno));
-    _exit (127);
+    _exit (LAUNCH_EXIT_NOEXEC);
 }
 
 gw_launch_t *
@@ -420,7 +419,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
         *errmsg = wire_xstrdup ("launch: pipe for the status failed");
         return NULL;
     }
-    json_object_set_new (spec, "status_fd", json_integer (STATUS_FD));
+    json_object_set_new (spec, LAUNCH_SPEC_STATUS_FD, json_integer (LAUNCH_STATUS_FD));
     char *text = json_dumps (spec, JSON_COMPACT);
     pid_t pid = fork ();
     if (pid < 0) {

@@ -16,6 +16,7 @@
     host) competing with them made warm starts 2-5x slower.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <string.h>
@@ -111,7 +112,7 @@ warm_probe (gw_warm_t *warm, zloop_t *loop)
     char session[WIRE_ID_SIZE];
     wire_id_new (session);
     wire_msg_t *m = wire_msg_new (session, "kernel_info_request", NULL);
-    int rc = zsock_connect (warm->probe, "ipc://%s/k-%d", warm->run_dir, warm->kconn->shell_port);
+    int rc = zsock_connect (warm->probe, "ipc://%s/" LAUNCH_KERNEL_SOCKET, warm->run_dir, warm->kconn->shell_port);
     if (rc == 0)
         rc = wire_msg_send (m, zsock_resolve (warm->probe), key);
     wire_msg_destroy (&m);

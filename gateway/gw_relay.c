@@ -18,6 +18,7 @@
     that died.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -1580,7 +1581,7 @@ kernel_bound (gw_relay_t *self)
     struct stat st;
     char path[GW_PATH_MAX];
     for (int i = 4; i >= 0; i--) {
-        snprintf (path, sizeof path, "%s/k-%d", self->run_dir, self->kernel_ports[i]);
+        snprintf (path, sizeof path, "%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[i]);
         if (lstat (path, &st) != 0 || !S_ISSOCK (st.st_mode))
             return false;
     }
@@ -1604,7 +1605,7 @@ kernel_socket_open (gw_relay_t *self, int ch)
         zsock_set_identity (s, KERNEL_IDENTITY);
     if (kernel_monitor_start (self, ch, s) < 0)
         return -1;
-    if (zsock_connect (s, "ipc://%s/k-%d", self->run_dir, self->kernel_ports[ch]) < 0)
+    if (zsock_connect (s, "ipc://%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[ch]) < 0)
         return -1;
     static zloop_reader_fn *readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
     return gw_io_reader (self->server->io, s, readers[ch], self);

@@ -6,6 +6,7 @@
     directories removed, the connection file deleted.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <math.h>
@@ -326,7 +327,7 @@ on_probe_status (gw_launch_t *launch, void *arg)
 {
     gw_server_t *self = arg;
     json_t *status = gw_launch_status (launch);
-    json_t *layers = json_object_get (status, "layers");
+    json_t *layers = json_object_get (status, LAUNCH_STATUS_LAYERS);
     if (gw_launch_state (launch) == GW_LAUNCH_CONFINED && json_is_object (layers)) {
         gw_server_set_layers (self, layers, "start-up probe: " PROBE_COMMAND " confined by the launcher",
                               gw_launch_kernel_pid (launch), self->probe_started);
@@ -335,7 +336,7 @@ on_probe_status (gw_launch_t *launch, void *arg)
         startup_done (self, NULL, NULL);
         return;
     }
-    const char *stage = gw_text (json_object_get (status, "stage"));
+    const char *stage = gw_text (json_object_get (status, LAUNCH_STATUS_STAGE));
     char *error = wire_xstrdup (gw_launch_error (launch) ? gw_launch_error (launch) : "the launcher failed");
     gw_launch_abandon (&self->probe);
     startup_done (self, stage ? stage : "launcher", error);
@@ -367,9 +368,9 @@ probe_start (gw_server_t *self)
         startup_done (self, "setup", error);
         return;
     }
-    json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", "policy",
-                              gw_confine_policy_json (self->config, &self->config->defaults), "workspace",
-                              self->probe_dir, "kernel", "argv", PROBE_COMMAND, "env");
+    json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", LAUNCH_SPEC_POLICY,
+                              gw_confine_policy_json (self->config, &self->config->defaults), LAUNCH_SPEC_WORKSPACE,
+                              self->probe_dir, LAUNCH_SPEC_KERNEL, LAUNCH_KERNEL_ARGV, PROBE_COMMAND, LAUNCH_SPEC_ENV);
     char *errmsg = NULL;
     self->probe = gw_launch_start (self->loop, self->config->launcher, spec, "/dev/null", on_probe_status, NULL, self,
                                    &errmsg);

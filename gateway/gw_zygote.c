@@ -12,6 +12,7 @@
     At shutdown it is stopped after the kernels, and its socket removed.
 */
 #include "gw.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +54,7 @@ child_exec (const char *launcher, const char *socket_path, const char *preload, 
     }
     dup2 (err_w, 2);
     closefrom (3);
-    const char *argv[] = {launcher, "--zygote", socket_path, preload ? "--preload" : NULL, preload, NULL};
+    const char *argv[] = {launcher, LAUNCH_ARG_ZYGOTE, socket_path, preload ? LAUNCH_ARG_PRELOAD : NULL, preload, NULL};
     gw_launch_exec (launcher, argv);
 }
 
@@ -72,7 +73,7 @@ static void
 on_line (gw_zygote_t *self, const char *line)
 {
     gw_log ("fork_server_output", "{s:i, s:s}", "pid", (int) self->pid, "line", line);
-    if (!self->ready && self->pid && strstr (line, " ready on ")) {
+    if (!self->ready && self->pid && strstr (line, LAUNCH_ZYGOTE_READY)) {
         self->ready = true;
         gw_log ("fork_server_ready", "{s:i, s:s, s:f}", "pid", (int) self->pid, "socket", self->socket_path,
                 "seconds", gw_clock_mono () - self->started);
@@ -257,9 +258,9 @@ gw_zygote_socket (const gw_zygote_t *self)
 void
 gw_zygote_apply (const gw_zygote_t *self, json_t *spec)
 {
-    json_t *kernel = json_object_get (spec, "kernel");
-    if (gw_zygote_socket (self) && json_object_get (kernel, "builtin"))
-        json_object_set_new (spec, "zygote", json_string (self->socket_path));
+    json_t *kernel = json_object_get (spec, LAUNCH_SPEC_KERNEL);
+    if (gw_zygote_socket (self) && json_object_get (kernel, LAUNCH_KERNEL_BUILTIN))
+        json_object_set_new (spec, LAUNCH_SPEC_ZYGOTE, json_string (self->socket_path));
 }
 
 json_t *

@@ -24,7 +24,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define EXIT_REFUSED 125
 #define FULL_NAME "kennel-launch-full"
 
 /* argv[0] as this process got it: the full launcher keeps it, so ps and
@@ -61,13 +60,13 @@ exec_full (char **argv)
     if (!full_path (path, sizeof path)) {
         fprintf (stderr, "kennel-launch: cannot find %s: readlink /proc/self/exe: %s\n", FULL_NAME,
                  errno ? strerror (errno) : "no directory, or the path is too long");
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     argv[0] = s_argv0 ? s_argv0 : path;
     extern char **environ;
     execve (path, argv, environ);
     fprintf (stderr, "kennel-launch: exec %s: %s\n", path, strerror (errno));
-    _exit (EXIT_REFUSED);
+    _exit (LAUNCH_EXIT_REFUSED);
 }
 
 /* The full launcher with a spec this process has read: the text goes in a
@@ -90,11 +89,11 @@ exec_full_with_spec (const char *text)
     }
     if (fd < 0 || lseek (fd, 0, SEEK_SET) < 0) {
         fprintf (stderr, "kennel-launch: passing the launch spec on: memfd: %s\n", strerror (errno));
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     char num[16];
     snprintf (num, sizeof num, "%d", fd);
-    char *args[] = { NULL, (char *) "--spec-fd", num, NULL };
+    char *args[] = { NULL, (char *) LAUNCH_ARG_SPEC_FD, num, NULL };
     exec_full (args);
 }
 
@@ -106,7 +105,7 @@ spec_without_zygote (const char *text)
     json_t *spec = json_loads (text, 0, NULL);
     if (!spec)
         return NULL;
-    json_object_del (spec, "zygote");
+    json_object_del (spec, LAUNCH_SPEC_ZYGOTE);
     char *out = json_dumps (spec, JSON_COMPACT);
     json_decref (spec);
     return out;
@@ -115,7 +114,7 @@ spec_without_zygote (const char *text)
 static bool
 spec_fd_arg (int argc, char **argv, int *fd)
 {
-    if (argc != 3 || strcmp (argv[1], "--spec-fd") != 0)
+    if (argc != 3 || strcmp (argv[1], LAUNCH_ARG_SPEC_FD) != 0)
         return false;
     char *end;
     errno = 0;
@@ -163,10 +162,10 @@ main (int argc, char **argv)
     close (spec_fd);
     if (!text) {
         fprintf (stderr, "kennel-launch: %s\n", err);
-        return EXIT_REFUSED;
+        return LAUNCH_EXIT_REFUSED;
     }
     json_t *probe = json_loads (text, 0, NULL);
-    bool zygote = json_is_string (json_object_get (probe, "zygote"));
+    bool zygote = json_is_string (json_object_get (probe, LAUNCH_SPEC_ZYGOTE));
     json_decref (probe);
     if (!zygote)
         exec_full_with_spec (text);

@@ -3,11 +3,8 @@
 #define LAUNCH_H_INCLUDED
 
 #include "confine.h"
+#include "kennel_launch.h"
 #include <jansson.h>
-
-/* Where the run dir appears inside, and the connection file in it. */
-#define LAUNCH_RUN_DIR "/run/kennel"
-#define LAUNCH_CONNECTION_FILE LAUNCH_RUN_DIR "/kernel.json"
 
 /* One error line of the launcher (spec, policy, zygote request). */
 #define LAUNCH_ERR_MAX 512
@@ -57,9 +54,6 @@ int launch_zygote_child_fixup (void);
 int launch_zygote_proxy (const char *socket_path, const char *text, int status_fd);
 
 /* ---- the kernel's output to the host log (logpump.c) ---- */
-
-/* The most bytes of kernel output one launch writes to the log. */
-#define LAUNCH_LOG_MAX (8 << 20)
 
 /* Before confinement: fds 1 and 2 become a pipe that a pump process
    (outside the sandbox) copies to the launcher's fd 2, each line marked

@@ -8,7 +8,7 @@ include kernel-launcher/pykernel/local.mk
 bin_PROGRAMS += kernel-launcher/kennel-launch
 pkglibexec_PROGRAMS += kernel-launcher/kennel-launch-full
 kernel_launcher_kennel_launch_SOURCES = \
-	kernel-launcher/launch.h kernel-launcher/front.c kernel-launcher/spec.c kernel-launcher/status.c \
+	kernel-launcher/launch.h kernel-launcher/kennel_launch.h kernel-launcher/front.c kernel-launcher/spec.c kernel-launcher/status.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote_client.c kernel-launcher/zygote_wire.c
 kernel_launcher_kennel_launch_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKENNEL_BINDIR='"$(bindir)"' -DKENNEL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
@@ -17,7 +17,7 @@ kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
 EXTRA_kernel_launcher_kennel_launch_DEPENDENCIES = kernel-launcher/kennel-launch-full$(EXEEXT)
 
 kernel_launcher_kennel_launch_full_SOURCES = \
-	kernel-launcher/launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
+	kernel-launcher/launch.h kernel-launcher/kennel_launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
 	kernel-launcher/logpump.c kernel-launcher/waiter.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
 	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c

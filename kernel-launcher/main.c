@@ -14,11 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Exit codes of the launcher itself (the command's own otherwise). */
-#define EXIT_USAGE 2
-#define EXIT_REFUSED 125
-#define EXIT_NOEXEC 127
-
 typedef struct {
     const char *policy_file;
     int report_fd;
@@ -67,16 +62,16 @@ parse_args (int argc, char **argv, options_t *opt)
         } else if (strcmp (arg, "--policy") == 0 && next) {
             opt->policy_file = next;
             i++;
-        } else if ((strcmp (arg, "--report-fd") == 0 || strcmp (arg, "--spec-fd") == 0) && next) {
+        } else if ((strcmp (arg, "--report-fd") == 0 || strcmp (arg, LAUNCH_ARG_SPEC_FD) == 0) && next) {
             if (parse_fd (next, arg[2] == 'r' ? &opt->report_fd : &opt->spec_fd) < 0) {
                 fprintf (stderr, "kennel-launch: %s %s: not an open file descriptor\n", arg, next);
                 return -1;
             }
             i++;
-        } else if (strcmp (arg, "--zygote") == 0 && next) {
+        } else if (strcmp (arg, LAUNCH_ARG_ZYGOTE) == 0 && next) {
             opt->zygote = next;
             i++;
-        } else if (strcmp (arg, "--preload") == 0 && next) {
+        } else if (strcmp (arg, LAUNCH_ARG_PRELOAD) == 0 && next) {
             opt->preload = next;
             i++;
         } else if (strcmp (arg, "--python") == 0)
@@ -128,7 +123,7 @@ run_python (const launch_kernel_t *kernel)
 #ifdef KENNEL_LAUNCH_PYKERNEL
     if (kernel->forked && launch_zygote_child_fixup () != 0) {
         status_flush (NULL);
-        return EXIT_REFUSED;
+        return LAUNCH_EXIT_REFUSED;
     }
     pykernel_options_t options = { .settings = kernel->settings, .on_bound = status_flush };
     int status = pykernel_run (kernel->connection_file, &options);
@@ -137,7 +132,7 @@ run_python (const launch_kernel_t *kernel)
 #else
     /* Until kernel-launcher/pykernel's library lands in this tree. */
     fprintf (stderr, "kennel-launch: this build has no built-in Python kernel (%s)\n", kernel->connection_file);
-    return EXIT_NOEXEC;
+    return LAUNCH_EXIT_NOEXEC;
 #endif
 }
 
@@ -151,16 +146,16 @@ run_kernel (launch_kernel_t *kernel, const confine_policy_t *policy)
     }
     if (!policy) {
         fprintf (stderr, "kennel-launch: no policy\n");
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     extern char **environ;
     if (confine_exec_limits (policy) < 0) {
         fprintf (stderr, "kennel-launch: setrlimit(RLIMIT_DATA): %s\n", strerror (errno));
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     execvpe (kernel->argv[0], kernel->argv, environ);
     fprintf (stderr, "kennel-launch: exec %s: %s\n", kernel->argv[0], strerror (errno));
-    _exit (EXIT_NOEXEC);
+    _exit (LAUNCH_EXIT_NOEXEC);
 }
 
 /* The development mode: the Python kernel with no sandbox at all. */
@@ -251,7 +246,7 @@ main (int argc, char **argv)
 {
     options_t opt;
     if (parse_args (argc, argv, &opt) < 0)
-        return EXIT_USAGE;
+        return LAUNCH_EXIT_USAGE;
     if (opt.unconfined)
         return run_unconfined (&opt);
     if (opt.zygote)
@@ -261,7 +256,7 @@ main (int argc, char **argv)
     launch_kernel_t kernel = { 0 };
     int status_fd = -1;
     char *text = NULL;
-    int rc = prepare (&opt, policy, &kernel, &status_fd, &text) < 0 ? EXIT_REFUSED : try_zygote (&kernel, text, status_fd);
+    int rc = prepare (&opt, policy, &kernel, &status_fd, &text) < 0 ? LAUNCH_EXIT_REFUSED : try_zygote (&kernel, text, status_fd);
     free (text);
     if (rc >= 0) {
         launch_kernel_free (&kernel);
@@ -281,7 +276,7 @@ refuse (confine_policy_t *policy, launch_kernel_t *kernel, int status_fd, const 
     launch_status_error (status_fd, stage, err, message);
     launch_kernel_free (kernel);
     confine_policy_destroy (&policy);
-    exit (EXIT_REFUSED);
+    exit (LAUNCH_EXIT_REFUSED);
 }
 
 _Noreturn void

@@ -9,8 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SPEC_MAX (1 << 20)
-#define SPEC_FIRST_CAP 4096 /* the buffer doubles from here up to SPEC_MAX */
+#define SPEC_FIRST_CAP 4096 /* the buffer doubles from here up to LAUNCH_SPEC_MAX */
 
 static int
 fail (char *err, size_t errlen, const char *fmt, ...)
@@ -39,7 +38,7 @@ launch_kernel_free (launch_kernel_t *kernel)
 static char *
 expand_arg (const char *arg)
 {
-    const char *key = "{connection_file}";
+    const char *key = LAUNCH_ARGV_CONNECTION_FILE;
     const char *at = strstr (arg, key);
     if (!at)
         return confine_xstrdup (arg);
@@ -52,14 +51,14 @@ expand_arg (const char *arg)
 static int
 read_kernel (const json_t *json, launch_kernel_t *kernel, char *err, size_t errlen)
 {
-    json_t *builtin = json_object_get (json, "builtin");
-    json_t *argv = json_object_get (json, "argv");
+    json_t *builtin = json_object_get (json, LAUNCH_KERNEL_BUILTIN);
+    json_t *argv = json_object_get (json, LAUNCH_KERNEL_ARGV);
     if (!json_is_object (json) || (!builtin == !argv))
         return fail (err, errlen, "spec field \"kernel\" must have either \"builtin\" or \"argv\"");
     if (builtin) {
-        if (!json_is_string (builtin) || strcmp (json_string_value (builtin), "python") != 0)
+        if (!json_is_string (builtin) || strcmp (json_string_value (builtin), LAUNCH_BUILTIN_PYTHON) != 0)
             return fail (err, errlen, "spec field \"kernel.builtin\": only \"python\" exists");
-        json_t *settings = json_object_get (json, "settings");
+        json_t *settings = json_object_get (json, LAUNCH_KERNEL_SETTINGS);
         if (settings && !json_is_object (settings))
             return fail (err, errlen, "spec field \"kernel.settings\" must be an object");
         kernel->builtin_python = true;
@@ -87,9 +86,9 @@ launch_spec_read_text (int fd, char *err, size_t errlen)
     char *buf = confine_xmalloc (cap);
     for (;;) {
         if (len + 1 >= cap) {
-            if (cap >= SPEC_MAX) {
+            if (cap >= LAUNCH_SPEC_MAX) {
                 free (buf);
-                fail (err, errlen, "launch spec larger than %d bytes", SPEC_MAX);
+                fail (err, errlen, "launch spec larger than %d bytes", LAUNCH_SPEC_MAX);
                 return NULL;
             }
             cap *= 2;
@@ -118,29 +117,29 @@ read_fields (const json_t *spec, confine_policy_t *policy, launch_kernel_t *kern
     const char *key;
     json_t *value;
     json_object_foreach ((json_t *) spec, key, value) {
-        if (strcmp (key, "policy") == 0) {
+        if (strcmp (key, LAUNCH_SPEC_POLICY) == 0) {
             if (confine_policy_load_json (policy, value, err, errlen) < 0)
                 return -1;
-        } else if (strcmp (key, "workspace") == 0 || strcmp (key, "run_dir") == 0) {
+        } else if (strcmp (key, LAUNCH_SPEC_WORKSPACE) == 0 || strcmp (key, LAUNCH_SPEC_RUN_DIR) == 0) {
             if (!json_is_string (value) || json_string_value (value)[0] != '/')
                 return fail (err, errlen, "spec field \"%s\" must be an absolute path", key);
-            char **slot = key[0] == 'w' ? &policy->workspace : &policy->run_dir;
+            char **slot = strcmp (key, LAUNCH_SPEC_WORKSPACE) == 0 ? &policy->workspace : &policy->run_dir;
             free (*slot);
             *slot = confine_xstrdup (json_string_value (value));
-        } else if (strcmp (key, "kernel") == 0) {
+        } else if (strcmp (key, LAUNCH_SPEC_KERNEL) == 0) {
             if (read_kernel (value, kernel, err, errlen) < 0)
                 return -1;
-        } else if (strcmp (key, "env") == 0) {
-            json_t *wrapped = json_pack ("{s:O}", "env", value);
+        } else if (strcmp (key, LAUNCH_SPEC_ENV) == 0) {
+            json_t *wrapped = json_pack ("{s:O}", LAUNCH_SPEC_ENV, value);
             int rc = confine_policy_load_json (policy, wrapped, err, errlen);
             json_decref (wrapped);
             if (rc < 0)
                 return -1;
-        } else if (strcmp (key, "status_fd") == 0) {
+        } else if (strcmp (key, LAUNCH_SPEC_STATUS_FD) == 0) {
             if (!json_is_integer (value) || json_integer_value (value) < 0 || json_integer_value (value) > 1 << 20)
                 return fail (err, errlen, "spec field \"status_fd\" must be a file descriptor number");
             *status_fd = (int) json_integer_value (value);
-        } else if (strcmp (key, "zygote") == 0) {
+        } else if (strcmp (key, LAUNCH_SPEC_ZYGOTE) == 0) {
             if (!json_is_string (value) || json_string_value (value)[0] != '/')
                 return fail (err, errlen, "spec field \"zygote\" must be an absolute path (a unix socket)");
             free (kernel->zygote);
@@ -168,7 +167,7 @@ launch_spec_parse (const char *text, confine_policy_t *policy, launch_kernel_t *
                                    : fail (err, errlen, "launch spec must be a JSON object");
     kernel->from_spec = true;
     /* status_fd is also known on error, so the caller can report there. */
-    json_t *sfd = json_object_get (spec, "status_fd");
+    json_t *sfd = json_object_get (spec, LAUNCH_SPEC_STATUS_FD);
     if (rc < 0 && json_is_integer (sfd))
         *status_fd = (int) json_integer_value (sfd);
     json_decref (spec);

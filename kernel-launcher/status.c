@@ -51,7 +51,8 @@ write_line (int fd, json_t *json)
 json_t *
 launch_status_confined_json (const confine_report_t *report)
 {
-    return json_pack ("{s:s, s:i, s:o}", "status", "confined", "pid", (int) report->pid, "layers",
+    return json_pack ("{s:s, s:i, s:o}", LAUNCH_STATUS, LAUNCH_STATUS_CONFINED, LAUNCH_STATUS_PID, (int) report->pid,
+                      LAUNCH_STATUS_LAYERS,
                       confine_report_json (report));
 }
 
@@ -78,8 +79,8 @@ launch_status_error (int fd, const char *stage, int err, const char *message)
 {
     if (fd < 0)
         return;
-    write_line (fd, json_pack ("{s:s, s:s, s:i, s:s}", "status", "error", "stage", stage, "errno", err,
-                               "message", message));
+    write_line (fd, json_pack ("{s:s, s:s, s:i, s:s}", LAUNCH_STATUS, LAUNCH_STATUS_ERROR, LAUNCH_STATUS_STAGE, stage,
+                               LAUNCH_STATUS_ERRNO, err, LAUNCH_STATUS_MESSAGE, message));
 }
 
 void
@@ -87,6 +88,7 @@ launch_status_ended (int fd, int wait_status, long oom_kills, unsigned long long
 {
     if (fd < 0)
         return;
-    write_line (fd, json_pack ("{s:s, s:i, s:I, s:I}", "status", "ended", "wait_status", wait_status, "oom_kills",
-                               (json_int_t) oom_kills, "memory_bytes", (json_int_t) memory_bytes));
+    write_line (fd, json_pack ("{s:s, s:i, s:I, s:I}", LAUNCH_STATUS, LAUNCH_STATUS_ENDED, LAUNCH_STATUS_WAIT_STATUS,
+                               wait_status, LAUNCH_STATUS_OOM_KILLS, (json_int_t) oom_kills,
+                               LAUNCH_STATUS_MEMORY_BYTES, (json_int_t) memory_bytes));
 }

@@ -25,7 +25,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EXIT_REFUSED 125
 #define REQUEST_TIMEOUT_S 10
 
 /* One kernel started here: its waiter's pid and the proxy's connection
@@ -81,7 +80,7 @@ child_fail (int conn, int status_fd, const char *message)
     fprintf (stderr, "kennel-launch: zygote: %s\n", message);
     launch_status_error (status_fd, "spec", 0, message);
     zygote_send (conn, "{\"failed\": true}", NULL, 0);
-    _exit (EXIT_REFUSED);
+    _exit (LAUNCH_EXIT_REFUSED);
 }
 
 _Noreturn static void
@@ -96,7 +95,7 @@ child_serve (zygote_t *self, int conn)
     ssize_t len = zygote_recv (conn, text, ZYGOTE_REQUEST_MAX, fds, &nfds);
     if (len < 0) {
         fprintf (stderr, "kennel-launch: zygote: reading the launch request: %s\n", strerror (errno));
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     text[len] = 0;
     int status_fd = child_place_fds (fds, nfds);
@@ -119,7 +118,7 @@ child_serve (zygote_t *self, int conn)
     snprintf (line, sizeof line, "{\"pid\": %d}", (int) getpid ());
     if (pidfd < 0 || zygote_send (conn, line, &pidfd, 1) < 0) {
         fprintf (stderr, "kennel-launch: zygote: answering the proxy: %s\n", strerror (errno));
-        _exit (EXIT_REFUSED);
+        _exit (LAUNCH_EXIT_REFUSED);
     }
     close (pidfd);
     close (conn);
@@ -249,8 +248,8 @@ zygote_loop (zygote_t *self)
     }
 }
 
-/* CPython starts in the sandbox's fixed minimal environment (confine's
-   env.c), so that what a preloaded module caches at import (HOME, TMPDIR,
+/* CPython starts in the sandbox's fixed minimal environment
+   (confine_env_reset), so that what a preloaded module caches at import (HOME, TMPDIR,
    the locale) agrees with the sandbox, and nothing of the host's reaches the
    heap every kernel inherits; the kernel gets its exact environment after
    confinement (launch_zygote_child_fixup). BLAS and OpenMP pools stay at
@@ -258,15 +257,11 @@ zygote_loop (zygote_t *self)
 static void
 zygote_environment (void)
 {
-    static const char *fixed[][2] = {
-        { "PATH", "/usr/local/bin:/usr/bin:/bin" }, { "SHELL", "/bin/sh" }, { "HOME", "/workspace" },
-        { "USER", "sandbox" }, { "LOGNAME", "sandbox" }, { "LANG", "C.UTF-8" }, { "TERM", "dumb" },
-        { "TMPDIR", "/tmp" }, { "MPLBACKEND", "Agg" }, { "OPENBLAS_NUM_THREADS", "1" },
-        { "OMP_NUM_THREADS", "1" }, { "MKL_NUM_THREADS", "1" },
-    };
-    clearenv ();
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        setenv (fixed[i][0], fixed[i][1], 1);
+    static const char *one_thread[] = { "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS" };
+    if (confine_env_reset () < 0)
+        fprintf (stderr, "kennel-launch: zygote: clearenv failed; the host's environment stays\n");
+    for (size_t i = 0; i < sizeof one_thread / sizeof one_thread[0]; i++)
+        setenv (one_thread[i], "1", 1);
 }
 
 /* A module that started a thread makes every fork a gamble (a lock held by
@@ -305,7 +300,7 @@ launch_zygote_serve (const char *socket_path, const char *preload)
     sigaddset (&mask, SIGHUP);
     sigprocmask (SIG_BLOCK, &mask, NULL);
     self.signal_fd = signalfd (-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    fprintf (stderr, "kennel-launch: zygote %d ready on %s (preloaded: %s)\n", (int) getpid (), socket_path,
+    fprintf (stderr, "kennel-launch: zygote %d" LAUNCH_ZYGOTE_READY "%s (preloaded: %s)\n", (int) getpid (), socket_path,
              preload ? preload : "nothing");
     zygote_loop (&self);
     /* The kernels started here end with us: each proxy sees its connection

@@ -17,7 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define EXIT_REFUSED 125
 
 /* the signals the waiter forwards too (confine/README.md) */
 static const int s_forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM };
@@ -68,7 +67,7 @@ end_like (int status)
     if (WIFEXITED (status))
         return WEXITSTATUS (status);
     if (!WIFSIGNALED (status))
-        return EXIT_REFUSED;
+        return LAUNCH_EXIT_REFUSED;
     return confine_die_by_signal (WTERMSIG (status));
 }
 
@@ -117,7 +116,7 @@ proxy_wait (int sock, const char *path, int status_fd)
                      n < 0 ? strerror (errno) : "closed");
             if (s_pidfd >= 0)
                 syscall (SYS_pidfd_send_signal, (int) s_pidfd, SIGKILL, NULL, 0);
-            return EXIT_REFUSED;
+            return LAUNCH_EXIT_REFUSED;
         }
         buf[n] = 0;
         json_t *msg = json_loads (buf, 0, NULL);
@@ -129,7 +128,7 @@ proxy_wait (int sock, const char *path, int status_fd)
         if (ended)
             return end_like (code);
         if (failed)
-            return EXIT_REFUSED; /* the zygote's child wrote why on the status fd */
+            return LAUNCH_EXIT_REFUSED; /* the zygote's child wrote why on the status fd */
         if (pid && nfds == 1 && s_pidfd < 0)
             forward_to (fds[0]);
         else
