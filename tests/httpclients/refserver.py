@@ -1,0 +1,177 @@
+"""Servers that speak the Jupyter kernels REST + WebSocket API, for the
+clients in this folder: Debian's jupyter-notebook 6.4.12 with ipykernel (the
+reference every client is first proven against), and, when this build's
+kennel has an HTTP front, `kennel serve --http`. Each runs in its own
+directories under the test's tmp dir, bound to 127.0.0.1."""
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import requests
+
+PY = "/usr/bin/python3"   # Debian's CPython: the notebook package is Debian's
+
+
+def free_port():
+    """A port free on 127.0.0.1 now (the server binds it a moment later,
+    with --port-retries=0 so a race shows as a start failure, not as a
+    server on another port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(base_url, token, proc, log, timeout=60):
+    """Polls GET /api/kernelspecs as smolagents does until it answers 200."""
+    deadline = time.monotonic() + timeout
+    params = {"token": token} if token else {}
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if requests.get(f"{base_url}/api/kernelspecs", params=params, timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server not ready after {timeout} s: {log.read_text()[-2000:]}")
+
+
+class Server:
+    """A running server: base_url, ws_url, token ('' when anonymous)."""
+
+    def __init__(self, kind, base_url, token, proc, log):
+        self.kind = kind
+        self.base_url = base_url
+        self.ws_url = "ws" + base_url[len("http"):]
+        self.token = token
+        self.proc = proc
+        self.log = log
+        host_port = base_url.split("://", 1)[1]
+        self.host, port = host_port.rsplit(":", 1)
+        self.port = int(port)
+
+    def stop(self, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def jupyter_env(root):
+    """An environment whose Jupyter and IPython directories are the test's
+    own: no user config, no runtime files shared with other runs."""
+    env = dict(os.environ)
+    for name, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython"),
+                      ("MPLCONFIGDIR", "mpl")):
+        env[name] = str(root / sub)
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    env["HOME"] = str(root)
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    return env
+
+
+def notebook_command(port, token, notebook_dir, extra=()):
+    # An empty token is the reference's anonymous mode (ipybox and
+    # OpenHands talk to their gateway without one).
+    return [PY, "-m", "notebook", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+            f"--port={port}", "--port-retries=0", f"--NotebookApp.token={token}",
+            "--NotebookApp.password=", f"--notebook-dir={notebook_dir}",
+            # Kernel Gateway checks no XSRF cookie; the notebook server skips
+            # the check for token-authenticated requests only.
+            f"--NotebookApp.disable_check_xsrf={'False' if token else 'True'}", *extra]
+
+
+def start_notebook(root, token=None, extra=(), name="notebook"):
+    """Debian's jupyter-notebook on a free loopback port, ready to start
+    kernels. token None: a random one; '': anonymous."""
+    token = secrets.token_urlsafe(16) if token is None else token
+    root = root / name
+    root.mkdir(parents=True, exist_ok=True)
+    nbdir = root / "notebooks"
+    nbdir.mkdir(exist_ok=True)
+    port = free_port()
+    log = root / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(notebook_command(port, token, nbdir, extra), env=jupyter_env(root),
+                                stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    server = Server("notebook", f"http://127.0.0.1:{port}", token, proc, log)
+    server.root = root
+    server.notebook_dir = nbdir
+    try:
+        wait_ready(server.base_url, token, proc, log)
+    except Exception:
+        server.stop()
+        raise
+    return server
+
+
+def kennel_has_http(kennel_binary):
+    """Whether this build's kennel serves HTTP: its usage names --http."""
+    out = subprocess.run([kennel_binary, "serve", "--help"], capture_output=True, text=True, timeout=10)
+    return "--http" in (out.stdout + out.stderr)
+
+
+def _kennel_http_url(conn_file, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            info = json.loads(conn_file.read_text())
+            if info.get("http_url"):
+                return info
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"no http_url in {conn_file} after {timeout} s")
+
+
+def start_kennel(root, builddir, token=None, name="kennel", config=None):
+    """`kennel serve --http 127.0.0.1:0` with its own state dir; the URL
+    comes from the gateway connection file's http_url."""
+    token = secrets.token_urlsafe(16) if token is None else token
+    root = root / name
+    root.mkdir(parents=True, exist_ok=True)
+    state = root / "state"
+    conn_file = root / "gateway.json"
+    cfg = root / "config.json"
+    cfg.write_text(json.dumps(config or {}))
+    log = root / "server.log"
+    env = dict(os.environ)
+    env.pop("KG_AUTH_TOKEN", None)
+    env["KENNEL_AUTH_TOKEN"] = token
+    args = [str(builddir / "gateway" / "kennel"), "serve", "--state-dir", str(state),
+            "--config", str(cfg), "--connection-file", str(conn_file), "--http", "127.0.0.1:0"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    try:
+        info = _kennel_http_url(conn_file)
+        server = Server("kennel", info["http_url"].rstrip("/"), token, proc, log)
+        wait_ready(server.base_url, token, proc, log)
+    except Exception:
+        proc.kill()
+        proc.wait()
+        raise
+    server.root = root
+    return server
+
+
+if __name__ == "__main__":
+    import pathlib
+    import tempfile
+    s = start_notebook(pathlib.Path(tempfile.mkdtemp()))
+    print(s.base_url, s.token)
+    sys.stdout.flush()
+    try:
+        s.proc.wait()
+    except KeyboardInterrupt:
+        s.stop()
