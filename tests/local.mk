@@ -40,3 +40,15 @@ AM_TESTS_ENVIRONMENT += INCLUDE_GRAPH_ARGS='$(INCLUDE_GRAPH_ARGS)'; export INCLU
 include-graph:
 	$(PYTHON_BIN) $(srcdir)/tests/include_graph.py --modules --report --edges wire confine kernel-launcher gateway
 .PHONY: include-graph
+
+# JupyterLab's @jupyterlab/services for tests/httpclients, from the npm
+# registry at the versions package-lock.json pins, into this build's node/
+# (never the source tree). ./quickstart check runs it.
+JLAB_DIR = $(abs_top_srcdir)/tests/httpclients/jlab
+node/node_modules/.package-lock.json: $(JLAB_DIR)/package.json $(JLAB_DIR)/package-lock.json
+	$(MKDIR_P) node
+	cp $(JLAB_DIR)/package.json $(JLAB_DIR)/package-lock.json node/
+	cd node && npm ci --no-audit --no-fund --loglevel=error
+jlab-client: node/node_modules/.package-lock.json
+.PHONY: jlab-client
+EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package-lock.json

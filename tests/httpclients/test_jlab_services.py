@@ -1,0 +1,54 @@
+"""JupyterLab's TypeScript client, @jupyterlab/services (pinned in
+jlab/package.json and package-lock.json; ./quickstart check installs it
+with `npm ci` into BUILDDIR/node), run with node against each target."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from kennel_testlib import BUILDDIR
+
+V1 = "v1.kernel.websocket.jupyter.org"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def node_env():
+    node = shutil.which("node")
+    modules = BUILDDIR / "node" / "node_modules"
+    assert node, "node is not installed: ./quickstart check installs nodejs"
+    assert (modules / "@jupyterlab" / "services").is_dir(), \
+        f"{modules} has no @jupyterlab/services: ./quickstart check runs npm ci there"
+    return dict(os.environ, NODE_PATH=str(modules))
+
+
+def run_jlab(target, env):
+    r = subprocess.run(["node", os.path.join(HERE, "jlab", "jlab_client.js"), target.base_url, target.token],
+                       env=env, capture_output=True, text=True, timeout=240)
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    assert r.returncode == 0 and "error" not in seen, (seen.get("error"), r.stderr[-3000:])
+    return seen
+
+
+def test_jlab_services_kernel_lifecycle(target, node_env):
+    seen = run_jlab(target, node_env)
+    steps = {s["step"]: s for s in seen["steps"]}
+    assert seen["language"] == "python"
+    assert steps["execute"]["status"] == "ok"
+    assert steps["execute"]["outputs"] == [
+        {"type": "stream", "text": "hello\n"},
+        {"type": "execute_result", "data": ["text/plain"], "text": "42"}]
+    assert (steps["interrupt"]["status"], steps["interrupt"]["ename"]) == ("error", "KeyboardInterrupt")
+    assert steps["after_interrupt"]["outputs"][-1]["text"] == "43"
+    assert steps["complete"]["status"] == "ok" and "path" in steps["complete"]["matches"]
+    assert steps["after_restart"]["outputs"] == [{"type": "execute_result", "data": ["text/plain"], "text": "False"}]
+    assert seen["listed_after_shutdown"] is False
+    # the client offers the v1 binary subprotocol first; notebook 6.4
+    # knows only the legacy one, kennel must take v1
+    assert V1 in seen["offered"][0]
+    if target.kind == "kennel":
+        assert set(seen["protocols"]) == {V1}, seen["protocols"]
+    else:
+        assert set(seen["protocols"]) == {""}, seen["protocols"]
