@@ -116,6 +116,15 @@ def start_notebook(root, token=None, extra=(), name="notebook"):
     return server
 
 
+def start_gateway_client(root, gateway):
+    """A second jupyter-notebook whose kernels live on `gateway` (its
+    GatewayClient: --gateway-url and the gateway's token). The browser and
+    jupyter_client talk to this one; it proxies kernels to the gateway."""
+    extra = [f"--gateway-url={gateway.base_url}", f"--GatewayClient.auth_token={gateway.token}",
+             "--GatewayClient.request_timeout=60"]
+    return start_notebook(root, extra=extra, name=f"gatewayclient-{gateway.kind}")
+
+
 def kennel_has_http(kennel_binary):
     """Whether this build's kennel serves HTTP: its usage names --http."""
     out = subprocess.run([kennel_binary, "serve", "--help"], capture_output=True, text=True, timeout=10)
