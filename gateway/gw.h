@@ -10,6 +10,7 @@
 #define GW_H_INCLUDED
 
 #include "wire.h"
+#include "gw_front.h"
 #include <czmq.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -55,6 +56,11 @@ void gw_log (const char *event, const char *fmt, ...);
    "conversation/ID/shell/client"): rate-limited per source and in total,
    what is held back is counted in a log_dropped line once a second. */
 void gw_log_limited (const char *source, const char *event, const char *fmt, ...);
+/* A message of a conversation's channel refused (from "client" or
+   "kernel"), rate-limited per conversation, channel and side. */
+void gw_log_bad_message (const char *conversation, const char *channel, wire_error_t err, const char *from);
+/* A message not sent: the receiver's queue was full (rate-limited). */
+void gw_log_dropped (const char *conversation, const char *channel);
 
 /* ---- gw_io: one epoll set for the conversations' sockets and fds -------- */
 
@@ -344,10 +350,13 @@ typedef struct gw_conv gw_conv_t;
 
 /* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or ".." (gw_text.c). */
 GW_MUST_CHECK bool gw_conv_id_valid (const char *id);
-/* Creates the directories, binds the client sockets (on the ports of
-   fixed when not NULL: kernelspec mode), starts the kernel. NULL + *errmsg. */
+/* Creates the directories (claims a warm-pool kernel when pooled and the
+   pool has one that fits). NULL + *errmsg. Only the table (gw_core.c)
+   makes conversations. */
 gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
-                        const gw_policy_t *policy, const wire_connection_t *fixed, char **errmsg);
+                        const gw_policy_t *policy, bool pooled, char **errmsg);
+/* Starts its kernel (or adopts the claimed one). */
+void gw_conv_start (gw_conv_t *self);
 /* Stops the kernel, closes the sockets, removes the directories (the
    workspace too unless keep_workspace). */
 void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
@@ -355,11 +364,15 @@ void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
    execution still running or queued gets a ConversationClosed reply. */
 void gw_conv_closing (gw_conv_t *self, const char *why);
 const char *gw_conv_id (const gw_conv_t *self);
-json_t *gw_conv_connection_json (const gw_conv_t *self);
+gw_server_t *gw_conv_server (const gw_conv_t *self);
+/* The kernel id: a UUID (8-4-4-4-12 hex digits) made with the conversation. */
+const char *gw_conv_kernel_id (const gw_conv_t *self);
 const char *gw_conv_workspace (const gw_conv_t *self);
 json_t *gw_conv_list_entry (const gw_conv_t *self);
 /* Kills the kernel (if any) and starts a fresh one; state "lost". */
-int gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg);
+void gw_conv_restart (gw_conv_t *self, const char *reason);
+/* SIGINT to the running kernel: 0, or -1 when none runs. */
+int gw_conv_interrupt (gw_conv_t *self);
 /* Calls done(reply_ok, errmsg, arg) once the kernel is confined or failed. */
 typedef void (gw_conv_ready_fn) (gw_conv_t *conv, bool ok, const char *errmsg, void *arg);
 void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
@@ -460,7 +473,8 @@ struct gw_server {
     wire_limits_t limits;
     zsock_t *control;
     int control_port;
-    zhashx_t *conversations; /* id -> gw_conv_t* (not owning) */
+    zhashx_t *conversations; /* id -> gw_conv_t* (not owning; gw_core.c) */
+    zhashx_t *kernel_ids;    /* kernel id -> gw_conv_t* (not owning; gw_core.c) */
     char session[WIRE_ID_SIZE];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
     json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */
@@ -499,11 +513,6 @@ int gw_server_listen (gw_server_t *self, const char *connection_file, char **err
    duration - shown in gateway_info. */
 void gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pid_t pid, double started);
 int gw_server_run (gw_server_t *self);
-/* Closes a conversation and removes it from the table. */
-void gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, const char *why);
-/* The same, from the loop's next turn: safe inside a handler of that
-   conversation's sockets or kernel. */
-void gw_server_close_later (gw_server_t *self, const char *id, const char *why);
 /* Asks the loop to end after the current handler. */
 void gw_server_stop (gw_server_t *self);
 /* Replaces a malloc'd string field (wire_connection_new fills defaults). */
@@ -521,23 +530,23 @@ int gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg);
 /* ---- gw_relay: per-conversation sockets and the relay ------------------ */
 
 typedef struct gw_relay gw_relay_t;
-/* Binds the five client sockets (tcp on ip, or ipc under ipc_prefix), or the
-   ports of fixed. NULL + *errmsg. */
-gw_relay_t *gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
-                          const wire_connection_t *fixed, char **errmsg);
+gw_relay_t *gw_relay_new (gw_conv_t *conv, gw_server_t *server);
+/* Tells the peers GW_EVENT_CLOSED, detaches them, frees. */
 void gw_relay_destroy (gw_relay_t **self_p);
-/* The client connection {transport, ip, *_port, key, signature_scheme,
-   kernel_name}, and the CURVE keys when the sockets have them. */
-json_t *gw_relay_connection_json (const gw_relay_t *self);
+/* The conversation's peers (gw_peers.h). */
+struct gw_peers *gw_relay_peers (gw_relay_t *self);
+/* An event to every peer (gw_front.h). */
+void gw_relay_event (gw_relay_t *self, gw_event_t event, const char *detail);
 /* Connects to a fresh kernel's ipc sockets under run_dir with its key. */
 int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kernel,
                             char **errmsg);
 /* Drops the kernel sockets; running and queued requests get an error naming cause. */
 void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
-/* The conversation closes: the running execution and the queued ones get
-   an error reply (ename ConversationClosed, evalue cause), an iopub error
-   and idle; pending tool calls end. Call before gw_relay_destroy. */
-void gw_relay_close (gw_relay_t *self, const char *cause);
+/* The conversation closes (why: as gw_core_close's): the peers are told
+   GW_EVENT_CLOSING, the running execution and the queued ones get an error
+   reply (ename ConversationClosed, evalue cause), an iopub error and idle;
+   pending tool calls end. Call before gw_relay_destroy. */
+void gw_relay_close (gw_relay_t *self, const char *why, const char *cause);
 /* Sends kennel_configure_request {tools} to the kernel (now, or first
    thing when it is ready). */
 void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);

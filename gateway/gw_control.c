@@ -4,9 +4,12 @@
     dropped and logged, a well-formed but invalid one gets an error reply
     naming what is wrong. conversation_open and conversation_restart are
     answered once the kernel is confined (or could not be), so a refusal of
-    the sandbox reaches the caller with its reason.
+    the sandbox reaches the caller with its reason. It is a front of the
+    core: conversations are opened, closed, restarted and listed through
+    gw_core.h, their client sockets are the ZeroMQ front's.
 */
-#include "gw.h"
+#include "gw_core.h"
+#include "gw_zmq_front.h"
 #include "config.h"
 
 #include <string.h>
@@ -53,7 +56,7 @@ do_gateway_info (gw_server_t *self, wire_msg_t *req)
         "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
         "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
         self->startup_error == NULL, "confinement", layers, "confinement_taken", self->layers_taken, "limits",
-        gw_config_limits_json (self->config), "conversations", (int) zhashx_size (self->conversations), "transport",
+        gw_config_limits_json (self->config), "conversations", gw_core_count (self), "transport",
         self->transport, "curve", self->curve, "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity),
         "fork_server", gw_zygote_info (self->zygote, self->config));
     if (self->startup_error)
@@ -66,7 +69,7 @@ static json_t *
 open_reply_content (gw_conv_t *conv, bool created)
 {
     return json_pack ("{s:s, s:s, s:b, s:o, s:s}", "status", "ok", "conversation_id", gw_conv_id (conv), "created",
-                      created, "connection", gw_conv_connection_json (conv), "workspace", gw_conv_workspace (conv));
+                      created, "connection", gw_zmq_connection_json (gw_zmq_of (conv)), "workspace", gw_conv_workspace (conv));
 }
 
 typedef struct {
@@ -88,7 +91,7 @@ on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         reply_error (p->server, p->req, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
         /* nothing stays behind a refused conversation */
         if (p->created)
-            gw_server_close_later (p->server, gw_conv_id (conv), "start failed");
+            gw_core_close_later (p->server, gw_conv_id (conv), "start failed");
     }
     wire_msg_destroy (&p->req);
     free (p);
@@ -138,83 +141,15 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
     const char *id = conversation_id (self, req);
     if (!id)
         return;
-    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
-    if (conv) {
-        /* a host that restarts reattaches to what it had; tools given again
-           replace the declared ones, in the gateway's check and, through
-           kennel_configure_request, in the running kernel */
-        json_t *tools = json_object_get (req->content, "tools");
-        if (tools) {
-            char *errmsg = NULL;
-            json_t *checked = gw_tools_validate (tools, &errmsg);
-            if (!checked) {
-                reply_error (self, req, "InvalidTools", errmsg ? errmsg : "invalid tool list");
-                free (errmsg);
-                return;
-            }
-            gw_conv_set_tools (conv, checked);
-            json_decref (checked);
-        }
-        defer (self, conv, req_p, false, on_open_ready);
-        return;
-    }
-    if (self->startup_error) {
-        char *evalue = wire_xasprintf ("this host cannot confine kernels as configured: the start-up probe failed "
-                                       "at %s: %s (fix it and restart kennel)",
-                                       self->startup_layer, self->startup_error);
-        reply_error (self, req, "ConfinementUnavailable", evalue);
-        free (evalue);
-        return;
-    }
-    json_t *kernel = json_object_get (req->content, "kernel");
-    const char *kname = kernel ? gw_text (kernel) : "python";
-    if (!kname || (!streq (kname, "python") && !json_object_get (self->config->kernels, kname))) {
-        reply_error (self, req, "UnknownKernel", "kernel must be \"python\" or a kernel named in the config file");
-        return;
-    }
-    json_t *tools = NULL;
-    if (json_object_get (req->content, "tools")) {
-        char *errmsg = NULL;
-        tools = gw_tools_validate (json_object_get (req->content, "tools"), &errmsg);
-        if (!tools) {
-            reply_error (self, req, "InvalidTools", errmsg ? errmsg : "invalid tool list");
-            free (errmsg);
-            return;
-        }
-    }
-    if ((int) zhashx_size (self->conversations) >= self->config->max_conversations) {
-        char evalue[160];
-        snprintf (evalue, sizeof evalue, "the gateway already holds its maximum of %d conversations",
-                  self->config->max_conversations);
-        reply_error (self, req, "TooManyConversations", evalue);
-        json_decref (tools);
-        return;
-    }
-    char *full = NULL;
-    if (gw_capacity_check (&self->capacity, (int) zhashx_size (self->conversations), &full) < 0) {
-        reply_error (self, req, "CapacityError", full ? full : "no room for another conversation");
-        free (full);
-        json_decref (tools);
-        return;
-    }
-    gw_policy_t policy;
-    char *errmsg = NULL;
-    if (gw_policy_lower (self->config, json_object_get (req->content, "policy"), &policy, &errmsg) < 0) {
-        reply_error (self, req, "PolicyError", errmsg ? errmsg : "bad policy");
-        free (errmsg);
-        json_decref (tools);
-        return;
-    }
-    conv = gw_conv_new (self, id, kname, tools, &policy, NULL, &errmsg);
-    json_decref (tools);
-    gw_policy_clear (&policy);
+    bool created;
+    gw_core_error_t err;
+    gw_conv_t *conv = gw_core_open (self, id, req->content, gw_zmq_open, NULL, &created, &err);
     if (!conv) {
-        reply_error (self, req, "OpenFailed", errmsg ? errmsg : "the conversation could not be created");
-        free (errmsg);
+        reply_error (self, req, err.ename, err.evalue);
+        free (err.evalue);
         return;
     }
-    zhashx_insert (self->conversations, id, conv);
-    defer (self, conv, req_p, true, on_open_ready);
+    defer (self, conv, req_p, created, on_open_ready);
 }
 
 static void
@@ -223,7 +158,7 @@ do_close (gw_server_t *self, wire_msg_t *req)
     const char *id = conversation_id (self, req);
     if (!id)
         return;
-    if (!zhashx_lookup (self->conversations, id)) {
+    if (!gw_core_find (self, id)) {
         reply_error (self, req, "NoSuchConversation", "no conversation has this id");
         return;
     }
@@ -232,7 +167,7 @@ do_close (gw_server_t *self, wire_msg_t *req)
         reply_error (self, req, "InvalidRequest", "keep_workspace must be true or false");
         return;
     }
-    gw_server_close_conv (self, id, json_is_true (keep), "close_request");
+    gw_core_close (self, id, json_is_true (keep), "close_request");
     reply_send (self, req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", id));
 }
 
@@ -242,23 +177,19 @@ do_restart (gw_server_t *self, wire_msg_t **req_p)
     const char *id = conversation_id (self, *req_p);
     if (!id)
         return;
-    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
+    gw_conv_t *conv = gw_core_find (self, id);
     if (!conv) {
         reply_error (self, *req_p, "NoSuchConversation", "no conversation has this id");
         return;
     }
-    char *errmsg = NULL;
-    gw_conv_restart (conv, "conversation_restart_request", &errmsg);
-    free (errmsg);
+    gw_core_restart (conv, "conversation_restart_request");
     defer (self, conv, req_p, false, on_restart_ready);
 }
 
 static void
 do_list (gw_server_t *self, wire_msg_t *req)
 {
-    json_t *list = json_array ();
-    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
-        json_array_append_new (list, gw_conv_list_entry (conv));
+    json_t *list = gw_core_list (self);
     reply_send (self, req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", list));
 }
 

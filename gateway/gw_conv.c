@@ -11,9 +11,12 @@
                             (never inside the kernel's view)
 
     The kernel starts through kennel-launch; while it starts (or after it
-    died, until the next request) the relay holds client messages.
+    died, until the next request) the relay holds client messages. The
+    conversation's peers (gw_front.h) hear of its kernel's start, readiness
+    and death.
 */
-#include "gw.h"
+#include "gw_core.h"
+#include "gw_peers.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -32,6 +35,7 @@ typedef struct {
 struct gw_conv {
     gw_server_t *server;
     char *id;
+    char kernel_id[37]; /* a UUID: 8-4-4-4-12 hex digits */
     char *kernel_name;
     json_t *tools;
     gw_policy_t policy;
@@ -54,12 +58,28 @@ struct gw_conv {
     bool holds_slot; /* one of the server's parallel launch slots */
     bool queued;     /* waiting for a slot in server->launch_queue */
     bool claimed;    /* the kernel starting is a claimed pooled one */
+    gw_warm_t *warm; /* claimed, adopted by gw_conv_start */
 };
 
 const char *
 gw_conv_id (const gw_conv_t *self)
 {
     return self->id;
+}
+gw_server_t *
+gw_conv_server (const gw_conv_t *self)
+{
+    return self->server;
+}
+const char *
+gw_conv_kernel_id (const gw_conv_t *self)
+{
+    return self->kernel_id;
+}
+gw_peers_t *
+gw_conv_peers (gw_conv_t *conv)
+{
+    return gw_relay_peers (conv->relay);
 }
 const char *
 gw_conv_workspace (const gw_conv_t *self)
@@ -111,16 +131,19 @@ gw_conv_set_tools (gw_conv_t *self, json_t *tools)
         gw_relay_configure_tools (self->relay, tools);
 }
 
-json_t *
-gw_conv_connection_json (const gw_conv_t *self)
-{
-    return gw_relay_connection_json (self->relay);
-}
-
 static char *
 path_join (const char *a, const char *b)
 {
     return wire_xasprintf ("%s/%s", a, b);
+}
+
+/* wire_id_new's 32 hex digits as a UUID's 8-4-4-4-12 */
+static void
+kernel_id_new (char out[37])
+{
+    char hex[WIRE_ID_SIZE];
+    wire_id_new (hex);
+    snprintf (out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
 }
 
 static void
@@ -204,6 +227,7 @@ kernel_failed (gw_conv_t *self, const char *reason)
     gw_launch_abandon (&self->launch);
     self->kstate = K_DEAD;
     gw_relay_kernel_detach (self->relay, "KernelStartFailed", reason, true);
+    gw_relay_event (self->relay, GW_EVENT_KERNEL_DIED, reason);
     waiters_notify (self, false, reason);
 }
 
@@ -241,6 +265,7 @@ gw_conv_kernel_ready (gw_conv_t *self)
     self->last_activity = gw_clock_mono (); /* idle time counts from a usable kernel */
     gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (self->launch), "launcher_pid", (int) gw_launch_pid (self->launch));
+    gw_relay_event (self->relay, GW_EVENT_KERNEL_READY, NULL);
     waiters_notify (self, true, NULL);
 }
 
@@ -270,6 +295,7 @@ on_launch_exit (gw_launch_t *launch, void *arg)
     /* detached while the launch is still ours: the replies' metadata.kennel
        take its cause (kernel_ended) */
     gw_relay_kernel_detach (self->relay, ename, cause, true);
+    gw_relay_event (self->relay, GW_EVENT_KERNEL_DIED, cause);
     gw_launch_abandon (&self->launch);
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = self->kill_cause = NULL;
@@ -416,8 +442,10 @@ kernel_launch (gw_conv_t *self)
         return;
     }
     self->kernels_started++;
-    if (self->kernels_started > 1)
+    if (self->kernels_started > 1) {
         gw_relay_announce_starting (self->relay);
+        gw_relay_event (self->relay, GW_EVENT_KERNEL_STARTING, NULL);
+    }
     self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
                                          on_launch_timeout, self);
     gw_log ("kernel_launch", "{s:s, s:i}", "conversation", self->id, "launcher_pid",
@@ -446,10 +474,10 @@ make_dir (const char *path, mode_t mode, char **errmsg)
    whose directory already exists (a workspace kept at close) starts cold. */
 
 static gw_warm_t *
-warm_claim (gw_conv_t *self, const wire_connection_t *fixed)
+warm_claim (gw_conv_t *self, bool pooled)
 {
     struct stat st;
-    if (fixed || !self->server->pool || !gw_pool_fits (self->server->config, self->kernel_name, &self->policy)
+    if (!pooled || !self->server->pool || !gw_pool_fits (self->server->config, self->kernel_name, &self->policy)
         || lstat (self->dir, &st) == 0)
         return NULL;
     gw_warm_t *warm = gw_pool_claim (self->server->pool);
@@ -495,7 +523,7 @@ warm_adopt (gw_conv_t *self, gw_warm_t *warm)
 
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             const wire_connection_t *fixed, char **errmsg)
+             bool pooled, char **errmsg)
 {
     gw_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
@@ -506,9 +534,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->waiters = zlistx_new ();
     self->created = gw_clock_wall (); /* shown as a date, never measured */
     self->last_activity = gw_clock_mono ();
-    char rnd[WIRE_ID_SIZE];
-    wire_id_new (rnd);
-    rnd[GW_SHORT_ID_LEN] = 0;
+    kernel_id_new (self->kernel_id);
     char *convs = path_join (server->state_dir, "conv");
     self->runs = path_join (server->state_dir, "run");
     self->dir = path_join (convs, id);
@@ -516,32 +542,27 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->log_path = path_join (self->dir, "kernel.log");
     int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0;
     free (convs);
-    gw_warm_t *warm = rc ? NULL : warm_claim (self, fixed);
+    gw_warm_t *warm = rc ? NULL : warm_claim (self, pooled);
     if (!rc && !warm)
         rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0;
     if (rc) {
         gw_conv_destroy (&self, true);
         return NULL;
     }
-    char *ipc_prefix = NULL;
-    if (streq (server->transport, "ipc")) {
-        char *socks = path_join (server->state_dir, "sock");
-        make_dir (socks, 0700, errmsg);
-        ipc_prefix = path_join (socks, rnd);
-        free (socks);
-    }
-    self->relay = gw_relay_new (self, server, server->transport, ipc_prefix ? ipc_prefix : server->ip, fixed, errmsg);
-    free (ipc_prefix);
-    if (!self->relay) {
-        gw_warm_destroy (&warm);
-        gw_conv_destroy (&self, false);
-        return NULL;
-    }
+    self->relay = gw_relay_new (self, server);
+    self->warm = warm;
+    return self;
+}
+
+void
+gw_conv_start (gw_conv_t *self)
+{
+    gw_warm_t *warm = self->warm;
+    self->warm = NULL;
     if (warm)
         warm_adopt (self, warm);
     else
         gw_conv_kernel_start (self);
-    return self;
 }
 
 void
@@ -553,6 +574,7 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     launch_timer_stop (self);
     slot_release (self);
     gw_launch_abandon (&self->launch);
+    gw_warm_destroy (&self->warm);
     waiters_notify (self, false, "the conversation was closed");
     zlistx_destroy (&self->waiters);
     gw_relay_destroy (&self->relay);
@@ -578,8 +600,8 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     *self_p = NULL;
 }
 
-int
-gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg)
+void
+gw_conv_restart (gw_conv_t *self, const char *reason)
 {
     gw_log ("restart", "{s:s, s:s}", "conversation", self->id, "reason", reason);
     launch_timer_stop (self);
@@ -590,7 +612,12 @@ gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg)
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = self->kill_cause = NULL;
     gw_conv_kernel_start (self);
-    return 0;
+}
+
+int
+gw_conv_interrupt (gw_conv_t *self)
+{
+    return self->launch && self->kstate == K_RUNNING ? gw_launch_signal (self->launch, SIGINT) : -1;
 }
 
 void
@@ -608,7 +635,7 @@ void
 gw_conv_request_close (gw_conv_t *self)
 {
     /* after the handler that asked returns: it still uses the relay */
-    gw_server_close_later (self->server, self->id, "shutdown_request");
+    gw_core_close_later (self->server, self->id, "shutdown_request");
 }
 
 /* Why the client's executions end, in its words: the close request's
@@ -628,7 +655,7 @@ gw_conv_closing (gw_conv_t *self, const char *why)
         snprintf (cause, sizeof cause, "a client's shutdown_request closed the conversation; the kernel is gone");
     else
         snprintf (cause, sizeof cause, "the conversation was closed (%.100s); the kernel is gone", why);
-    gw_relay_close (self->relay, cause);
+    gw_relay_close (self->relay, why, cause);
 }
 
 bool

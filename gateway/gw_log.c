@@ -233,3 +233,21 @@ gw_log_close (void)
         close (log_fd);
     log_fd = 2;
 }
+
+void
+gw_log_bad_message (const char *conversation, const char *channel, wire_error_t err, const char *from)
+{
+    char source[200];
+    snprintf (source, sizeof source, "conversation/%s/%s/%s", conversation, channel, from);
+    gw_log_limited (source, "bad_message", "{s:s, s:s, s:s, s:s, s:s}", "conversation", conversation, "channel",
+                    channel, "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
+}
+
+void
+gw_log_dropped (const char *conversation, const char *channel)
+{
+    char source[200];
+    snprintf (source, sizeof source, "conversation/%s/%s/dropped", conversation, channel);
+    gw_log_limited (source, "dropped", "{s:s, s:s, s:s}", "conversation", conversation, "channel", channel, "reason",
+                    "the receiver's queue is full");
+}

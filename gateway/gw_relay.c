@@ -1,14 +1,15 @@
-/*  gw_relay.c - a conversation's sockets and the relay between client and kernel.
+/*  gw_relay.c - a conversation's messages between its peers and its kernel.
 
-    Client side: shell, control, stdin (ROUTER), iopub (PUB), hb (REP), signed
-    with the conversation key. Kernel side: DEALERs to the kernel's shell,
-    control and stdin and a SUB to its iopub, over ipc:// in the run dir,
-    signed with the kernel key. The three DEALERs share one identity, so the
-    kernel's input_request (sent to the identities of the shell request) comes
-    back to us on stdin.
+    Peer side: what fronts submit (gw_front.h), authenticated by the front,
+    checked here (layout, sizes, header) and what is delivered back to them
+    through the conversation's peers (gw_peers.c), unsigned. Kernel side:
+    DEALERs to the kernel's shell, control and stdin and a SUB to its iopub,
+    over ipc:// in the run dir, signed with the kernel key. The three
+    DEALERs share one identity, so the kernel's input_request (sent to the
+    identities of the shell request) comes back to us on stdin.
 
-    Every message is verified on the way in (layout, size, signature, replay)
-    and the same bytes are signed with the other side's key on the way out.
+    Every kernel message is verified on the way in (layout, size, signature,
+    replay); client messages are signed with the kernel key on the way out.
     JSON is parsed only for the header (routing, accounting) and, for
     execute_reply, the metadata frame that receives metadata.kennel.
 
@@ -18,6 +19,7 @@
     that died.
 */
 #include "gw.h"
+#include "gw_peers.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -27,14 +29,11 @@
 #include <unistd.h>
 
 #define KERNEL_IDENTITY "kennel-gateway"
-/* at most this many requests read from a closing conversation's shell socket (its
-   queue holds 64 per peer: gw_io_bound) */
-#define DRAIN_AT_CLOSE_MAX 256
 
 typedef struct {
     char *msg_id;
     json_t *header; /* the request's header: parent of what we send */
-    zmsg_t *ids;    /* the client's routing frames */
+    zmsg_t *ids;    /* the peer's token and route frames */
     bool silent;
     bool started;
     double started_at;
@@ -71,14 +70,8 @@ typedef struct {
 struct gw_relay {
     gw_conv_t *conv;
     gw_server_t *server;
-    zsock_t *client[WIRE_CHANNEL_COUNT_];
-    int ports[WIRE_CHANNEL_COUNT_];
-    char *transport;
-    char *ip;
-    bool curve; /* the client sockets are CURVE servers of curve_keys */
-    gw_curve_keys_t curve_keys;
-    wire_key_t *key;
-    wire_replay_t *replay;
+    gw_peers_t *peers;
+    char *closed_why; /* set by gw_relay_close: what is submitted now is answered, never relayed */
     zsock_t *kernel[WIRE_CHANNEL_COUNT_]; /* shell, iopub, stdin, control; NULL when detached */
     wire_key_t *kernel_key;
     wire_replay_t *kernel_replay;
@@ -109,8 +102,6 @@ struct gw_relay {
     int drop_timer;      /* a kernel connection dropped: kill after a grace */
     int dropped_channel;
 };
-
-static const char *channel_names[] = {"shell", "iopub", "stdin", "control", "hb"};
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -193,59 +184,40 @@ peek_free (peek_t *pk)
 static void
 resign (zmsg_t *msg, const wire_key_t *key)
 {
-    int d = delimiter_index (msg);
-    zframe_t *sig = frame_at (msg, d + 1);
-    zframe_t *parts[4];
-    for (int i = 0; i < 4; i++)
-        parts[i] = zmsg_next (msg);
-    char out[WIRE_SIGNATURE_HEX_LEN + 1];
-    wire_key_sign (key, parts, out);
-    zframe_reset (sig, out, strlen (out));
+    zframe_t *sig = gw_front_msg_sign (msg, key);
+    (void) sig; /* a message verified has the frames */
 }
 
 static void
 log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
 {
-    char source[200];
-    snprintf (source, sizeof source, "conversation/%s/%s/%s", gw_conv_id (self->conv), channel, from);
-    gw_log_limited (source, "bad_message", "{s:s, s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv),
-                    "channel", channel, "from", from, "reason", wire_error_name (err), "detail", wire_strerror (err));
+    gw_log_bad_message (gw_conv_id (self->conv), channel, err, from);
 }
 
-/* Everything the gateway signs for clients is remembered in the clients'
-   replay cache: one key and one cache serve both directions, so a message
-   the gateway sent (an iopub message any subscriber may have captured) is
-   refused as a duplicate when it comes back on shell, control or stdin. */
+/* Sends to the kernel without ever blocking the loop: a kernel that stops
+   reading fills its DEALER's queue (sndtimeo 0), and what does not fit is
+   dropped and logged rather than stalling every other conversation. */
 static void
-client_sent (gw_relay_t *self, zmsg_t *msg, zsock_t *sock)
+kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
 {
-    int ch;
-    for (ch = 0; ch < WIRE_CHANNEL_COUNT_ && self->client[ch] != sock; ch++)
-        ;
-    if (ch == WIRE_CHANNEL_COUNT_ || ch == WIRE_HB || wire_key_is_empty (self->key))
-        return;
-    zframe_t *sig = frame_at (msg, delimiter_index (msg) + 1);
-    if (sig && !wire_replay_add (self->replay, (const char *) zframe_data (sig), zframe_size (sig)))
-        gw_log_limited ("replay/record", "warning", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "reason",
-                        "a signature sent to clients was already recorded or could not be");
-}
-
-/* Sends without ever blocking the loop: a kernel that stops reading fills
-   its DEALER's queue (sndtimeo 0), and what does not fit is dropped and
-   logged rather than stalling every other conversation. */
-static void
-send_or_drop (gw_relay_t *self, zmsg_t **msg_p, zsock_t *sock, const char *channel)
-{
-    client_sent (self, *msg_p, sock);
+    zsock_t *sock = self->kernel[channel];
+    resign (*msg_p, self->kernel_key);
     int rc = zmsg_send (msg_p, sock);
     gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
     if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);
-    char source[200];
-    snprintf (source, sizeof source, "conversation/%s/%s/dropped", gw_conv_id (self->conv), channel);
-    gw_log_limited (source, "dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel", channel,
-                    "reason", "the receiver's queue is full");
+    gw_log_dropped (gw_conv_id (self->conv), gw_channel_name (channel));
+}
+
+/* To the peers, unsigned (gw_front.h): the signature frame goes empty. */
+static void
+client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
+{
+    zframe_t *sig = gw_front_msg_sign (*msg_p, NULL);
+    if (sig)
+        gw_peers_deliver (self->peers, channel, msg_p);
+    zmsg_destroy (msg_p);
 }
 
 /* A message from the gateway itself on behalf of the conversation, with
@@ -265,14 +237,13 @@ own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zm
     return m;
 }
 
-/* A message of the gateway's own to a client socket, signed and sent as
-   relayed ones are (send_or_drop). */
+/* A message of the gateway's own to the peers, as relayed ones go. */
 static void
 client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
 {
-    zmsg_t *msg = wire_msg_encode (m, self->key);
+    zmsg_t *msg = wire_msg_encode (m, NULL);
     if (msg)
-        send_or_drop (self, &msg, self->client[ch], channel_names[ch]);
+        client_deliver (self, ch, &msg);
 }
 
 static void
@@ -570,8 +541,7 @@ reply_send (gw_relay_t *self, gw_exec_t *e)
     zmsg_t *msg = e->reply;
     e->reply = NULL;
     reply_rewrite (self, msg, e);
-    resign (msg, self->key);
-    send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
+    client_deliver (self, WIRE_SHELL, &msg);
 }
 
 static void
@@ -654,7 +624,7 @@ recv_from_kernel (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     if (err == WIRE_OK)
         err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
-        log_bad (self, channel_names[channel], err, "kernel");
+        log_bad (self, gw_channel_name (channel), err, "kernel");
         zmsg_destroy (&msg);
     }
     return msg;
@@ -693,8 +663,7 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
             e->idle_timer_id = gw_timer_start (loop, IDLE_WAIT_MS, 1, on_idle_wait_over, self);
         return 0;
     }
-    resign (msg, self->key);
-    send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
+    client_deliver (self, WIRE_SHELL, &msg);
     return 0;
 }
 
@@ -791,8 +760,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     void *finished = streq (msg_type, "status") ? iopub_idle_seen (self, msg, parent_id.text) : NULL;
     peek_free (&parent_id);
     if (admit) {
-        resign (msg, self->key);
-        send_or_drop (self, &msg, self->client[WIRE_IOPUB], "iopub");
+        client_deliver (self, WIRE_IOPUB, &msg);
     }
     zmsg_destroy (&msg);
     if (marker)
@@ -853,10 +821,10 @@ tool_answer_error (gw_relay_t *self, const json_t *parent, json_t *call_id, cons
     wire_msg_t *reply = own_msg (self, "tool_reply", parent, NULL);
     wire_msg_set_content (reply, json_pack ("{s:O?, s:s, s:s, s:s}", "call_id", call_id, "status", "error", "ename",
                                             ename, "evalue", evalue));
-    zmsg_t *out = wire_msg_encode (reply, self->kernel_key);
+    zmsg_t *out = wire_msg_encode (reply, NULL);
     wire_msg_destroy (&reply);
     if (out)
-        send_or_drop (self, &out, self->kernel[WIRE_STDIN], "stdin");
+        kernel_send (self, &out, WIRE_STDIN);
 }
 
 static void
@@ -1031,11 +999,11 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     zmsg_t *msg = zmsg_recv (sock);
     if (!msg)
         return 0;
-    wire_error_t err = wire_frames_relay (msg, self->kernel_key, self->kernel_replay, self->key, &self->server->limits);
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
     if (err == WIRE_OK)
         err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
-        log_bad (self, channel_names[channel], err, "kernel");
+        log_bad (self, gw_channel_name (channel), err, "kernel");
         zmsg_destroy (&msg);
         return 0;
     }
@@ -1050,7 +1018,7 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
             return 0;
         }
     }
-    send_or_drop (self, &msg, self->client[channel], channel_names[channel]);
+    client_deliver (self, channel, &msg);
     return 0;
 }
 
@@ -1072,8 +1040,7 @@ static void
 to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 {
     if (self->kernel[channel] && self->kernel_ready) {
-        resign (*msg_p, self->kernel_key);
-        send_or_drop (self, msg_p, self->kernel[channel], channel_names[channel]);
+        kernel_send (self, msg_p, channel);
         return;
     }
     /* no kernel yet (starting) or any more (died): hold it, start one */
@@ -1084,32 +1051,28 @@ to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
         gw_conv_kernel_start (self->conv);
 }
 
-/* Verifies a client message; NULL (dropped, logged) when bad. */
-static zmsg_t *
-client_recv (gw_relay_t *self, zsock_t *sock, wire_channel_t channel, json_t **header_p)
+/* A peer's message (token, route, delimiter, signature, parts) checked as
+   the relay reads every client message: layout and sizes, a header with
+   string msg_type and msg_id. The header, or NULL (dropped, logged). */
+static json_t *
+client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
 {
-    zmsg_t *msg = zmsg_recv (sock);
-    if (!msg)
-        return NULL;
-    wire_error_t err = wire_frames_verify (msg, self->key, self->replay, &self->server->limits);
-    if (err == WIRE_OK) {
-        *header_p = wire_frames_peek (msg, 0, &err);
-        if (!*header_p)
-            ;
-        else if (!json_is_string (json_object_get (*header_p, "msg_type"))
-                 || !json_is_string (json_object_get (*header_p, "msg_id"))) {
-            json_decref (*header_p);
-            *header_p = NULL;
-            err = WIRE_ERR_MISSING_HEADER_FIELD;
-        }
+    json_t *header = NULL;
+    wire_error_t err = wire_frames_verify (msg, NULL, NULL, &self->server->limits);
+    if (err == WIRE_OK)
+        header = wire_frames_peek (msg, 0, &err);
+    if (header && (!json_is_string (json_object_get (header, "msg_type"))
+                   || !json_is_string (json_object_get (header, "msg_id")))) {
+        json_decref (header);
+        header = NULL;
+        err = WIRE_ERR_MISSING_HEADER_FIELD;
     }
-    if (err != WIRE_OK) {
-        log_bad (self, channel_names[channel], err, "client");
-        zmsg_destroy (&msg);
+    if (!header) {
+        log_bad (self, gw_channel_name (channel), err, "client");
         return NULL;
     }
     gw_conv_touch (self->conv);
-    return msg;
+    return header;
 }
 
 /* A client's execute_request as the relay tracks it (not yet queued). */
@@ -1154,35 +1117,27 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
     exec_start_head (self);
 }
 
-static int
-on_client_shell (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+on_client_shell (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header)
 {
-    gw_relay_t *self = arg;
-    json_t *header = NULL;
-    zmsg_t *msg = client_recv (self, sock, WIRE_SHELL, &header);
-    if (!msg)
-        return 0;
-    if (streq (json_string_value (json_object_get (header, "msg_type")), "execute_request"))
-        track_execute (self, &msg, header);
+    if (streq (msg_type, "execute_request"))
+        track_execute (self, msg_p, header);
     else
-        to_kernel (self, WIRE_SHELL, &msg);
-    json_decref (header);
-    return 0;
+        to_kernel (self, WIRE_SHELL, msg_p);
 }
 
 /* interrupt and shutdown are the gateway's to answer: it owns the process */
 static void
-control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
+control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
 {
     wire_error_t err;
-    wire_msg_t *req = wire_msg_decode (&msg, self->key, NULL, &self->server->limits, &err);
+    wire_msg_t *req = wire_msg_decode (msg_p, NULL, NULL, &self->server->limits, &err);
     if (!req)
         return;
     publish_status (self, req->header, "busy");
     wire_msg_t *reply;
     if (streq (msg_type, "interrupt_request")) {
-        gw_launch_t *launch = gw_conv_launch (self->conv);
-        int rc = launch && gw_conv_kernel_alive (self->conv) ? gw_launch_signal (launch, SIGINT) : -1;
+        int rc = gw_conv_interrupt (self->conv);
         reply = wire_msg_new (self->session, "interrupt_reply", req);
         wire_msg_set_content (reply, rc == 0 ? json_pack ("{s:s}", "status", "ok")
                                              : json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
@@ -1202,11 +1157,8 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
            end's kernel manager starts the next process */
         publish_status (self, req->header, "idle");
         wire_msg_destroy (&req);
-        if (restart && !self->server->kernel_mode) {
-            char *errmsg = NULL;
-            gw_conv_restart (self->conv, "shutdown_request with restart", &errmsg);
-            free (errmsg);
-        }
+        if (restart && !self->server->kernel_mode)
+            gw_conv_restart (self->conv, "shutdown_request with restart");
         else
             gw_conv_request_close (self->conv);
         return;
@@ -1217,146 +1169,67 @@ control_answer (gw_relay_t *self, zmsg_t *msg, const char *msg_type)
     wire_msg_destroy (&req);
 }
 
-static int
-on_client_control (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+on_client_control (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
 {
-    gw_relay_t *self = arg;
-    json_t *header = NULL;
-    zmsg_t *msg = client_recv (self, sock, WIRE_CONTROL, &header);
-    if (!msg)
-        return 0;
-    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
     if (streq (msg_type, "interrupt_request") || streq (msg_type, "shutdown_request"))
-        control_answer (self, msg, msg_type);
+        control_answer (self, msg_p, msg_type);
     else
-        to_kernel (self, WIRE_CONTROL, &msg);
-    json_decref (header);
-    return 0;
+        to_kernel (self, WIRE_CONTROL, msg_p);
 }
 
-static int
-on_client_stdin (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+on_client_stdin (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
+{
+    if (streq (msg_type, "tool_reply") && !tool_reply_admit (self, *msg_p))
+        return;
+    if (self->kernel[WIRE_STDIN] && self->kernel_ready)
+        kernel_send (self, msg_p, WIRE_STDIN);
+    /* else an answer for a kernel that is gone: dropped */
+}
+
+/* A closing conversation relays nothing: its execute requests are queued
+   to be answered with the rest (gw_relay_close), anything else is dropped. */
+static void
+on_client_closing (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header, wire_channel_t channel)
+{
+    if (channel == WIRE_SHELL && streq (msg_type, "execute_request"))
+        zlistx_add_end (self->execs, exec_new (*msg_p, header));
+}
+
+/* What a peer submits (gw_peers_submit_fn): checked, then routed by
+   channel and type. */
+static void
+relay_submit (void *arg, wire_channel_t channel, zmsg_t **msg_p)
 {
     gw_relay_t *self = arg;
-    json_t *header = NULL;
-    zmsg_t *msg = client_recv (self, sock, WIRE_STDIN, &header);
-    if (!msg)
-        return 0;
-    bool is_tool_reply = streq (json_string_value (json_object_get (header, "msg_type")), "tool_reply");
-    json_decref (header);
-    if (is_tool_reply && !tool_reply_admit (self, msg)) {
-        zmsg_destroy (&msg);
-        return 0;
+    json_t *header = channel == WIRE_IOPUB || channel == WIRE_HB ? NULL : client_check (self, *msg_p, channel);
+    if (!header) {
+        zmsg_destroy (msg_p);
+        return;
     }
-    if (self->kernel[WIRE_STDIN] && self->kernel_ready) {
-        resign (msg, self->kernel_key);
-        send_or_drop (self, &msg, self->kernel[WIRE_STDIN], "stdin");
-    }
+    const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
+    if (self->closed_why)
+        on_client_closing (self, msg_p, msg_type, header, channel);
+    else if (channel == WIRE_SHELL)
+        on_client_shell (self, msg_p, msg_type, header);
+    else if (channel == WIRE_CONTROL)
+        on_client_control (self, msg_p, msg_type);
     else
-        zmsg_destroy (&msg); /* an answer for a kernel that is gone */
-    return 0;
-}
-
-/* Heartbeats are answered here: the gateway is what clients talk to, and a
-   kernel's death is reported by its pidfd, not by a missed beat. */
-static int
-on_client_hb (zloop_t *loop, zsock_t *sock, void *arg)
-{
-    zmsg_t *msg = zmsg_recv (sock);
-    if (msg)
-        zmsg_send (&msg, sock);
-    return 0;
+        on_client_stdin (self, msg_p, msg_type);
+    json_decref (header);
+    zmsg_destroy (msg_p);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static int
-bind_client (gw_relay_t *self, wire_channel_t ch, const char *transport, const char *ip, int port, char **errmsg)
-{
-    static const int types[] = {ZMQ_ROUTER, ZMQ_PUB, ZMQ_ROUTER, ZMQ_ROUTER, ZMQ_REP};
-    zsock_t *s = zsock_new (types[ch]);
-    if (!s) {
-        *errmsg = wire_xstrdup ("cannot create a socket");
-        return -1;
-    }
-    zsock_set_linger (s, 200);
-    zsock_set_sndtimeo (s, 0);
-    /* zmq refuses frames far above the limit before they are buffered;
-       those between 1x and 2x reach the wire check and are logged */
-    size_t max = self->server->limits.max_message_bytes;
-    if (max > 0 && max < INT32_MAX / 2)
-        zsock_set_maxmsgsize (s, (int) (2 * max));
-    if (self->curve)
-        gw_curve_server (s, &self->curve_keys);
-    /* a peer naming another's identity takes its routing: only among
-       authenticated peers; kernelspec mode keeps ipykernel's choice */
-    if (types[ch] == ZMQ_ROUTER && (gw_server_authenticates (self->server) || self->server->kernel_mode))
-        zsock_set_router_handover (s, 1);
-    int rc;
-    if (streq (transport, "ipc"))
-        rc = zsock_bind (s, "ipc://%s-%d", ip, port) == 0 ? port : -1;
-    else if (port > 0) {
-        /* a front end's fixed ports (kernelspec mode): right after a
-           restart, one may still be held a moment by its client's
-           reconnection attempts, whose ephemeral local ports come from the
-           same range; so retry briefly. czmq returns the port for tcp. */
-        for (int tries = 0; (rc = zsock_bind (s, "tcp://%s:%d", ip, port)) == -1 && zmq_errno () == EADDRINUSE
-                            && tries < 60;
-             tries++)
-            zclock_sleep (50);
-        rc = rc == -1 ? -1 : port;
-    }
-    else {
-        /* port 0: the kernel picks a free port in one bind. czmq's own ":*"
-           walks its dynamic range one bind at a time from the bottom, which
-           took seconds per conversation with thousands of ports in use */
-        rc = zsock_bind (s, "tcp://%s:0", ip) == 0 ? 0 : -1;
-        char *endpoint = rc == 0 ? zsock_last_endpoint (s) : NULL;
-        const char *colon = endpoint ? strrchr (endpoint, ':') : NULL;
-        rc = colon ? atoi (colon + 1) : -1;
-        freen (endpoint);
-    }
-    if (rc <= 0) {
-        *errmsg = wire_xasprintf ("cannot bind the %s socket on %s %s port %d: %s", channel_names[ch], transport, ip,
-                                  port, zmq_strerror (zmq_errno ()));
-        zsock_destroy (&s);
-        return -1;
-    }
-    self->client[ch] = s;
-    self->ports[ch] = rc;
-    return 0;
-}
-
-/* This conversation's own keys, admitted on its own ZAP domain only. */
-static int
-relay_curve_start (gw_relay_t *self, char **errmsg)
-{
-    if (!self->server->zap || gw_curve_keys_new (&self->curve_keys) < 0) {
-        *errmsg = wire_xstrdup ("cannot set up CurveZMQ for the client sockets (no ZAP handler or no CURVE in libzmq)");
-        return -1;
-    }
-    gw_zap_allow (self->server->zap, &self->curve_keys);
-    self->curve = true;
-    return 0;
-}
-
 gw_relay_t *
-gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const char *ip,
-              const wire_connection_t *fixed, char **errmsg)
+gw_relay_new (gw_conv_t *conv, gw_server_t *server)
 {
     gw_relay_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
     self->server = server;
-    self->transport = wire_xstrdup (fixed ? fixed->transport : transport);
-    self->ip = wire_xstrdup (fixed ? fixed->ip : ip);
-    wire_error_t err;
-    self->key = fixed ? wire_connection_key (fixed, &err) : wire_key_new_random ();
-    if (!self->key) {
-        *errmsg = wire_xstrdup ("the connection file's signature_scheme is not hmac-sha256");
-        gw_relay_destroy (&self);
-        return NULL;
-    }
-    self->replay = wire_replay_new (GW_REPLAY_CAPACITY);
+    self->peers = gw_peers_new (conv, relay_submit, self);
     self->execs = zlistx_new ();
     zlistx_set_destructor (self->execs, exec_destructor);
     self->backlog = zlistx_new ();
@@ -1364,37 +1237,6 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server, const char *transport, const
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, call_destructor);
     wire_id_new (self->session);
-    int fixed_ports[WIRE_CHANNEL_COUNT_] = {0};
-    if (fixed) {
-        fixed_ports[WIRE_SHELL] = fixed->shell_port;
-        fixed_ports[WIRE_IOPUB] = fixed->iopub_port;
-        fixed_ports[WIRE_STDIN] = fixed->stdin_port;
-        fixed_ports[WIRE_CONTROL] = fixed->control_port;
-        fixed_ports[WIRE_HB] = fixed->hb_port;
-    }
-    else if (streq (self->transport, "ipc"))
-        for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-            fixed_ports[ch] = ch + 1;
-    if (!fixed && server->curve && relay_curve_start (self, errmsg) < 0) {
-        gw_relay_destroy (&self);
-        return NULL;
-    }
-    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        if (bind_client (self, (wire_channel_t) ch, self->transport, self->ip, fixed_ports[ch], errmsg) < 0) {
-            gw_relay_destroy (&self);
-            return NULL;
-        }
-    /* per peer: a slow iopub subscriber holds at most this many messages */
-    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        gw_io_bound (self->client[ch], server->limits.max_message_bytes, GW_QUEUE_CONVERSATION);
-    if (gw_io_reader (server->io, self->client[WIRE_SHELL], on_client_shell, self) < 0
-        || gw_io_reader (server->io, self->client[WIRE_CONTROL], on_client_control, self) < 0
-        || gw_io_reader (server->io, self->client[WIRE_STDIN], on_client_stdin, self) < 0
-        || gw_io_reader (server->io, self->client[WIRE_HB], on_client_hb, self) < 0) {
-        *errmsg = wire_xasprintf ("cannot watch the client sockets (epoll): %s", strerror (errno));
-        gw_relay_destroy (&self);
-        return NULL;
-    }
     return self;
 }
 
@@ -1410,38 +1252,22 @@ gw_relay_destroy (gw_relay_t **self_p)
     zlistx_destroy (&self->execs);
     zlistx_destroy (&self->backlog);
     zhashx_destroy (&self->calls);
-    for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        if (self->client[ch]) {
-            gw_io_reader_end (self->server->io, self->client[ch]);
-            zsock_destroy (&self->client[ch]);
-            if (streq (self->transport, "ipc")) {
-                char path[GW_PATH_MAX];
-                snprintf (path, sizeof path, "%s-%d", self->ip, self->ports[ch]);
-                unlink (path);
-            }
-        }
-    if (self->curve)
-        gw_zap_forget (self->server->zap, &self->curve_keys);
-    wire_key_destroy (&self->key);
-    wire_replay_destroy (&self->replay);
-    free (self->transport);
-    free (self->ip);
+    gw_peers_destroy (&self->peers, self->closed_why ? self->closed_why : "closed");
+    free (self->closed_why);
     free (self);
     *self_p = NULL;
 }
 
-json_t *
-gw_relay_connection_json (const gw_relay_t *self)
+gw_peers_t *
+gw_relay_peers (gw_relay_t *self)
 {
-    json_t *info = json_pack ("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s}", "transport", self->transport,
-                              "ip", self->ip, "shell_port", self->ports[WIRE_SHELL], "iopub_port",
-                              self->ports[WIRE_IOPUB], "stdin_port", self->ports[WIRE_STDIN], "control_port",
-                              self->ports[WIRE_CONTROL], "hb_port", self->ports[WIRE_HB], "key",
-                              wire_key_text (self->key), "signature_scheme", WIRE_SIGNATURE_SCHEME, "kernel_name",
-                              "kennel");
-    if (self->curve)
-        gw_curve_info (&self->curve_keys, info);
-    return info;
+    return self->peers;
+}
+
+void
+gw_relay_event (gw_relay_t *self, gw_event_t event, const char *detail)
+{
+    gw_peers_event (self->peers, event, detail);
 }
 
 /* ---- kernel connections --------------------------------------------------
@@ -1480,7 +1306,7 @@ on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
     snprintf (cause, sizeof cause,
               "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
               "killed and the next request starts a fresh kernel, variables are lost",
-              channel_names[self->dropped_channel], 2 * self->server->limits.max_message_bytes);
+              gw_channel_name (self->dropped_channel), 2 * self->server->limits.max_message_bytes);
     gw_conv_kill_kernel (self->conv, "KernelDied", cause);
     return 0;
 }
@@ -1512,7 +1338,7 @@ on_kernel_monitor (zloop_t *loop, zsock_t *sock, void *arg)
     }
     else if (ev == ZMQ_EVENT_DISCONNECTED && self->kernel_ready && !self->drop_timer) {
         gw_log ("kernel_channel_closed", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
-                channel_names[ch]);
+                gw_channel_name (ch));
         self->dropped_channel = ch;
         self->drop_timer = gw_timer_start (loop, KERNEL_DROP_GRACE_MS, 1, on_kernel_drop_grace, self);
     }
@@ -1620,7 +1446,7 @@ kernel_connect (gw_relay_t *self)
             char source[200];
             snprintf (source, sizeof source, "conversation/%s/kernel_connect", gw_conv_id (self->conv));
             gw_log_limited (source, "kernel_connect_failed", "{s:s, s:s, s:s}", "conversation",
-                            gw_conv_id (self->conv), "channel", channel_names[ch], "reason", strerror (errno));
+                            gw_conv_id (self->conv), "channel", gw_channel_name (ch), "reason", strerror (errno));
             kernel_sockets_drop (self);
             return -1;
         }
@@ -1688,8 +1514,7 @@ backlog_flush (gw_relay_t *self)
         if (chf && zframe_size (chf) == sizeof ch)
             memcpy (&ch, zframe_data (chf), sizeof ch);
         zframe_destroy (&chf);
-        resign (msg, self->kernel_key);
-        send_or_drop (self, &msg, self->kernel[ch], channel_names[ch]);
+        kernel_send (self, &msg, ch);
     }
 }
 
@@ -1713,8 +1538,7 @@ execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const 
             zmsg_t *msg = e->reply;
             e->reply = NULL;
             reply_rewrite (self, msg, e);
-            resign (msg, self->key);
-            send_or_drop (self, &msg, self->client[WIRE_SHELL], "shell");
+            client_deliver (self, WIRE_SHELL, &msg);
             publish_status (self, e->header, "idle");
         }
         else
@@ -1739,30 +1563,17 @@ gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, 
         self->state_lost = true;
 }
 
-/* Execute requests already in the shell socket's queue when the
-   conversation closes (sent before the close, not yet read by the loop,
-   which may have dispatched the close first) are answered with the rest,
-   never sent to the kernel that is going away. */
-static void
-drain_pending_executes (gw_relay_t *self)
-{
-    zsock_t *shell = self->client[WIRE_SHELL];
-    for (int n = 0; shell && n < DRAIN_AT_CLOSE_MAX && (zsock_events (shell) & ZMQ_POLLIN); n++) {
-        json_t *header = NULL;
-        zmsg_t *msg = client_recv (self, shell, WIRE_SHELL, &header);
-        if (msg && streq (json_string_value (json_object_get (header, "msg_type")), "execute_request"))
-            zlistx_add_end (self->execs, exec_new (msg, header));
-        zmsg_destroy (&msg);
-        json_decref (header);
-    }
-}
-
 void
-gw_relay_close (gw_relay_t *self, const char *cause)
+gw_relay_close (gw_relay_t *self, const char *why, const char *cause)
 {
-    drain_pending_executes (self);
+    free (self->closed_why);
+    self->closed_why = wire_xstrdup (why);
+    /* a front submits what its clients sent before the close (execute
+       requests not yet read): they are answered with the rest */
+    gw_peers_event (self->peers, GW_EVENT_CLOSING, why);
     calls_end (self, NULL, "closed");
-    /* sent before the client sockets close, which linger to deliver them */
+    /* sent before the peers are told the conversation closed (the ZeroMQ
+       front's sockets then linger to deliver them) */
     execs_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");
     zlistx_purge (self->backlog);
 }
@@ -1785,7 +1596,7 @@ gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout)
     if (tool_timeout > 0)
         json_object_set_new (content, "tool_timeout", json_real (tool_timeout));
     wire_msg_set_content (m, content);
-    zmsg_t *msg = wire_msg_encode (m, self->key);
+    zmsg_t *msg = wire_msg_encode (m, NULL);
     wire_msg_destroy (&m);
     if (msg)
         to_kernel (self, WIRE_SHELL, &msg);

@@ -3,7 +3,8 @@
     from within, print the layer report and the findings; exit non-zero when
     anything is wrong. A health check that runs no code proves nothing.
 */
-#include "gw.h"
+#include "gw_core.h"
+#include "gw_zmq_front.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -250,7 +251,7 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         gw_server_stop (self->server);
         return;
     }
-    json_t *c = gw_conv_connection_json (conv);
+    json_t *c = gw_zmq_connection_json (gw_zmq_of (conv));
     const char *key = json_string_value (json_object_get (c, "key"));
     wire_error_t err;
     self->key = wire_key_new (NULL, key, strlen (key), &err);
@@ -326,14 +327,14 @@ gw_selftest_run (const char *config_path)
     server->kernel_mode = true; /* one conversation; the loop ends with it */
     gw_policy_t policy;
     gw_policy_copy (&policy, &server->config->defaults);
-    gw_conv_t *conv = gw_conv_new (server, "selftest", "python", NULL, &policy, NULL, &errmsg);
+    gw_conv_t *conv
+        = gw_core_open_checked (server, "selftest", "python", NULL, &policy, false, gw_zmq_open, NULL, &errmsg);
     gw_policy_clear (&policy);
     if (!conv) {
         report (&self, false, "conversation", errmsg);
         free (errmsg);
     }
     else {
-        zhashx_insert (server->conversations, "selftest", conv);
         self.conv = conv;
         gw_conv_when_ready (conv, on_ready, &self);
         gw_timer_start (server->loop, 60000, 1, on_deadline, &self);

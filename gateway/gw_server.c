@@ -5,7 +5,7 @@
     conversation is then closed: kernels killed and reaped, sockets and
     directories removed, the connection file deleted.
 */
-#include "gw.h"
+#include "gw_core.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -134,6 +134,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->limits.max_frame_bytes = self->config->max_message_bytes;
     self->limits.max_message_bytes = self->config->max_message_bytes;
     self->conversations = zhashx_new ();
+    self->kernel_ids = zhashx_new ();
     self->launch_queue = zlistx_new ();
     wire_id_new (self->session);
     gw_capacity_init (&self->capacity, self->config);
@@ -156,7 +157,7 @@ on_cull_check (zloop_t *loop, int timer_id, void *arg)
         if (gw_conv_idle_expired (conv, now))
             zlistx_add_end (expired, wire_xstrdup (gw_conv_id (conv)));
     for (char *id = zlistx_first (expired); id; id = zlistx_next (expired))
-        gw_server_close_conv (self, id, false, "idle");
+        gw_core_close (self, id, false, "idle");
     zlistx_destroy (&expired);
     return 0;
 }
@@ -418,42 +419,6 @@ gw_server_run (gw_server_t *self)
     return self->exit_code;
 }
 
-void
-gw_server_close_conv (gw_server_t *self, const char *id, bool keep_workspace, const char *why)
-{
-    gw_conv_t *conv = zhashx_lookup (self->conversations, id);
-    if (!conv)
-        return;
-    zhashx_delete (self->conversations, id);
-    gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
-    if (self->kernel_mode)
-        gw_server_stop (self); /* first: what the close tells waiters is not a failure */
-    gw_conv_closing (conv, why);
-    gw_conv_destroy (&conv, keep_workspace);
-}
-
-static int
-on_close_later (zloop_t *loop, int timer_id, void *arg)
-{
-    char **args = arg;
-    gw_server_t *self = (gw_server_t *) args[0];
-    gw_server_close_conv (self, args[1], false, args[2]);
-    free (args[1]);
-    free (args[2]);
-    free (args);
-    return 0;
-}
-
-void
-gw_server_close_later (gw_server_t *self, const char *id, const char *why)
-{
-    char **args = wire_xcalloc (3, sizeof (char *));
-    args[0] = (char *) self;
-    args[1] = wire_xstrdup (id);
-    args[2] = wire_xstrdup (why);
-    gw_timer_start (self->loop, 1, 1, on_close_later, args);
-}
-
 static int
 on_stop (zloop_t *loop, int timer_id, void *arg)
 {
@@ -477,13 +442,14 @@ gw_server_destroy (gw_server_t **self_p)
         return;
     zlistx_t *ids = zhashx_keys (self->conversations);
     for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
-        gw_server_close_conv (self, id, false, "shutdown");
+        gw_core_close (self, id, false, "shutdown");
     zlistx_destroy (&ids);
     probe_cleanup (self);
     gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);
     gw_zygote_destroy (&self->zygote); /* after the kernels: it would end them */
     zhashx_destroy (&self->conversations);
+    zhashx_destroy (&self->kernel_ids);
     zlistx_destroy (&self->launch_queue);
     if (self->control) {
         if (self->ready)

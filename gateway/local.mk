@@ -7,7 +7,9 @@ gateway_kennel_SOURCES = \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c gateway/gw_meta.c \
-	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c
+	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \
+	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
+	gateway/gw_zmq_front.h gateway/gw_zmq_front.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -43,6 +45,14 @@ TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
 	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
+
+# The core's peers (gw_peers.c: the contract of gw_front.h) on their own:
+# tests/gateway/gw_front_test.c.
+check_PROGRAMS += tests/gateway/gw_front_test
+TESTS += tests/gateway/gw_front_test
+tests_gateway_gw_front_test_SOURCES = tests/gateway/gw_front_test.c tests/gateway/gw_check.h gateway/gw_front.h \
+	gateway/gw_peers.h gateway/gw_peers.c
+tests_gateway_gw_front_test_LDADD = $(WIRE_LIBS)
 
 # The tool argument check (gw_schema) and the declarations' check at open
 # (gw_tools) on their own: tests/gateway/gw_schema_test.c.

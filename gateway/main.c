@@ -11,7 +11,8 @@
     The tools of kernelspec mode come from --tools, else from the path in
     KENNEL_TOOLS (which install-kernelspec --tools writes to the spec's env).
 */
-#include "gw.h"
+#include "gw_core.h"
+#include "gw_zmq_front.h"
 #include "config.h"
 
 #include <errno.h>
@@ -298,10 +299,10 @@ cmd_kernel (int argc, char **argv)
         gw_policy_t policy;
         gw_policy_copy (&policy, &server->config->defaults);
         /* declared exactly as conversation_open with these tools would */
-        gw_conv_t *conv = gw_conv_new (server, "kernel", "python", tools, &policy, conn, &errmsg);
+        gw_conv_t *conv
+            = gw_core_open_checked (server, "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);
         gw_policy_clear (&policy);
         if (conv) {
-            zhashx_insert (server->conversations, "kernel", conv);
             gw_conv_when_ready (conv, on_kernel_ready, server);
             gw_log ("kernel_mode", "{s:s, s:i, s:i}", "connection_file", o.connection_file, "pid", (int) getpid (),
                     "tools", (int) json_array_size (tools));

@@ -5,9 +5,10 @@
     signed with the gateway's key, so its bytes reach the handler, its
     checks (id, kernel, tools, policy, keep_workspace) and its replies. The
     handler runs against a gateway built by hand around a real control
-    socket (an inproc PAIR), the real config, policy lowering, tool checks,
-    capacity, log and epoll set; only the conversation layer below it is
-    replaced by the stubs at the end of this file, so no kernel starts.
+    socket (an inproc PAIR), the real conversation table (gw_core.c),
+    config, policy lowering, tool checks, capacity, log and epoll set; only
+    the conversation layer below it and the ZeroMQ front are replaced by
+    the stubs at the end of this file, so no kernel starts.
 
     Input: one flags byte, then the request's content frame (any bytes).
         bits 0-2  msg_type: gateway_info, conversation_open, _close,
@@ -28,7 +29,8 @@
       again to themselves) and a policy within the maxima (fuzz_check.h);
     - the table never holds more than max_conversations; nothing leaks.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_core.h"
+#include "gateway/gw_zmq_front.h"
 #include "fuzz_check.h"
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,9 @@ static gw_server_t *s_server;
 static zsock_t *s_client;
 static json_t *s_maxima;
 static bool s_start_fails, s_new_fails;
-static char *s_close_later; /* the id gw_server_close_later was given */
+/* the timer gw_core_close_later started, run once the handler returned */
+static zloop_timer_fn *s_timer_fn;
+static void *s_timer_arg;
 
 /* ---- the gateway, made once ---------------------------------------------- */
 
@@ -88,6 +92,7 @@ s_teardown (void)
     gw_io_destroy (&self->io);
     zloop_destroy (&self->loop);
     zhashx_destroy (&self->conversations);
+    zhashx_destroy (&self->kernel_ids);
     wire_key_destroy (&self->key);
     gw_config_destroy (&self->config);
     free (self->transport);
@@ -110,6 +115,7 @@ s_setup (void)
     s_client = zsock_new_pair (">inproc://kennel-fuzz-control");
     zsock_set_rcvtimeo (s_client, 0);
     self->conversations = zhashx_new ();
+    self->kernel_ids = zhashx_new ();
     self->transport = strdup ("ipc");
     snprintf (self->session, sizeof self->session, "fuzz-gateway");
     gw_capacity_init (&self->capacity, self->config);
@@ -204,6 +210,7 @@ s_empty_table (void)
     gw_conv_t *conv;
     while ((conv = zhashx_first (s_server->conversations))) {
         zhashx_delete (s_server->conversations, conv->id);
+        zhashx_delete (s_server->kernel_ids, conv->id);
         gw_conv_destroy (&conv, false);
     }
 }
@@ -222,7 +229,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         gw_policy_t policy;
         if (gw_policy_lower (s_server->config, NULL, &policy, NULL) < 0)
             __builtin_trap (); /* the defaults alone always lower */
-        zhashx_insert (s_server->conversations, "a", s_conv_make ("a", NULL, &policy));
+        gw_conv_t *conv = s_conv_make ("a", NULL, &policy);
+        zhashx_insert (s_server->conversations, "a", conv);
+        zhashx_insert (s_server->kernel_ids, "a", conv);
         gw_policy_clear (&policy);
     }
     zmsg_t *msg = s_request (types[flags & 7], type_lens[flags & 7], data + 1, size - 1);
@@ -232,10 +241,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     wire_msg_t *req = wire_msg_decode (&copy, s_server->key, NULL, &s_server->limits, &err);
     zmsg_send (&msg, s_client);
     gw_control_on_message (s_server->loop, s_server->control, s_server);
-    if (s_close_later) {
-        gw_server_close_conv (s_server, s_close_later, false, "start failed");
-        free (s_close_later);
-        s_close_later = NULL;
+    if (s_timer_fn) {
+        zloop_timer_fn *fn = s_timer_fn;
+        s_timer_fn = NULL;
+        fn (s_server->loop, 1, s_timer_arg);
     }
 
     int replies = 0;
@@ -259,9 +268,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             const wire_connection_t *fixed, char **errmsg)
+             bool pooled, char **errmsg)
 {
-    (void) fixed;
+    (void) pooled;
     if (!s_id_ok (id) || (strcmp (kernel, "python") != 0 && !json_object_get (server->config->kernels, kernel)))
         __builtin_trap ();
     json_t *got = gw_policy_to_json (policy);
@@ -302,8 +311,42 @@ gw_conv_id (const gw_conv_t *self)
     return self->id;
 }
 
+void
+gw_conv_start (gw_conv_t *self)
+{
+}
+
+const char *
+gw_conv_kernel_id (const gw_conv_t *self)
+{
+    return self->id;
+}
+
+void
+gw_conv_closing (gw_conv_t *self, const char *why)
+{
+}
+
+int
+gw_conv_interrupt (gw_conv_t *self)
+{
+    return -1;
+}
+
+int
+gw_zmq_open (gw_conv_t *conv, void *fixed, char **errmsg)
+{
+    return 0;
+}
+
+gw_zmq_t *
+gw_zmq_of (gw_conv_t *conv)
+{
+    return (gw_zmq_t *) conv;
+}
+
 json_t *
-gw_conv_connection_json (const gw_conv_t *self)
+gw_zmq_connection_json (const gw_zmq_t *self)
 {
     return json_pack ("{s:s}", "transport", "ipc");
 }
@@ -320,10 +363,9 @@ gw_conv_list_entry (const gw_conv_t *self)
     return json_pack ("{s:s}", "conversation_id", self->id);
 }
 
-int
-gw_conv_restart (gw_conv_t *self, const char *reason, char **errmsg)
+void
+gw_conv_restart (gw_conv_t *self, const char *reason)
 {
-    return 0;
 }
 
 /* Answers at once: the handler's deferred reply goes out before it returns. */
@@ -341,20 +383,19 @@ gw_conv_set_tools (gw_conv_t *self, json_t *tools)
 }
 
 void
-gw_server_close_conv (gw_server_t *server, const char *id, bool keep_workspace, const char *why)
+gw_server_stop (gw_server_t *self)
 {
-    gw_conv_t *conv = zhashx_lookup (server->conversations, id);
-    if (!conv)
-        __builtin_trap ();
-    zhashx_delete (server->conversations, id);
-    gw_conv_destroy (&conv, keep_workspace);
 }
 
-void
-gw_server_close_later (gw_server_t *server, const char *id, const char *why)
+/* Only gw_core_close_later starts one: run after the handler. */
+int
+gw_timer_start (zloop_t *loop, size_t delay_ms, size_t times, zloop_timer_fn *handler, void *arg)
 {
-    free (s_close_later);
-    s_close_later = strdup (id);
+    if (s_timer_fn)
+        __builtin_trap (); /* one close per request at most */
+    s_timer_fn = handler;
+    s_timer_arg = arg;
+    return 1;
 }
 
 json_t *

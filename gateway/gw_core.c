@@ -1,0 +1,201 @@
+/*  gw_core.c - the conversation table (gw_core.h): open with the request's
+    checks, find by conversation or kernel id, close, restart, interrupt,
+    list. The fronts call these; the table itself is the server's.
+*/
+#include "gw_core.h"
+
+#include <string.h>
+
+static void
+error_set (gw_core_error_t *err, const char *ename, char *evalue)
+{
+    err->ename = ename;
+    err->evalue = evalue;
+}
+
+gw_conv_t *
+gw_core_find (gw_server_t *server, const char *id)
+{
+    return zhashx_lookup (server->conversations, id);
+}
+
+gw_conv_t *
+gw_core_find_kernel (gw_server_t *server, const char *kernel_id)
+{
+    return zhashx_lookup (server->kernel_ids, kernel_id);
+}
+
+int
+gw_core_count (const gw_server_t *server)
+{
+    return (int) zhashx_size (server->conversations);
+}
+
+gw_conv_t *
+gw_core_open_checked (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
+                      const gw_policy_t *policy, bool pooled, gw_core_attach_fn *attach, void *arg,
+                      char **errmsg)
+{
+    gw_conv_t *conv = gw_conv_new (server, id, kernel, tools, policy, pooled, errmsg);
+    if (conv && attach && attach (conv, arg, errmsg) < 0)
+        gw_conv_destroy (&conv, false);
+    if (!conv)
+        return NULL;
+    zhashx_insert (server->conversations, id, conv);
+    zhashx_insert (server->kernel_ids, gw_conv_kernel_id (conv), conv);
+    gw_conv_start (conv);
+    return conv;
+}
+
+/* A tool list from a request, checked; NULL with *err. */
+static json_t *
+tools_checked (const json_t *tools, gw_core_error_t *err)
+{
+    char *errmsg = NULL;
+    json_t *checked = gw_tools_validate (tools, &errmsg);
+    if (!checked)
+        error_set (err, "InvalidTools", errmsg ? errmsg : wire_xstrdup ("invalid tool list"));
+    return checked;
+}
+
+/* A host that restarts reattaches to what it had; tools given again
+   replace the declared ones, in the gateway's check and, through
+   kennel_configure_request, in the running kernel. */
+static gw_conv_t *
+reattach (gw_conv_t *conv, const json_t *tools, gw_core_error_t *err)
+{
+    if (!tools)
+        return conv;
+    json_t *checked = tools_checked (tools, err);
+    if (!checked)
+        return NULL;
+    gw_conv_set_tools (conv, checked);
+    json_decref (checked);
+    return conv;
+}
+
+/* Whether one more conversation fits the config and the process's limits. */
+static bool
+room_left (gw_server_t *server, gw_core_error_t *err)
+{
+    if (gw_core_count (server) >= server->config->max_conversations) {
+        error_set (err, "TooManyConversations",
+                   wire_xasprintf ("the gateway already holds its maximum of %d conversations",
+                                   server->config->max_conversations));
+        return false;
+    }
+    char *full = NULL;
+    if (gw_capacity_check (&server->capacity, gw_core_count (server), &full) < 0) {
+        error_set (err, "CapacityError", full ? full : wire_xstrdup ("no room for another conversation"));
+        return false;
+    }
+    return true;
+}
+
+gw_conv_t *
+gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_core_attach_fn *attach, void *arg,
+              bool *created, gw_core_error_t *err)
+{
+    err->ename = NULL;
+    err->evalue = NULL;
+    *created = false;
+    const json_t *tools = json_object_get (request, "tools");
+    gw_conv_t *conv = gw_core_find (server, id);
+    if (conv)
+        return reattach (conv, tools, err);
+    if (server->startup_error) {
+        error_set (err, "ConfinementUnavailable",
+                   wire_xasprintf ("this host cannot confine kernels as configured: the start-up probe failed "
+                                   "at %s: %s (fix it and restart kennel)",
+                                   server->startup_layer, server->startup_error));
+        return NULL;
+    }
+    json_t *kernel = json_object_get (request, "kernel");
+    const char *kname = kernel ? gw_text (kernel) : "python";
+    if (!kname || (!streq (kname, "python") && !json_object_get (server->config->kernels, kname))) {
+        error_set (err, "UnknownKernel",
+                   wire_xstrdup ("kernel must be \"python\" or a kernel named in the config file"));
+        return NULL;
+    }
+    json_t *checked = tools ? tools_checked (tools, err) : NULL;
+    if (tools && !checked)
+        return NULL;
+    gw_policy_t policy;
+    char *errmsg = NULL;
+    if (!room_left (server, err))
+        conv = NULL;
+    else if (gw_policy_lower (server->config, json_object_get (request, "policy"), &policy, &errmsg) < 0)
+        error_set (err, "PolicyError", errmsg ? errmsg : wire_xstrdup ("bad policy"));
+    else {
+        conv = gw_core_open_checked (server, id, kname, checked, &policy, true, attach, arg, &errmsg);
+        gw_policy_clear (&policy);
+        if (!conv)
+            error_set (err, "OpenFailed", errmsg ? errmsg : wire_xstrdup ("the conversation could not be created"));
+        *created = conv != NULL;
+    }
+    json_decref (checked);
+    return conv;
+}
+
+void
+gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, const char *why)
+{
+    gw_conv_t *conv = gw_core_find (server, id);
+    if (!conv)
+        return;
+    zhashx_delete (server->kernel_ids, gw_conv_kernel_id (conv));
+    zhashx_delete (server->conversations, id);
+    gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
+    if (server->kernel_mode)
+        gw_server_stop (server); /* first: what the close tells waiters is not a failure */
+    gw_conv_closing (conv, why);
+    gw_conv_destroy (&conv, keep_workspace);
+}
+
+typedef struct {
+    gw_server_t *server;
+    char *id;
+    char *why;
+} close_later_t;
+
+static int
+on_close_later (zloop_t *loop, int timer_id, void *arg)
+{
+    close_later_t *c = arg;
+    gw_core_close (c->server, c->id, false, c->why);
+    free (c->id);
+    free (c->why);
+    free (c);
+    return 0;
+}
+
+void
+gw_core_close_later (gw_server_t *server, const char *id, const char *why)
+{
+    close_later_t *c = wire_xcalloc (1, sizeof *c);
+    c->server = server;
+    c->id = wire_xstrdup (id);
+    c->why = wire_xstrdup (why);
+    gw_timer_start (server->loop, 1, 1, on_close_later, c);
+}
+
+void
+gw_core_restart (gw_conv_t *conv, const char *reason)
+{
+    gw_conv_restart (conv, reason);
+}
+
+int
+gw_core_interrupt (gw_conv_t *conv)
+{
+    return gw_conv_interrupt (conv);
+}
+
+json_t *
+gw_core_list (gw_server_t *server)
+{
+    json_t *list = json_array ();
+    for (gw_conv_t *conv = zhashx_first (server->conversations); conv; conv = zhashx_next (server->conversations))
+        json_array_append_new (list, gw_conv_list_entry (conv));
+    return list;
+}

@@ -1,0 +1,53 @@
+/*  gw_core.h - the conversation table: what every front calls to open,
+    find, close, restart, interrupt and list conversations.
+
+    One table serves all fronts (the control socket, HTTP, ...); no front
+    inserts into it or removes from it itself. A conversation is found by
+    its conversation_id or by its kernel id (a UUID the core gives it).
+*/
+#ifndef GW_CORE_H_INCLUDED
+#define GW_CORE_H_INCLUDED
+
+#include "gw.h"
+
+/* Why an open was refused: ename (static text) and evalue (malloc'd). */
+typedef struct {
+    const char *ename;
+    char *evalue;
+} gw_core_error_t;
+
+/* A front that must be in place before a new conversation's kernel starts
+   (the ZeroMQ front: its sockets' addresses go in the open reply) attaches
+   here: 0, or -1 with *errmsg (malloc'd) to refuse the open. */
+typedef int (gw_core_attach_fn) (gw_conv_t *conv, void *arg, char **errmsg);
+
+/* The conversation id (valid: gw_conv_id_valid) opened as request asks
+   ({kernel, tools, policy}; NULL: the defaults), with attach (may be NULL)
+   called before its kernel starts, *created true; or the open one of that
+   id, *created false, its tools replaced by request's when it has some.
+   NULL with *err (evalue to free) when refused. */
+gw_conv_t *gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_core_attach_fn *attach,
+                         void *arg, bool *created, gw_core_error_t *err);
+/* A conversation of a checked kernel, tools and policy (also kernelspec
+   mode, the selftest); pooled: it may take a warm-pool kernel. NULL +
+   *errmsg. */
+gw_conv_t *gw_core_open_checked (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
+                                 const gw_policy_t *policy, bool pooled, gw_core_attach_fn *attach, void *arg,
+                                 char **errmsg);
+gw_conv_t *gw_core_find (gw_server_t *server, const char *id);
+gw_conv_t *gw_core_find_kernel (gw_server_t *server, const char *kernel_id);
+int gw_core_count (const gw_server_t *server);
+/* Closes a conversation (every execution answered ConversationClosed, the
+   peers told) and removes it from the table; nothing when id is unknown. */
+void gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, const char *why);
+/* The same, from the loop's next turn: safe inside a handler or a front's
+   callback of that conversation. */
+void gw_core_close_later (gw_server_t *server, const char *id, const char *why);
+/* Kills the kernel (if any) and starts a fresh one; state "lost". */
+void gw_core_restart (gw_conv_t *conv, const char *reason);
+/* SIGINT to the running kernel: 0, or -1 when no kernel runs. */
+int gw_core_interrupt (gw_conv_t *conv);
+/* Every conversation's list entry, an array. */
+json_t *gw_core_list (gw_server_t *server);
+
+#endif

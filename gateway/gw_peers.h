@@ -1,0 +1,29 @@
+/*  gw_peers.h - the core's side of gw_front.h: one conversation's peers.
+
+    The relay owns one gw_peers_t per conversation: what a peer submits
+    reaches the relay's submit function with the peer's token as its first
+    route frame; the relay delivers with that frame still in front (the
+    kernel echoes it with the request's other routing frames), and the
+    token picks the peer. iopub goes to every peer.
+*/
+#ifndef GW_PEERS_H_INCLUDED
+#define GW_PEERS_H_INCLUDED
+
+#include "gw_front.h"
+
+typedef struct gw_peers gw_peers_t;
+/* A peer's message with its token frame first; takes *msg_p. */
+typedef void (gw_peers_submit_fn) (void *arg, wire_channel_t channel, zmsg_t **msg_p);
+
+gw_peers_t *gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, void *arg);
+/* GW_EVENT_CLOSED (detail why) to every peer still attached, then frees
+   them all. Never from inside a peer's callback. */
+void gw_peers_destroy (gw_peers_t **self_p, const char *why);
+/* The peers of conv's relay (gw_conv.c). */
+gw_peers_t *gw_conv_peers (gw_conv_t *conv);
+/* A message for a client (takes *msg_p): iopub to every peer, any other
+   channel to the peer its first frame names (dropped when none does). */
+void gw_peers_deliver (gw_peers_t *self, wire_channel_t channel, zmsg_t **msg_p);
+void gw_peers_event (gw_peers_t *self, gw_event_t event, const char *detail);
+
+#endif
