@@ -7,6 +7,7 @@
                  (exit 0 ready, 1 no answer, 2 usage, 3 up but cannot confine)
     kennel selftest [--config F] [--log-file F]
     kennel install-kernelspec [--user | --prefix DIR] [--tools F]
+    kennel mcp [...]            (an MCP server on stdio: gateway/mcp/)
 
     The tools of kernelspec mode come from --tools, else from the path in
     KENNEL_TOOLS (which install-kernelspec --tools writes to the spec's env).
@@ -14,6 +15,7 @@
 #include "gw_core.h"
 #include "gw_zmq_front.h"
 #include "config.h"
+#include "mcp/mcp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,7 +56,8 @@ usage (FILE *out)
                   "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]\n"
                   "       kennel info [--connection-file F] [--state-dir D]\n"
                   "       kennel selftest [--config F] [--log-file F]\n"
-                  "       kennel install-kernelspec [--user | --prefix DIR] [--tools F]\n");
+                  "       kennel install-kernelspec [--user | --prefix DIR] [--tools F]\n"
+                  "       kennel mcp [--connection-file F] [--tools F] [--tools-from-mcp CMD] (gateway/mcp/README.md)\n");
 }
 
 typedef struct {
@@ -499,6 +502,8 @@ main (int argc, char **argv)
         setup_process (o.log_file ? o.log_file : "/dev/null");
         return gw_selftest_run (o.config);
     }
+    if (streq (cmd, "mcp"))
+        return mcp_main (argc - 1, argv + 1);
     if (streq (cmd, "install-kernelspec"))
         return cmd_install_kernelspec (argc - 1, argv + 1);
     if (streq (cmd, "--version")) {

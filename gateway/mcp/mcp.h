@@ -1,0 +1,198 @@
+/*  mcp.h - `kennel mcp`: an MCP server on stdio, a client of a gateway.
+
+    The front is a client of the gateway's authenticated control socket and
+    of each conversation's Jupyter sockets, as any host is: the core's relay
+    knows nothing of MCP (gateway/mcp/README.md). One file per concern:
+
+      mcp_line.c      bounded line framing on file descriptors
+      mcp_rpc.c       JSON-RPC 2.0 envelopes: classify, reply, error
+      mcp_server.c    the protocol's methods and revisions, cancellation, progress
+      mcp_tools.c     the tools' declarations, arguments and results
+      mcp_gateway.c   the gateway: its own `kennel serve` child or a running one, control requests
+      mcp_conv.c      a conversation's sockets, executions and tool requests
+      mcp_hosttools.c tools served by a host command (--tools FILE)
+      mcp_upstream.c  tools served by another MCP server (--tools-from-mcp CMD)
+      mcp_main.c      `kennel mcp`: options, start, loop, end
+*/
+#ifndef KENNEL_MCP_H
+#define KENNEL_MCP_H
+
+#include "gateway/gw.h"
+
+/* ---- mcp_line: one message per line, bounded ---------------------------- */
+
+/* Reads lines from a non-blocking fd inside the loop. A line longer than
+   max_bytes is dropped whole (up to its newline) and reported once. */
+typedef struct mcp_line mcp_line_t;
+/* Called with each complete line (NUL-terminated, without its newline);
+   line NULL means a line over the limit was dropped; len its size so far. */
+typedef void(mcp_line_fn) (const char *line, size_t len, void *arg);
+/* Called once at end of file or a read error. */
+typedef void(mcp_line_eof_fn) (void *arg);
+mcp_line_t *mcp_line_new (zloop_t *loop, int fd, size_t max_bytes, mcp_line_fn *on_line, mcp_line_eof_fn *on_eof,
+                          void *arg);
+void mcp_line_destroy (mcp_line_t **self_p);
+/* Writes json compactly plus a newline to fd, whole (blocking); -1 when
+   the fd is gone. jansson escapes every newline inside strings. */
+int mcp_line_write (int fd, const json_t *json);
+
+/* ---- mcp_rpc: JSON-RPC 2.0 envelopes ------------------------------------ */
+
+#define MCP_PARSE_ERROR (-32700)
+#define MCP_INVALID_REQUEST (-32600)
+#define MCP_METHOD_NOT_FOUND (-32601)
+#define MCP_INVALID_PARAMS (-32602)
+#define MCP_INTERNAL_ERROR (-32603)
+#define MCP_UNSUPPORTED_VERSION (-32004)
+
+typedef enum { MCP_RPC_REQUEST, MCP_RPC_NOTIFICATION, MCP_RPC_RESPONSE, MCP_RPC_INVALID } mcp_rpc_kind_t;
+
+/* What one line is; for MCP_RPC_INVALID *code and *why say why (the id is
+   then unknown: the error goes to id null). */
+mcp_rpc_kind_t mcp_rpc_classify (const json_t *msg, int *code, const char **why);
+json_t *mcp_rpc_result (const json_t *id, json_t *result);
+json_t *mcp_rpc_error (const json_t *id, int code, const char *message, json_t *data);
+json_t *mcp_rpc_request (json_int_t id, const char *method, json_t *params);
+json_t *mcp_rpc_notification (const char *method, json_t *params);
+
+/* ---- the tool catalog: host tools and forwarded tools ------------------- */
+
+typedef struct mcp_upstream mcp_upstream_t;
+typedef struct mcp_hosttools mcp_hosttools_t;
+
+/* The answer to one tool call from kernel code: result (taken) on success,
+   else ename and evalue. */
+typedef void(mcp_tool_done_fn) (void *arg, json_t *result, const char *ename, const char *evalue);
+
+/* ---- mcp_hosttools: --tools FILE ------------------------------------- */
+
+/* Loads and checks the file: a list of {"name", "description",
+   "input_schema", "command": [argv], "timeout": seconds}. NULL + *errmsg. */
+mcp_hosttools_t *mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg);
+/* Kills running commands; their calls are answered ToolUnavailable. */
+void mcp_hosttools_destroy (mcp_hosttools_t **self_p);
+/* The declarations as the gateway takes them (no command), appended to list. */
+void mcp_hosttools_declare (mcp_hosttools_t *self, json_t *list);
+/* Whether name is a host tool; when it is, runs it and calls done later. */
+bool mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, mcp_tool_done_fn *done,
+                         void *arg);
+
+/* ---- mcp_upstream: --tools-from-mcp CMD ------------------------------ */
+
+typedef void(mcp_upstream_ready_fn) (mcp_upstream_t *up, bool ok, void *arg);
+/* Starts `sh -c cmd` and speaks MCP to it; ready is called once its tool
+   list is known, or it failed. */
+mcp_upstream_t *mcp_upstream_start (zloop_t *loop, const char *cmd, mcp_upstream_ready_fn *ready, void *arg);
+void mcp_upstream_destroy (mcp_upstream_t **self_p);
+void mcp_upstream_declare (mcp_upstream_t *self, json_t *list);
+bool mcp_upstream_call (mcp_upstream_t *self, const char *name, json_t *arguments, mcp_tool_done_fn *done,
+                        void *arg);
+
+/* Logs one served tool call, the same line for both kinds. */
+void mcp_tool_log (const char *via, const char *name, const char *status, double seconds, size_t bytes);
+/* Spawns argv with stdin from in_fd (or /dev/null when -1), stdout to
+   out_fd, stderr to err_fd (-1: the server's stderr), in a session of its
+   own, dying with the server. The pid, or -1. */
+pid_t mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd);
+int mcp_pidfd_open (pid_t pid);
+
+/* ---- mcp_gateway: the gateway the front uses --------------------------- */
+
+typedef struct mcp_gateway mcp_gateway_t;
+/* Reply content (borrowed) of a control request; NULL when none came. */
+typedef void(mcp_control_fn) (const json_t *content, void *arg);
+typedef void(mcp_gateway_ready_fn) (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg);
+
+/* connection_file NULL: starts `kennel serve` in a private state dir
+   (config_path passed on). ready is called once the control socket can be
+   used, or it could not. */
+mcp_gateway_t *mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *config_path,
+                                  mcp_gateway_ready_fn *ready, void *arg);
+void mcp_gateway_destroy (mcp_gateway_t **self_p);
+/* Whether its control socket can be used. */
+bool mcp_gateway_ready (const mcp_gateway_t *self);
+/* Whether it is the front's own child (its conversations end with it). */
+bool mcp_gateway_owned (const mcp_gateway_t *self);
+/* Sends one control request (content taken); done gets the reply's
+   content, or NULL when the gateway did not answer within timeout_ms. */
+void mcp_gateway_request (mcp_gateway_t *self, const char *msg_type, json_t *content, int timeout_ms,
+                          mcp_control_fn *done, void *arg);
+/* Forgets the callbacks that carry arg (their owner is going). */
+void mcp_gateway_forget (mcp_gateway_t *self, void *arg);
+
+/* ---- mcp_conv: one conversation as a Jupyter client --------------------- */
+
+typedef struct mcp_conv mcp_conv_t;
+typedef struct mcp_exec mcp_exec_t;
+
+/* What the tool server of a conversation does with a kernel's tool call. */
+typedef void(mcp_tool_serve_fn) (const char *name, json_t *arguments, mcp_tool_done_fn *done, void *done_arg,
+                                 void *arg);
+typedef void(mcp_conv_ready_fn) (mcp_conv_t *conv, bool ok, const char *errmsg, void *arg);
+/* Called once per execution with everything it produced. */
+typedef struct {
+    json_t *outputs; /* [{"msg_type", "content"}] in order */
+    json_t *reply;   /* the execute_reply's content, or NULL */
+    json_t *kennel;  /* metadata.kennel, or NULL */
+    bool timed_out;  /* the front's timeout interrupted it */
+} mcp_exec_result_t;
+typedef void(mcp_exec_fn) (mcp_exec_result_t *result, void *arg);
+typedef void(mcp_exec_progress_fn) (double seconds, void *arg);
+
+/* Connects to an open conversation (its control reply content); ready once
+   the sockets carry messages both ways. */
+mcp_conv_t *mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve,
+                          void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg);
+void mcp_conv_destroy (mcp_conv_t **self_p);
+/* Seconds between progress calls of a running execution. */
+void mcp_conv_set_progress_interval (mcp_conv_t *self, double seconds);
+const char *mcp_conv_id (const mcp_conv_t *self);
+const char *mcp_conv_workspace (const mcp_conv_t *self);
+bool mcp_conv_ready (const mcp_conv_t *self);
+/* Runs code; timeout_s > 0 interrupts it then. done is called once. */
+mcp_exec_t *mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec_fn *done,
+                              mcp_exec_progress_fn *progress, void *arg);
+/* Interrupts exec if it runs; its done is then never called. */
+void mcp_conv_cancel (mcp_conv_t *self, mcp_exec_t *exec);
+/* Interrupts whatever runs (the client went away); nothing is answered. */
+void mcp_conv_abandon (mcp_conv_t *self);
+/* Ends every execution with done(NULL result): the conversation is going. */
+void mcp_conv_fail_all (mcp_conv_t *self);
+
+/* ---- mcp_tools: the tools the front offers ---------------------------- */
+
+/* tools/list's "tools". */
+json_t *mcp_tools_list (void);
+/* A CallToolResult for code's outcome. */
+json_t *mcp_tools_exec_result (const char *conversation, const mcp_exec_result_t *r);
+/* A CallToolResult with isError and one text. */
+json_t *mcp_tools_error_result (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* A CallToolResult with a text and structuredContent (taken). */
+json_t *mcp_tools_text_result (json_t *structured, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* Checks arguments against the named tool's schema: NULL when valid, else
+   a malloc'd sentence. Unknown names: "unknown". */
+char *mcp_tools_check (const char *name, const json_t *arguments, bool *unknown);
+
+/* ---- mcp_server: the protocol ----------------------------------------- */
+
+typedef struct {
+    const char *connection_file; /* NULL: own gateway */
+    const char *config;
+    const char *tools_file;
+    const char *tools_from_mcp;
+    size_t max_line_bytes;
+    double progress_interval; /* s */
+} mcp_opts_t;
+
+typedef struct mcp_server mcp_server_t;
+mcp_server_t *mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg);
+void mcp_server_destroy (mcp_server_t **self_p);
+/* Whether the client is gone (or the gateway): the loop should end. */
+bool mcp_server_closing (const mcp_server_t *self);
+/* Exit status once the loop ended. */
+int mcp_server_exit_code (const mcp_server_t *self);
+
+/* `kennel mcp ...` (main.c's dispatch). */
+int mcp_main (int argc, char **argv);
+
+#endif

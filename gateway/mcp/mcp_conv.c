@@ -1,0 +1,453 @@
+/*  mcp_conv.c - one conversation, seen as a Jupyter client sees it.
+
+    The front holds the four client sockets of a conversation the gateway
+    opened (shell, stdin, control, iopub) and nothing else: the relay's
+    checks, limits and metadata.kennel apply to it as to any host. Shell
+    and stdin share one identity so that the kernel's tool_request, routed
+    to the identities of the running shell request, reaches our stdin.
+
+    Executions are kept in the order they were sent; the gateway runs them
+    in that order, so the head is the one running. A timeout or a cancel
+    interrupts the head only: a queued one is interrupted when it starts.
+*/
+#include "mcp.h"
+
+#include <string.h>
+
+#define MCP_CONV_READY_MS 30000
+#define MCP_CONV_PROBE_MS 50
+
+struct mcp_exec {
+    mcp_conv_t *conv;
+    char msg_id[WIRE_ID_SIZE + 8];
+    json_t *outputs;
+    json_t *reply;
+    json_t *kennel;
+    bool idle;
+    bool started;
+    bool cancelled;
+    bool timed_out;
+    double timeout_s;
+    double started_at;
+    int timeout_timer;
+    int progress_timer;
+    mcp_exec_fn *done;
+    mcp_exec_progress_fn *progress;
+    void *arg;
+};
+
+/* A tool call from the kernel waiting for its host: it outlives its
+   conversation (conv set NULL) until the tool server answers. */
+typedef struct {
+    mcp_conv_t *conv;
+    wire_msg_t *request;
+} tool_call_t;
+
+struct mcp_conv {
+    zloop_t *loop;
+    char *id;
+    char *workspace;
+    wire_key_t *key;
+    char session[WIRE_ID_SIZE];
+    zsock_t *shell, *stdin_, *control, *iopub;
+    bool iopub_seen, shell_seen, ready;
+    int probe_timer;
+    double opened;
+    zlistx_t *execs;      /* mcp_exec_t, in order sent */
+    zlistx_t *tool_calls; /* tool_call_t pending */
+    mcp_tool_serve_fn *serve;
+    void *serve_arg;
+    mcp_conv_ready_fn *on_ready;
+    void *ready_arg;
+    double progress_interval;
+};
+
+static void
+s_send (mcp_conv_t *self, zsock_t *sock, const char *msg_type, json_t *content, const wire_msg_t *parent,
+        char *msg_id_out, size_t out_size)
+{
+    wire_msg_t *m = wire_msg_new (self->session, msg_type, parent);
+    wire_msg_set_content (m, content);
+    if (msg_id_out)
+        snprintf (msg_id_out, out_size, "%s", wire_msg_id (m));
+    wire_msg_send (m, zsock_resolve (sock), self->key);
+    wire_msg_destroy (&m);
+}
+
+static void
+s_interrupt (mcp_conv_t *self)
+{
+    s_send (self, self->control, "interrupt_request", json_object (), NULL, NULL, 0);
+}
+
+static wire_msg_t *
+s_recv (mcp_conv_t *self, zsock_t *sock)
+{
+    zmsg_t *msg = zmsg_recv (sock);
+    wire_error_t err;
+    wire_msg_t *m = msg ? wire_msg_decode (&msg, self->key, NULL, &wire_limits_default, &err) : NULL;
+    if (!m && msg != NULL)
+        gw_log_limited ("mcp/conversation", "mcp_bad_message", "{s:s, s:s}", "conversation", self->id, "reason",
+                        wire_error_name (err));
+    return m;
+}
+
+/* ---- readiness ---------------------------------------------------------- */
+
+static void
+s_ready (mcp_conv_t *self, bool ok, const char *errmsg)
+{
+    gw_timer_end (self->loop, self->probe_timer);
+    self->probe_timer = 0;
+    self->ready = ok;
+    mcp_conv_ready_fn *fn = self->on_ready;
+    self->on_ready = NULL;
+    if (fn)
+        fn (self, ok, errmsg, self->ready_arg); /* may destroy self */
+}
+
+/* kernel_info until iopub carries a message: a SUB sees nothing published
+   before its subscription reached the gateway. */
+static int
+s_on_probe (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_conv_t *self = arg;
+    if (zclock_mono () - self->opened > MCP_CONV_READY_MS) {
+        s_ready (self, false, "the conversation's sockets carried nothing within 30 s");
+        return 0;
+    }
+    s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
+    return 0;
+}
+
+static void
+s_maybe_ready (mcp_conv_t *self)
+{
+    if (!self->ready && self->iopub_seen && self->shell_seen && self->on_ready)
+        s_ready (self, true, NULL);
+}
+
+/* ---- executions ------------------------------------------------------ */
+
+static void
+s_exec_free (mcp_exec_t **exec_p)
+{
+    mcp_exec_t *exec = *exec_p;
+    if (!exec)
+        return;
+    gw_timer_end (exec->conv->loop, exec->timeout_timer);
+    gw_timer_end (exec->conv->loop, exec->progress_timer);
+    json_decref (exec->outputs);
+    json_decref (exec->reply);
+    json_decref (exec->kennel);
+    free (exec);
+    *exec_p = NULL;
+}
+
+static int
+s_on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_exec_t *exec = arg;
+    exec->timeout_timer = 0;
+    exec->timed_out = true;
+    s_interrupt (exec->conv);
+    return 0;
+}
+
+static int
+s_on_exec_progress (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_exec_t *exec = arg;
+    if (exec->progress && !exec->cancelled)
+        exec->progress ((zclock_mono () - exec->started_at) / 1000.0, exec->arg);
+    return 0;
+}
+
+/* The head of the queue runs: its clocks start now. */
+static void
+s_head_started (mcp_conv_t *self)
+{
+    mcp_exec_t *exec = zlistx_first (self->execs);
+    if (!exec || exec->started)
+        return;
+    exec->started = true;
+    exec->started_at = (double) zclock_mono ();
+    if (exec->cancelled) {
+        s_interrupt (self);
+        return;
+    }
+    if (exec->timeout_s > 0)
+        exec->timeout_timer = gw_timer_start (self->loop, (size_t) (exec->timeout_s * 1000), 1, s_on_exec_timeout, exec);
+    if (exec->progress && self->progress_interval > 0)
+        exec->progress_timer
+            = gw_timer_start (self->loop, (size_t) (self->progress_interval * 1000), 0, s_on_exec_progress, exec);
+}
+
+static void
+s_exec_finish (mcp_conv_t *self, mcp_exec_t *exec, bool failed)
+{
+    void *handle = zlistx_find (self->execs, exec);
+    if (handle)
+        zlistx_detach (self->execs, handle);
+    if (!exec->cancelled && exec->done) {
+        mcp_exec_result_t r = {.outputs = exec->outputs, .reply = exec->reply, .kennel = exec->kennel,
+                               .timed_out = exec->timed_out};
+        exec->done (failed ? NULL : &r, exec->arg);
+    }
+    s_exec_free (&exec);
+    if (!failed)
+        s_head_started (self);
+}
+
+static mcp_exec_t *
+s_exec_of (mcp_conv_t *self, const wire_msg_t *m)
+{
+    const char *parent = json_string_value (json_object_get (m->parent_header, "msg_id"));
+    if (!parent)
+        return NULL;
+    for (mcp_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        if (streq (e->msg_id, parent))
+            return e;
+    return NULL;
+}
+
+mcp_exec_t *
+mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec_fn *done,
+                  mcp_exec_progress_fn *progress, void *arg)
+{
+    mcp_exec_t *exec = wire_xcalloc (1, sizeof *exec);
+    exec->conv = self;
+    exec->outputs = json_array ();
+    exec->timeout_s = timeout_s;
+    exec->done = done;
+    exec->progress = progress;
+    exec->arg = arg;
+    /* allow_stdin: the kernel's tool calls travel on stdin */
+    s_send (self, self->shell, "execute_request",
+            json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
+                       "user_expressions", "allow_stdin", 1, "stop_on_error", 1),
+            NULL, exec->msg_id, sizeof exec->msg_id);
+    zlistx_add_end (self->execs, exec);
+    s_head_started (self);
+    return exec;
+}
+
+void
+mcp_conv_cancel (mcp_conv_t *self, mcp_exec_t *exec)
+{
+    if (exec->cancelled)
+        return;
+    exec->cancelled = true;
+    if (exec->started)
+        s_interrupt (self);
+}
+
+void
+mcp_conv_abandon (mcp_conv_t *self)
+{
+    for (mcp_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        mcp_conv_cancel (self, e);
+}
+
+void
+mcp_conv_fail_all (mcp_conv_t *self)
+{
+    mcp_exec_t *exec;
+    while ((exec = zlistx_first (self->execs)))
+        s_exec_finish (self, exec, true);
+}
+
+/* ---- sockets ---------------------------------------------------------- */
+
+static int
+s_on_iopub (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    mcp_conv_t *self = arg;
+    wire_msg_t *m = s_recv (self, sock);
+    if (!m)
+        return 0;
+    self->iopub_seen = true;
+    s_maybe_ready (self);
+    mcp_exec_t *exec = s_exec_of (self, m);
+    const char *type = wire_msg_type (m);
+    if (exec && streq (type, "status")) {
+        if (streq (json_string_value (json_object_get (m->content, "execution_state")) ?: "", "idle"))
+            exec->idle = true;
+    }
+    else if (exec && (streq (type, "stream") || streq (type, "display_data") || streq (type, "execute_result")
+                      || streq (type, "error") || streq (type, "update_display_data")))
+        json_array_append_new (exec->outputs, json_pack ("{s:s, s:O}", "msg_type", type, "content", m->content));
+    if (exec && exec->idle && exec->reply)
+        s_exec_finish (self, exec, false);
+    wire_msg_destroy (&m);
+    return 0;
+}
+
+static int
+s_on_shell (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    mcp_conv_t *self = arg;
+    wire_msg_t *m = s_recv (self, sock);
+    if (!m)
+        return 0;
+    self->shell_seen = true;
+    s_maybe_ready (self);
+    mcp_exec_t *exec = streq (wire_msg_type (m), "execute_reply") ? s_exec_of (self, m) : NULL;
+    if (exec && !exec->reply) {
+        exec->reply = json_incref (m->content);
+        exec->kennel = json_incref (json_object_get (m->metadata, "kennel"));
+        if (exec->idle)
+            s_exec_finish (self, exec, false);
+    }
+    wire_msg_destroy (&m);
+    return 0;
+}
+
+static void
+s_tool_done (void *arg, json_t *result, const char *ename, const char *evalue)
+{
+    tool_call_t *call = arg;
+    mcp_conv_t *self = call->conv;
+    if (self) {
+        const char *call_id = json_string_value (json_object_get (call->request->content, "call_id"));
+        json_t *content = result ? json_pack ("{s:s, s:s, s:o}", "call_id", call_id ?: "", "status", "ok", "result", result)
+                                 : json_pack ("{s:s, s:s, s:s, s:s}", "call_id", call_id ?: "", "status", "error",
+                                              "ename", ename, "evalue", evalue);
+        s_send (self, self->stdin_, "tool_reply", content, call->request, NULL, 0);
+        void *handle = zlistx_find (self->tool_calls, call);
+        if (handle)
+            zlistx_detach (self->tool_calls, handle);
+    }
+    else
+        json_decref (result);
+    wire_msg_destroy (&call->request);
+    free (call);
+}
+
+static int
+s_on_stdin (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    mcp_conv_t *self = arg;
+    wire_msg_t *m = s_recv (self, sock);
+    if (!m)
+        return 0;
+    const char *type = wire_msg_type (m);
+    if (streq (type, "input_request"))
+        /* no one can type: input() gets an empty line rather than hanging */
+        s_send (self, self->stdin_, "input_reply", json_pack ("{s:s}", "value", ""), m, NULL, 0);
+    else if (streq (type, "tool_request")) {
+        tool_call_t *call = wire_xcalloc (1, sizeof *call);
+        call->conv = self;
+        call->request = m;
+        m = NULL;
+        zlistx_add_end (self->tool_calls, call);
+        const char *name = json_string_value (json_object_get (call->request->content, "name"));
+        json_t *arguments = json_object_get (call->request->content, "arguments");
+        self->serve (name ?: "", arguments, s_tool_done, call, self->serve_arg);
+    }
+    wire_msg_destroy (&m);
+    return 0;
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+static zsock_t *
+s_socket (mcp_conv_t *self, int type, const json_t *c, const char *port_field, const char *identity,
+          zloop_reader_fn *handler)
+{
+    zsock_t *s = zsock_new (type);
+    zsock_set_linger (s, 0);
+    if (identity)
+        zsock_set_identity (s, identity);
+    if (type == ZMQ_SUB)
+        zsock_set_subscribe (s, "");
+    gw_client_connect (s, c, (int) json_integer_value (json_object_get (c, port_field)));
+    if (handler)
+        zloop_reader (self->loop, s, handler, self);
+    return s;
+}
+
+mcp_conv_t *
+mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve, void *serve_arg,
+              mcp_conv_ready_fn *ready, void *ready_arg)
+{
+    json_t *c = json_object_get (open_reply, "connection");
+    const char *key = json_string_value (json_object_get (c, "key"));
+    wire_error_t err;
+    wire_key_t *wkey = key ? wire_key_new (json_string_value (json_object_get (c, "signature_scheme")), key,
+                                           strlen (key), &err)
+                           : NULL;
+    if (!wkey)
+        return NULL;
+    mcp_conv_t *self = wire_xcalloc (1, sizeof *self);
+    self->loop = loop;
+    self->id = wire_xstrdup (id);
+    self->workspace = wire_xstrdup (json_string_value (json_object_get (open_reply, "workspace")) ?: "");
+    self->key = wkey;
+    wire_id_new (self->session);
+    self->execs = zlistx_new ();
+    self->tool_calls = zlistx_new ();
+    self->serve = serve;
+    self->serve_arg = serve_arg;
+    self->on_ready = ready;
+    self->ready_arg = ready_arg;
+    self->progress_interval = 1.0;
+    self->shell = s_socket (self, ZMQ_DEALER, c, "shell_port", self->session, s_on_shell);
+    self->stdin_ = s_socket (self, ZMQ_DEALER, c, "stdin_port", self->session, s_on_stdin);
+    self->control = s_socket (self, ZMQ_DEALER, c, "control_port", NULL, NULL);
+    self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_iopub);
+    self->opened = (double) zclock_mono ();
+    s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
+    self->probe_timer = gw_timer_start (loop, MCP_CONV_PROBE_MS, 0, s_on_probe, self);
+    return self;
+}
+
+void
+mcp_conv_set_progress_interval (mcp_conv_t *self, double seconds)
+{
+    self->progress_interval = seconds;
+}
+
+const char *
+mcp_conv_id (const mcp_conv_t *self)
+{
+    return self->id;
+}
+
+const char *
+mcp_conv_workspace (const mcp_conv_t *self)
+{
+    return self->workspace;
+}
+
+bool
+mcp_conv_ready (const mcp_conv_t *self)
+{
+    return self->ready;
+}
+
+void
+mcp_conv_destroy (mcp_conv_t **self_p)
+{
+    mcp_conv_t *self = *self_p;
+    if (!self)
+        return;
+    mcp_conv_fail_all (self);
+    zlistx_destroy (&self->execs);
+    tool_call_t *call;
+    while ((call = zlistx_detach (self->tool_calls, NULL)))
+        call->conv = NULL; /* freed when its tool server answers */
+    zlistx_destroy (&self->tool_calls);
+    gw_timer_end (self->loop, self->probe_timer);
+    zsock_t **socks[] = {&self->shell, &self->stdin_, &self->iopub};
+    for (size_t i = 0; i < sizeof socks / sizeof *socks; i++) {
+        zloop_reader_end (self->loop, *socks[i]);
+        zsock_destroy (socks[i]);
+    }
+    zsock_destroy (&self->control);
+    wire_key_destroy (&self->key);
+    free (self->id);
+    free (self->workspace);
+    free (self);
+    *self_p = NULL;
+}

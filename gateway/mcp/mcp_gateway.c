@@ -1,0 +1,323 @@
+/*  mcp_gateway.c - the gateway the front is a client of.
+
+    Without --connection-file the front starts `kennel serve` (this very
+    binary) with a private state dir and the ipc transport, waits for its
+    connection file and uses it exactly as it would use a running daemon's:
+    one code path, the gateway's authenticated control socket, nothing of
+    MCP in the core. The child dies with the front (PDEATHSIG) and its
+    state dir is removed at the end.
+*/
+#include "mcp.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MCP_GATEWAY_START_MS 30000
+#define MCP_GATEWAY_POLL_MS 2
+
+typedef struct {
+    char msg_id[WIRE_ID_SIZE + 8];
+    mcp_control_fn *done;
+    void *arg;
+    int timer;
+    mcp_gateway_t *gw;
+} pending_t;
+
+struct mcp_gateway {
+    zloop_t *loop;
+    char *state_dir;       /* own child only */
+    char *connection_file; /* the file read */
+    pid_t child;
+    zmq_pollitem_t child_item; /* the child's pidfd */
+    int poll_timer;
+    double started;
+    zsock_t *control;
+    wire_key_t *key;
+    char session[WIRE_ID_SIZE];
+    zlistx_t *pending; /* pending_t */
+    bool ready;
+    mcp_gateway_ready_fn *on_ready;
+    void *ready_arg;
+};
+
+static void
+s_pending_free (pending_t **p_p)
+{
+    pending_t *p = *p_p;
+    if (!p)
+        return;
+    gw_timer_end (p->gw->loop, p->timer);
+    free (p);
+    *p_p = NULL;
+}
+
+static void
+s_pending_finish (mcp_gateway_t *self, pending_t *p, const json_t *content)
+{
+    void *handle = zlistx_find (self->pending, p);
+    if (handle)
+        zlistx_detach (self->pending, handle);
+    mcp_control_fn *done = p->done;
+    void *arg = p->arg;
+    s_pending_free (&p);
+    if (done)
+        done (content, arg);
+}
+
+static int
+s_on_control (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    mcp_gateway_t *self = arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    wire_error_t err;
+    wire_msg_t *m = msg ? wire_msg_decode (&msg, self->key, NULL, &wire_limits_default, &err) : NULL;
+    const char *parent = m ? json_string_value (json_object_get (m->parent_header, "msg_id")) : NULL;
+    pending_t *p = NULL;
+    if (parent)
+        for (p = zlistx_first (self->pending); p && !streq (p->msg_id, parent); p = zlistx_next (self->pending))
+            ;
+    if (p)
+        s_pending_finish (self, p, m->content);
+    else if (!m)
+        gw_log_limited ("mcp/gateway", "mcp_bad_message", "{s:s}", "reason", wire_error_name (err));
+    wire_msg_destroy (&m);
+    return 0;
+}
+
+static int
+s_on_request_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    pending_t *p = arg;
+    p->timer = 0;
+    gw_log ("mcp_gateway_timeout", "{s:s}", "msg_id", p->msg_id);
+    s_pending_finish (p->gw, p, NULL);
+    return 0;
+}
+
+void
+mcp_gateway_request (mcp_gateway_t *self, const char *msg_type, json_t *content, int timeout_ms, mcp_control_fn *done,
+                     void *arg)
+{
+    wire_msg_t *req = wire_msg_new (self->session, msg_type, NULL);
+    wire_msg_set_content (req, content);
+    pending_t *p = wire_xcalloc (1, sizeof *p);
+    snprintf (p->msg_id, sizeof p->msg_id, "%s", wire_msg_id (req));
+    p->done = done;
+    p->arg = arg;
+    p->gw = self;
+    p->timer = gw_timer_start (self->loop, (size_t) timeout_ms, 1, s_on_request_timeout, p);
+    zlistx_add_end (self->pending, p);
+    wire_msg_send (req, zsock_resolve (self->control), self->key);
+    wire_msg_destroy (&req);
+}
+
+void
+mcp_gateway_forget (mcp_gateway_t *self, void *arg)
+{
+    for (pending_t *p = zlistx_first (self->pending); p; p = zlistx_next (self->pending))
+        if (p->arg == arg)
+            p->done = NULL;
+}
+
+/* Connects to the gateway of a connection file; -1 + *errmsg. */
+static int
+s_connect (mcp_gateway_t *self, char **errmsg)
+{
+    json_error_t jerr;
+    json_t *file = json_load_file (self->connection_file, 0, &jerr);
+    const char *key = json_string_value (json_object_get (file, "key"));
+    int port = (int) json_integer_value (json_object_get (file, "control_port"));
+    wire_error_t err;
+    self->key = key ? wire_key_new (json_string_value (json_object_get (file, "signature_scheme")), key, strlen (key),
+                                    &err)
+                    : NULL;
+    self->control = zsock_new (ZMQ_DEALER);
+    zsock_set_linger (self->control, 0);
+    int rc = self->key && port > 0 ? gw_client_connect (self->control, file, port) : -1;
+    if (rc < 0)
+        *errmsg = wire_xasprintf ("%s is not a usable gateway connection file (%s)", self->connection_file,
+                                  file ? "a field is missing" : jerr.text);
+    else
+        zloop_reader (self->loop, self->control, s_on_control, self);
+    json_decref (file);
+    return rc < 0 ? -1 : 0;
+}
+
+static void
+s_ready (mcp_gateway_t *self, bool ok, const char *errmsg)
+{
+    self->ready = ok;
+    if (self->on_ready)
+        self->on_ready (self, ok, errmsg, self->ready_arg);
+}
+
+static int
+s_on_poll (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_gateway_t *self = arg;
+    struct stat st;
+    if (stat (self->connection_file, &st) < 0) {
+        if (zclock_mono () - self->started < MCP_GATEWAY_START_MS)
+            return 0;
+        gw_timer_end (loop, self->poll_timer);
+        self->poll_timer = 0;
+        s_ready (self, false, "the gateway wrote no connection file within 30 s");
+        return 0;
+    }
+    gw_timer_end (loop, self->poll_timer);
+    self->poll_timer = 0;
+    char *errmsg = NULL;
+    if (s_connect (self, &errmsg) < 0) {
+        s_ready (self, false, errmsg);
+        free (errmsg);
+        return 0;
+    }
+    s_ready (self, true, NULL);
+    return 0;
+}
+
+/* The gateway child ended: everything it served is gone. */
+static int
+s_on_child_exit (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    mcp_gateway_t *self = arg;
+    int status = 0;
+    waitpid (self->child, &status, 0);
+    zloop_poller_end (loop, item);
+    close (item->fd);
+    item->fd = -1;
+    self->child = 0;
+    gw_log ("mcp_gateway_exit", "{s:i}", "wait_status", status);
+    if (self->poll_timer) {
+        gw_timer_end (loop, self->poll_timer);
+        self->poll_timer = 0;
+        s_ready (self, false, "the gateway exited before it was ready (its lines are above on stderr)");
+    }
+    else
+        s_ready (self, false, "the gateway exited");
+    return 0;
+}
+
+static int
+s_spawn_child (mcp_gateway_t *self, const char *config_path, char **errmsg)
+{
+    char tmpl[] = "/tmp/kennel-mcp-XXXXXX";
+    if (!mkdtemp (tmpl)) {
+        *errmsg = wire_xasprintf ("cannot create a state dir in /tmp: %s", strerror (errno));
+        return -1;
+    }
+    chmod (tmpl, 0711); /* the sandbox's host uid traverses it, as in kernel mode */
+    self->state_dir = wire_xstrdup (tmpl);
+    self->connection_file = wire_xasprintf ("%s/gateway.json", tmpl);
+    char self_exe[4096];
+    ssize_t n = readlink ("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    self_exe[n > 0 ? n : 0] = 0;
+    char *argv[] = {self_exe, "serve", "--state-dir", self->state_dir, "--transport", "ipc", config_path ? "--config" : NULL,
+                    (char *) config_path, NULL};
+    self->child = mcp_spawn (argv, -1, -1, -1);
+    if (self->child < 0) {
+        *errmsg = wire_xasprintf ("cannot start kennel serve: %s", strerror (errno));
+        return -1;
+    }
+    self->child_item = (zmq_pollitem_t) {.fd = mcp_pidfd_open (self->child), .events = ZMQ_POLLIN};
+    if (self->child_item.fd >= 0)
+        zloop_poller (self->loop, &self->child_item, s_on_child_exit, self);
+    self->started = (double) zclock_mono ();
+    self->poll_timer = gw_timer_start (self->loop, MCP_GATEWAY_POLL_MS, 0, s_on_poll, self);
+    gw_log ("mcp_gateway_start", "{s:s, s:i}", "state_dir", self->state_dir, "pid", (int) self->child);
+    return 0;
+}
+
+mcp_gateway_t *
+mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *config_path, mcp_gateway_ready_fn *ready,
+                   void *arg)
+{
+    mcp_gateway_t *self = wire_xcalloc (1, sizeof *self);
+    self->loop = loop;
+    self->pending = zlistx_new ();
+    self->child_item.fd = -1;
+    self->on_ready = ready;
+    self->ready_arg = arg;
+    char id[WIRE_ID_SIZE];
+    wire_id_new (id);
+    snprintf (self->session, sizeof self->session, "%s", id);
+    char *errmsg = NULL;
+    int rc;
+    if (connection_file) {
+        self->connection_file = wire_xstrdup (connection_file);
+        rc = s_connect (self, &errmsg);
+    }
+    else
+        rc = s_spawn_child (self, config_path, &errmsg);
+    if (rc < 0) {
+        fprintf (stderr, "kennel mcp: %s\n", errmsg);
+        free (errmsg);
+        mcp_gateway_destroy (&self);
+        return NULL;
+    }
+    if (connection_file)
+        self->ready = true; /* the caller asks gateway_info when it needs to know more */
+    return self;
+}
+
+bool
+mcp_gateway_ready (const mcp_gateway_t *self)
+{
+    return self->ready;
+}
+
+bool
+mcp_gateway_owned (const mcp_gateway_t *self)
+{
+    return self->state_dir != NULL;
+}
+
+/* SIGTERM, then SIGKILL after 5 s: the daemon closes its conversations
+   (their kernels killed, directories removed) on SIGTERM. */
+static void
+s_child_stop (mcp_gateway_t *self)
+{
+    if (self->child <= 0)
+        return;
+    kill (self->child, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        if (waitpid (self->child, NULL, WNOHANG) == self->child)
+            return;
+        zclock_sleep (10);
+    }
+    kill (self->child, SIGKILL);
+    waitpid (self->child, NULL, 0);
+}
+
+void
+mcp_gateway_destroy (mcp_gateway_t **self_p)
+{
+    mcp_gateway_t *self = *self_p;
+    if (!self)
+        return;
+    pending_t *p;
+    while ((p = zlistx_detach (self->pending, NULL)))
+        s_pending_free (&p);
+    zlistx_destroy (&self->pending);
+    gw_timer_end (self->loop, self->poll_timer);
+    if (self->control)
+        zloop_reader_end (self->loop, self->control);
+    zsock_destroy (&self->control);
+    wire_key_destroy (&self->key);
+    if (self->child_item.fd >= 0) {
+        zloop_poller_end (self->loop, &self->child_item);
+        close (self->child_item.fd);
+    }
+    s_child_stop (self);
+    if (self->state_dir) {
+        gw_fs_remove_tree (self->state_dir);
+        free (self->state_dir);
+    }
+    free (self->connection_file);
+    free (self);
+    *self_p = NULL;
+}

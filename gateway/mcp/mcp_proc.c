@@ -1,0 +1,62 @@
+/*  mcp_proc.c - the front's child processes: its gateway, host commands,
+    forwarded MCP servers.
+
+    Each child gets a session of its own (a timeout kills its whole group)
+    and dies with the front (PR_SET_PDEATHSIG), and never writes on the
+    front's stdout, which carries only protocol messages.
+*/
+#include "mcp.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int
+mcp_pidfd_open (pid_t pid)
+{
+    return (int) syscall (SYS_pidfd_open, pid, 0);
+}
+
+/* In the child: fd onto target, or /dev/null when fd is -1. */
+static void
+s_place (int fd, int target, int flags)
+{
+    if (fd < 0)
+        fd = open ("/dev/null", flags | O_CLOEXEC);
+    if (fd < 0 || dup2 (fd, target) < 0)
+        _exit (126);
+}
+
+pid_t
+mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
+{
+    pid_t parent = getpid ();
+    pid_t pid = fork ();
+    if (pid != 0)
+        return pid;
+    setsid ();
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid () != parent)
+        _exit (125);
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+    signal (SIGPIPE, SIG_DFL);
+    s_place (in_fd, 0, O_RDONLY);
+    s_place (out_fd >= 0 ? out_fd : 2, 1, O_WRONLY);
+    if (err_fd >= 0)
+        s_place (err_fd, 2, O_WRONLY);
+    for (int fd = 3; fd < 1024; fd++)
+        close (fd); /* the front's sockets and pipes stay its own */
+    execvp (argv[0], argv);
+    _exit (127);
+}
+
+void
+mcp_tool_log (const char *via, const char *name, const char *status, double seconds, size_t bytes)
+{
+    gw_log ("mcp_tool_call", "{s:s, s:s, s:s, s:f, s:I}", "via", via, "tool", name, "status", status, "seconds",
+            seconds, "bytes", (json_int_t) bytes);
+}

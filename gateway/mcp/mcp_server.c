@@ -1,0 +1,742 @@
+/*  mcp_server.c - the Model Context Protocol on stdio: methods, revisions,
+    tool calls, cancellation, progress.
+
+    Two eras of the protocol are served on the same stdin: the handshake era
+    (initialize, then requests; revisions 2024-11-05 to 2025-11-25) and the
+    stateless revision 2026-07-28, where each request names its version in
+    _meta and the server answers server/discover. Nothing here depends on
+    which came first: a request is answered from its own content, and a
+    conversation is named in the arguments (a default one otherwise), never
+    tied to the connection.
+*/
+#include "mcp.h"
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define MCP_CONTROL_TIMEOUT_MS 120000
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+
+static const char *handshake_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+static const char *stateless_versions[] = {"2026-07-28", NULL};
+
+static const char *instructions
+    = "Python runs in confined, persistent kernels: python_exec keeps variables between calls. Use "
+      "conversation_open for a separate kernel and pass its handle as `conversation`.";
+
+/* One tools/call in flight. */
+typedef struct {
+    mcp_server_t *server;
+    json_t *id;
+    json_t *progress_token; /* or NULL */
+    bool stateless;
+    char *tool;
+    json_t *arguments;
+    char *conv_id; /* python_exec: the conversation it waits for or runs in */
+    mcp_exec_t *exec;
+    double progress;
+    bool deferred; /* came before the gateway was ready */
+} call_t;
+
+struct mcp_server {
+    zloop_t *loop;
+    mcp_opts_t opts;
+    mcp_line_t *in;
+    mcp_gateway_t *gateway;
+    mcp_hosttools_t *hosttools;
+    mcp_upstream_t *upstream;
+    bool upstream_ready;
+    json_t *catalog; /* the host tools' declarations, as the gateway takes them */
+    zhashx_t *convs; /* id -> mcp_conv_t */
+    zhashx_t *opening; /* id -> "" while conversation_open is pending */
+    char default_id[64];
+    char *startup_error; /* why conversations cannot be had */
+    zlistx_t *calls;     /* call_t */
+    unsigned next_conv;
+    int exit_code;
+    bool closing;
+};
+
+/* ---- sending -------------------------------------------------------------- */
+
+static void
+s_send (mcp_server_t *self, json_t *msg)
+{
+    if (mcp_line_write (1, msg) < 0 && !self->closing) {
+        gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed");
+        self->closing = true;
+    }
+    json_decref (msg);
+}
+
+static void
+s_reply (mcp_server_t *self, const json_t *id, json_t *result, bool stateless)
+{
+    if (stateless)
+        json_object_set_new (result, "resultType", json_string ("complete"));
+    s_send (self, mcp_rpc_result (id, result));
+}
+
+static void
+s_error (mcp_server_t *self, const json_t *id, int code, const char *message, json_t *data)
+{
+    gw_log_limited ("mcp/client", "mcp_error_reply", "{s:i, s:s}", "code", code, "message", message);
+    s_send (self, mcp_rpc_error (id, code, message, data));
+}
+
+/* ---- calls ------------------------------------------------------------------ */
+
+static void
+s_call_free (call_t *call)
+{
+    mcp_server_t *self = call->server;
+    void *handle = zlistx_find (self->calls, call);
+    if (handle)
+        zlistx_detach (self->calls, handle);
+    if (self->gateway)
+        mcp_gateway_forget (self->gateway, call);
+    json_decref (call->id);
+    json_decref (call->progress_token);
+    json_decref (call->arguments);
+    free (call->tool);
+    free (call->conv_id);
+    free (call);
+}
+
+/* The call's answer (result taken), then the call is gone. */
+static void
+s_call_answer (call_t *call, json_t *result)
+{
+    s_reply (call->server, call->id, result, call->stateless);
+    s_call_free (call);
+}
+
+static const char *
+s_arg_string (const call_t *call, const char *key)
+{
+    return gw_text (json_object_get (call->arguments, key));
+}
+
+/* ---- conversations -------------------------------------------------------- */
+
+static void s_conv_dispatch (mcp_server_t *self, const char *conv_id);
+static void s_call_start (mcp_server_t *self, call_t *call);
+static void s_serve_tool (const char *name, json_t *arguments, mcp_tool_done_fn *done, void *done_arg, void *arg);
+
+/* The catalog's declarations named in names (all when names is NULL). */
+static json_t *
+s_catalog_pick (mcp_server_t *self, const json_t *names, char **unknown)
+{
+    if (!names)
+        return json_deep_copy (self->catalog);
+    json_t *picked = json_array ();
+    size_t i;
+    json_t *name;
+    json_array_foreach (names, i, name) {
+        const json_t *decl = gw_tools_find (self->catalog, json_string_value (name));
+        if (!decl) {
+            *unknown = wire_xstrdup (json_string_value (name) ?: "?");
+            json_decref (picked);
+            return NULL;
+        }
+        json_array_append (picked, (json_t *) decl);
+    }
+    return picked;
+}
+
+static void
+s_on_conv_ready (mcp_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    mcp_server_t *self = arg;
+    char *id = wire_xstrdup (mcp_conv_id (conv));
+    gw_log ("mcp_conversation", "{s:s, s:b, s:s}", "conversation", id, "ready", ok, "error", errmsg ?: "");
+    if (!ok) {
+        zhashx_delete (self->convs, id); /* destroys conv */
+        free (self->startup_error);
+        self->startup_error = wire_xasprintf ("the conversation's sockets did not answer: %s", errmsg);
+    }
+    s_conv_dispatch (self, id);
+    free (id);
+}
+
+typedef struct {
+    mcp_server_t *server;
+    char *id;
+    call_t *call; /* conversation_open's call, or NULL for the default */
+} opening_t;
+
+static void
+s_on_open_reply (const json_t *content, void *arg)
+{
+    opening_t *o = arg;
+    mcp_server_t *self = o->server;
+    zhashx_delete (self->opening, o->id);
+    const char *status = json_string_value (json_object_get (content, "status"));
+    mcp_conv_t *conv = NULL;
+    if (status && streq (status, "ok"))
+        conv = mcp_conv_new (self->loop, o->id, content, s_serve_tool, self, s_on_conv_ready, self);
+    if (conv) {
+        mcp_conv_set_progress_interval (conv, self->opts.progress_interval);
+        zhashx_insert (self->convs, o->id, conv);
+    }
+    else {
+        free (self->startup_error);
+        self->startup_error = content ? wire_xasprintf ("%s: %s", json_string_value (json_object_get (content, "ename")) ?: "Error",
+                                                        json_string_value (json_object_get (content, "evalue")) ?: "")
+                                      : wire_xstrdup ("the gateway did not answer conversation_open");
+        gw_log ("mcp_open_failed", "{s:s, s:s}", "conversation", o->id, "error", self->startup_error);
+        s_conv_dispatch (self, o->id);
+    }
+    free (o->id);
+    free (o);
+}
+
+/* Asks the gateway for a conversation; its callers wait in s_conv_dispatch. */
+static void
+s_conv_open (mcp_server_t *self, const char *id, json_t *tools, json_t *policy)
+{
+    opening_t *o = wire_xcalloc (1, sizeof *o);
+    o->server = self;
+    o->id = wire_xstrdup (id);
+    zhashx_insert (self->opening, id, "");
+    json_t *content = json_pack ("{s:s, s:s, s:o}", "conversation_id", id, "kernel", "python", "tools", tools);
+    if (policy)
+        json_object_set (content, "policy", policy);
+    mcp_gateway_request (self->gateway, "conversation_open_request", content, MCP_CONTROL_TIMEOUT_MS, s_on_open_reply, o);
+}
+
+static bool
+s_gateway_usable (mcp_server_t *self)
+{
+    return self->gateway && mcp_gateway_ready (self->gateway) && (self->upstream_ready || !self->upstream);
+}
+
+static void
+s_conv_open_default (mcp_server_t *self)
+{
+    if (!s_gateway_usable (self) || zhashx_lookup (self->convs, self->default_id)
+        || zhashx_lookup (self->opening, self->default_id))
+        return;
+    s_conv_open (self, self->default_id, json_deep_copy (self->catalog), NULL);
+}
+
+static void
+s_progress (double seconds, void *arg)
+{
+    call_t *call = arg;
+    if (!call->progress_token)
+        return;
+    call->progress = seconds;
+    char message[64];
+    snprintf (message, sizeof message, "running for %.0f s", seconds);
+    json_t *params = json_pack ("{s:O, s:f, s:s}", "progressToken", call->progress_token, "progress", seconds,
+                                "message", message);
+    s_send (call->server, mcp_rpc_notification ("notifications/progress", params));
+}
+
+static void
+s_on_exec_done (mcp_exec_result_t *r, void *arg)
+{
+    call_t *call = arg;
+    call->exec = NULL;
+    if (!r)
+        s_call_answer (call, mcp_tools_error_result ("the conversation %s was closed before the code finished",
+                                                     call->conv_id));
+    else
+        s_call_answer (call, mcp_tools_exec_result (call->conv_id, r));
+}
+
+static void s_conv_call (call_t *call, mcp_conv_t *conv);
+
+/* The calls that wait for conv_id: run them, or fail them when it could
+   not be had. */
+static void
+s_conv_dispatch (mcp_server_t *self, const char *conv_id)
+{
+    mcp_conv_t *conv = zhashx_lookup (self->convs, conv_id);
+    if ((conv && !mcp_conv_ready (conv)) || (!conv && zhashx_lookup (self->opening, conv_id)))
+        return; /* called again once it is ready or failed */
+    zlistx_t *waiting = zlistx_new ();
+    for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
+        if (call->conv_id && !call->exec && streq (call->conv_id, conv_id))
+            zlistx_add_end (waiting, call);
+    for (call_t *call = zlistx_first (waiting); call; call = zlistx_next (waiting)) {
+        if (conv)
+            s_conv_call (call, conv);
+        else
+            s_call_answer (call, mcp_tools_error_result ("no conversation %s: %s", conv_id,
+                                                         self->startup_error ?: "it could not be opened"));
+    }
+    zlistx_destroy (&waiting);
+}
+
+/* A call whose conversation is ready. */
+static void
+s_conv_call (call_t *call, mcp_conv_t *conv)
+{
+    if (streq (call->tool, "conversation_open")) {
+        json_t *names = json_object_get (call->arguments, "tools");
+        s_call_answer (call, mcp_tools_text_result (json_pack ("{s:s, s:s, s:O}", "conversation", mcp_conv_id (conv),
+                                                               "workspace", mcp_conv_workspace (conv), "tools",
+                                                               names ? names : json_null ()),
+                                                    "conversation %s is open; pass it as `conversation`",
+                                                    mcp_conv_id (conv)));
+        return;
+    }
+    json_t *timeout = json_object_get (call->arguments, "timeout");
+    call->exec = mcp_conv_execute (conv, s_arg_string (call, "code"), timeout ? json_number_value (timeout) : 0,
+                                   s_on_exec_done, call->progress_token ? s_progress : NULL, call);
+}
+
+static void
+s_tool_python_exec (mcp_server_t *self, call_t *call)
+{
+    const char *conv_id = s_arg_string (call, "conversation");
+    if (!conv_id)
+        conv_id = self->default_id;
+    else if (!zhashx_lookup (self->convs, conv_id) && !zhashx_lookup (self->opening, conv_id)) {
+        s_call_answer (call, mcp_tools_error_result ("no conversation %s in this server (conversation_open gives "
+                                                     "handles; omit `conversation` for the default one)",
+                                                     conv_id));
+        return;
+    }
+    call->conv_id = wire_xstrdup (conv_id);
+    if (streq (conv_id, self->default_id))
+        s_conv_open_default (self);
+    s_conv_dispatch (self, conv_id);
+}
+
+static void
+s_tool_open (mcp_server_t *self, call_t *call)
+{
+    char *unknown = NULL;
+    json_t *tools = s_catalog_pick (self, json_object_get (call->arguments, "tools"), &unknown);
+    if (!tools) {
+        s_call_answer (call, mcp_tools_error_result ("no host tool %s in this server", unknown));
+        free (unknown);
+        return;
+    }
+    char id[WIRE_ID_SIZE];
+    wire_id_new (id);
+    call->conv_id = wire_xasprintf ("mcp-%.12s-%u", id, ++self->next_conv);
+    s_conv_open (self, call->conv_id, tools, json_object_get (call->arguments, "policy"));
+}
+
+/* Answers a control reply for call: ok_text, or the gateway's error. */
+static void
+s_on_control_reply (const json_t *content, void *arg)
+{
+    call_t *call = arg;
+    mcp_server_t *self = call->server;
+    const char *status = json_string_value (json_object_get (content, "status"));
+    if (!content)
+        s_call_answer (call, mcp_tools_error_result ("the gateway did not answer"));
+    else if (!status || !streq (status, "ok"))
+        s_call_answer (call, mcp_tools_error_result ("%s: %s", json_string_value (json_object_get (content, "ename")) ?: "Error",
+                                                     json_string_value (json_object_get (content, "evalue")) ?: ""));
+    else if (streq (call->tool, "conversation_list")) {
+        json_t *mine = json_array ();
+        size_t i;
+        json_t *entry;
+        json_array_foreach (json_object_get (content, "conversations"), i, entry)
+            if (zhashx_lookup (self->convs, json_string_value (json_object_get (entry, "conversation_id")) ?: ""))
+                json_array_append (mine, entry);
+        char *text = json_dumps (mine, JSON_INDENT (1));
+        s_call_answer (call, mcp_tools_text_result (json_pack ("{s:o}", "conversations", mine), "%s", text));
+        free (text);
+    }
+    else {
+        if (streq (call->tool, "conversation_close"))
+            zhashx_delete (self->convs, call->conv_id);
+        s_call_answer (call, mcp_tools_text_result (json_pack ("{s:s}", "conversation", call->conv_id), "%s: done",
+                                                    call->tool));
+    }
+}
+
+static void
+s_tool_control (mcp_server_t *self, call_t *call)
+{
+    if (streq (call->tool, "conversation_list")) {
+        mcp_gateway_request (self->gateway, "conversation_list_request", json_object (), MCP_CONTROL_TIMEOUT_MS,
+                             s_on_control_reply, call);
+        return;
+    }
+    const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
+    if (!zhashx_lookup (self->convs, conv_id)) {
+        s_call_answer (call, mcp_tools_error_result ("no open conversation %s in this server", conv_id));
+        return;
+    }
+    call->conv_id = wire_xstrdup (conv_id);
+    const char *type = streq (call->tool, "conversation_close") ? "conversation_close_request"
+                                                                : "conversation_restart_request";
+    mcp_gateway_request (self->gateway, type, json_pack ("{s:s}", "conversation_id", conv_id), MCP_CONTROL_TIMEOUT_MS,
+                         s_on_control_reply, call);
+}
+
+/* A kernel's call of a host tool: a command, or the forwarded server. */
+static void
+s_serve_tool (const char *name, json_t *arguments, mcp_tool_done_fn *done, void *done_arg, void *arg)
+{
+    mcp_server_t *self = arg;
+    if (self->hosttools && mcp_hosttools_call (self->hosttools, name, arguments, done, done_arg))
+        return;
+    if (self->upstream && mcp_upstream_call (self->upstream, name, arguments, done, done_arg))
+        return;
+    done (done_arg, NULL, "UnknownTool", "this MCP server serves no tool of that name");
+}
+
+static void
+s_call_start (mcp_server_t *self, call_t *call)
+{
+    call->deferred = false;
+    if (!s_gateway_usable (self))
+        s_call_answer (call, mcp_tools_error_result ("kennel cannot run code: %s", self->startup_error));
+    else if (streq (call->tool, "python_exec"))
+        s_tool_python_exec (self, call);
+    else if (streq (call->tool, "conversation_open"))
+        s_tool_open (self, call);
+    else
+        s_tool_control (self, call);
+}
+
+/* The calls that came while the gateway started: it is ready, or failed. */
+static void
+s_start_deferred (mcp_server_t *self)
+{
+    zlistx_t *deferred = zlistx_new ();
+    for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
+        if (call->deferred)
+            zlistx_add_end (deferred, call);
+    for (call_t *call = zlistx_first (deferred); call; call = zlistx_next (deferred))
+        s_call_start (self, call);
+    zlistx_destroy (&deferred);
+}
+
+static void
+s_tools_call (mcp_server_t *self, const json_t *id, const json_t *params, bool stateless)
+{
+    const char *name = gw_text (json_object_get (params, "name"));
+    json_t *arguments = json_object_get (params, "arguments");
+    if (!name || (arguments && !json_is_object (arguments))) {
+        s_error (self, id, MCP_INVALID_PARAMS, "tools/call needs a string name and an object arguments", NULL);
+        return;
+    }
+    bool unknown = false;
+    json_t *args = arguments ? json_incref (arguments) : json_object ();
+    char *problem = mcp_tools_check (name, args, &unknown);
+    if (unknown) {
+        char *message = wire_xasprintf ("Unknown tool: %.200s", name);
+        s_error (self, id, MCP_INVALID_PARAMS, message, NULL);
+        free (message);
+        free (problem);
+        json_decref (args);
+        return;
+    }
+    if (problem) {
+        s_reply (self, id, mcp_tools_error_result ("invalid arguments: %s", problem), stateless);
+        free (problem);
+        json_decref (args);
+        return;
+    }
+    call_t *call = wire_xcalloc (1, sizeof *call);
+    call->server = self;
+    call->id = json_deep_copy (id);
+    call->stateless = stateless;
+    call->tool = wire_xstrdup (name);
+    call->arguments = args;
+    json_t *token = json_object_get (json_object_get (params, "_meta"), "progressToken");
+    if (json_is_string (token) || json_is_integer (token))
+        call->progress_token = json_incref (token);
+    zlistx_add_end (self->calls, call);
+    if (s_gateway_usable (self) || self->startup_error)
+        s_call_start (self, call);
+    else
+        call->deferred = true; /* started once the gateway is */
+}
+
+/* ---- the protocol's methods ---------------------------------------------- */
+
+static bool
+s_listed (const char **list, const char *v)
+{
+    for (; v && *list; list++)
+        if (streq (*list, v))
+            return true;
+    return false;
+}
+
+static json_t *
+s_versions (void)
+{
+    json_t *all = json_array ();
+    for (const char **v = stateless_versions; *v; v++)
+        json_array_append_new (all, json_string (*v));
+    for (const char **v = handshake_versions; *v; v++)
+        json_array_append_new (all, json_string (*v));
+    return all;
+}
+
+static json_t *
+s_server_info (void)
+{
+    return json_pack ("{s:s, s:s}", "name", "kennel", "version", PACKAGE_VERSION);
+}
+
+static void
+s_initialize (mcp_server_t *self, const json_t *id, const json_t *params)
+{
+    const char *asked = gw_text (json_object_get (params, "protocolVersion"));
+    if (!asked) {
+        s_error (self, id, MCP_INVALID_PARAMS, "initialize needs a protocolVersion string", NULL);
+        return;
+    }
+    /* the client's revision when we speak it, else our newest of that era */
+    const char *version = s_listed (handshake_versions, asked) ? asked : handshake_versions[0];
+    gw_log ("mcp_initialize", "{s:s, s:s, s:O}", "asked", asked, "version", version, "client",
+            json_object_get (params, "clientInfo") ?: json_null ());
+    s_reply (self, id,
+             json_pack ("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities", "tools",
+                        "listChanged", 0, "serverInfo", s_server_info (), "instructions", instructions),
+             false);
+}
+
+static void
+s_cancelled (mcp_server_t *self, const json_t *params)
+{
+    json_t *request_id = json_object_get (params, "requestId");
+    for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls)) {
+        if (!json_equal (call->id, request_id))
+            continue;
+        gw_log ("mcp_cancelled", "{s:O, s:s}", "request", request_id, "tool", call->tool);
+        if (call->exec) {
+            mcp_conv_t *conv = zhashx_lookup (self->convs, call->conv_id);
+            if (conv)
+                mcp_conv_cancel (conv, call->exec);
+        }
+        /* the spec: no response for a cancelled request */
+        s_call_free (call);
+        return;
+    }
+}
+
+/* The stateless revision's check of a request's own version: true when
+   the request may go on (*stateless set), else answered already. */
+static bool
+s_version_ok (mcp_server_t *self, const json_t *id, const json_t *params, bool *stateless)
+{
+    json_t *v = json_object_get (json_object_get (params, "_meta"), MCP_META_VERSION);
+    *stateless = v != NULL;
+    if (!v || s_listed (stateless_versions, gw_text (v)))
+        return true;
+    s_error (self, id, MCP_UNSUPPORTED_VERSION, "unsupported protocol version",
+             json_pack ("{s:o, s:O}", "supported", s_versions (), "requested", v));
+    return false;
+}
+
+static void
+s_request (mcp_server_t *self, const json_t *msg)
+{
+    const char *method = json_string_value (json_object_get (msg, "method"));
+    json_t *id = json_object_get (msg, "id");
+    json_t *params = json_object_get (msg, "params");
+    if (streq (method, "initialize")) {
+        s_initialize (self, id, params);
+        return;
+    }
+    bool stateless = false;
+    if (!s_version_ok (self, id, params, &stateless))
+        return;
+    if (streq (method, "ping"))
+        s_reply (self, id, json_object (), stateless);
+    else if (streq (method, "server/discover"))
+        s_reply (self, id,
+                 json_pack ("{s:o, s:{s:{s:b}}, s:o, s:s}", "supportedVersions", s_versions (), "capabilities", "tools",
+                            "listChanged", 0, "serverInfo", s_server_info (), "instructions", instructions),
+                 stateless);
+    else if (streq (method, "tools/list"))
+        s_reply (self, id, json_pack ("{s:o}", "tools", mcp_tools_list ()), stateless);
+    else if (streq (method, "tools/call"))
+        s_tools_call (self, id, params, stateless);
+    else {
+        char *message = wire_xasprintf ("Method not found: %.200s", method);
+        s_error (self, id, MCP_METHOD_NOT_FOUND, message, NULL);
+        free (message);
+    }
+}
+
+static void
+s_on_line (const char *line, size_t len, void *arg)
+{
+    mcp_server_t *self = arg;
+    if (!line) {
+        char message[128];
+        snprintf (message, sizeof message, "message over %zu bytes dropped", self->opts.max_line_bytes);
+        s_error (self, NULL, MCP_INVALID_REQUEST, message, json_pack ("{s:I}", "bytes", (json_int_t) len));
+        return;
+    }
+    if (len == 0)
+        return; /* a blank line is no message */
+    json_error_t jerr;
+    json_t *msg = json_loadb (line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!msg) {
+        s_error (self, NULL, MCP_PARSE_ERROR, "Parse error", json_pack ("{s:s}", "detail", jerr.text));
+        return;
+    }
+    int code;
+    const char *why = NULL;
+    switch (mcp_rpc_classify (msg, &code, &why)) {
+    case MCP_RPC_INVALID:
+        s_error (self, NULL, code, why, NULL);
+        break;
+    case MCP_RPC_REQUEST:
+        s_request (self, msg);
+        break;
+    case MCP_RPC_NOTIFICATION:
+        if (streq (json_string_value (json_object_get (msg, "method")), "notifications/cancelled"))
+            s_cancelled (self, json_object_get (msg, "params"));
+        break;
+    case MCP_RPC_RESPONSE:
+        break; /* the front sends the client no requests */
+    }
+    json_decref (msg);
+}
+
+/* stdin closed: the client is gone. Running code is interrupted; with a
+   shared daemon the conversations stay for their idle_ttl. */
+static void
+s_on_eof (void *arg)
+{
+    mcp_server_t *self = arg;
+    gw_log ("mcp_client_gone", "{s:s, s:i}", "reason", "stdin closed", "running", (int) zlistx_size (self->calls));
+    for (mcp_conv_t *conv = zhashx_first (self->convs); conv; conv = zhashx_next (self->convs))
+        mcp_conv_abandon (conv);
+    self->closing = true;
+}
+
+/* ---- start and end ---------------------------------------------------------- */
+
+static void
+s_on_gateway_ready (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg)
+{
+    mcp_server_t *self = arg;
+    if (!ok) {
+        fprintf (stderr, "kennel mcp: %s\n", errmsg ?: "the gateway is gone");
+        free (self->startup_error);
+        self->startup_error = wire_xstrdup (errmsg ?: "the gateway is gone");
+        self->exit_code = 1;
+        self->closing = true;
+        s_start_deferred (self);
+        return;
+    }
+    /* at once: clients list tools first, the kernel starts meanwhile */
+    s_conv_open_default (self);
+    s_start_deferred (self);
+}
+
+static void
+s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
+{
+    mcp_server_t *self = arg;
+    if (!ok) {
+        self->startup_error = wire_xstrdup ("the --tools-from-mcp server did not start (see stderr)");
+        self->exit_code = 1;
+        self->closing = true;
+        s_start_deferred (self);
+        return;
+    }
+    mcp_upstream_declare (up, self->catalog);
+    char *problem = NULL;
+    json_t *checked = gw_tools_validate (self->catalog, &problem);
+    if (!checked) {
+        fprintf (stderr, "kennel mcp: the tools of --tools-from-mcp: %s\n", problem ?: "invalid");
+        self->startup_error = problem ? problem : wire_xstrdup ("invalid tools");
+        self->exit_code = 1;
+        self->closing = true;
+        s_start_deferred (self);
+        return;
+    }
+    json_decref (checked);
+    free (problem);
+    self->upstream_ready = true;
+    s_conv_open_default (self);
+    s_start_deferred (self);
+}
+
+static void
+s_conv_free (void **item)
+{
+    mcp_conv_destroy ((mcp_conv_t **) item);
+}
+
+mcp_server_t *
+mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
+{
+    mcp_server_t *self = wire_xcalloc (1, sizeof *self);
+    self->loop = loop;
+    self->opts = *opts;
+    self->catalog = json_array ();
+    self->convs = zhashx_new ();
+    zhashx_set_destructor (self->convs, s_conv_free);
+    self->opening = zhashx_new ();
+    self->calls = zlistx_new ();
+    char id[WIRE_ID_SIZE];
+    wire_id_new (id);
+    snprintf (self->default_id, sizeof self->default_id, "mcp-%.12s-default", id);
+    if (opts->tools_file) {
+        self->hosttools = mcp_hosttools_load (loop, opts->tools_file, errmsg);
+        if (!self->hosttools) {
+            mcp_server_destroy (&self);
+            return NULL;
+        }
+        mcp_hosttools_declare (self->hosttools, self->catalog);
+    }
+    if (opts->tools_from_mcp)
+        self->upstream = mcp_upstream_start (loop, opts->tools_from_mcp, s_on_upstream_ready, self);
+    self->gateway = mcp_gateway_start (loop, opts->connection_file, opts->config, s_on_gateway_ready, self);
+    if (!self->gateway) {
+        *errmsg = wire_xstrdup ("cannot use the gateway");
+        mcp_server_destroy (&self);
+        return NULL;
+    }
+    if (opts->connection_file && !self->upstream)
+        s_conv_open_default (self);
+    self->in = mcp_line_new (loop, 0, opts->max_line_bytes, s_on_line, s_on_eof, self);
+    return self;
+}
+
+bool
+mcp_server_closing (const mcp_server_t *self)
+{
+    return self->closing;
+}
+
+int
+mcp_server_exit_code (const mcp_server_t *self)
+{
+    return self->exit_code;
+}
+
+void
+mcp_server_destroy (mcp_server_t **self_p)
+{
+    mcp_server_t *self = *self_p;
+    if (!self)
+        return;
+    mcp_line_destroy (&self->in);
+    zhashx_destroy (&self->convs); /* answers the calls running in them */
+    call_t *call;
+    while ((call = zlistx_first (self->calls))) {
+        call->exec = NULL;
+        s_call_free (call);
+    }
+    zlistx_destroy (&self->calls);
+    zhashx_destroy (&self->opening);
+    mcp_hosttools_destroy (&self->hosttools);
+    mcp_upstream_destroy (&self->upstream);
+    mcp_gateway_destroy (&self->gateway);
+    json_decref (self->catalog);
+    free (self->startup_error);
+    free (self);
+    *self_p = NULL;
+}
