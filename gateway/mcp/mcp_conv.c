@@ -16,6 +16,7 @@
 
 #define MCP_CONV_READY_MS 30000
 #define MCP_CONV_PROBE_MS 50
+#define MCP_CONV_REINTERRUPTS 5
 
 struct mcp_exec {
     mcp_conv_t *conv;
@@ -31,6 +32,7 @@ struct mcp_exec {
     double started_at;
     int timeout_timer;
     int progress_timer;
+    int interrupt_timer; /* interrupts again while it runs on */
     mcp_exec_fn *done;
     mcp_exec_progress_fn *progress;
     void *arg;
@@ -137,6 +139,7 @@ s_exec_free (mcp_exec_t **exec_p)
         return;
     gw_timer_end (exec->conv->loop, exec->timeout_timer);
     gw_timer_end (exec->conv->loop, exec->progress_timer);
+    gw_timer_end (exec->conv->loop, exec->interrupt_timer);
     json_decref (exec->outputs);
     json_decref (exec->reply);
     json_decref (exec->kennel);
@@ -145,12 +148,31 @@ s_exec_free (mcp_exec_t **exec_p)
 }
 
 static int
+s_on_reinterrupt (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_exec_t *exec = arg;
+    s_interrupt (exec->conv);
+    return 0;
+}
+
+/* A SIGINT that reaches the kernel before it runs the code is lost: while
+   the execution runs on, it is sent again each second, a few times (then
+   the gateway's execution_timeout is the backstop). */
+static void
+s_exec_interrupt (mcp_exec_t *exec)
+{
+    s_interrupt (exec->conv);
+    if (!exec->interrupt_timer)
+        exec->interrupt_timer = gw_timer_start (exec->conv->loop, 1000, MCP_CONV_REINTERRUPTS, s_on_reinterrupt, exec);
+}
+
+static int
 s_on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
 {
     mcp_exec_t *exec = arg;
     exec->timeout_timer = 0;
     exec->timed_out = true;
-    s_interrupt (exec->conv);
+    s_exec_interrupt (exec);
     return 0;
 }
 
@@ -173,7 +195,7 @@ s_head_started (mcp_conv_t *self)
     exec->started = true;
     exec->started_at = (double) zclock_mono ();
     if (exec->cancelled) {
-        s_interrupt (self);
+        s_exec_interrupt (exec);
         return;
     }
     if (exec->timeout_s > 0)
@@ -222,10 +244,12 @@ mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec
     exec->done = done;
     exec->progress = progress;
     exec->arg = arg;
-    /* allow_stdin: the kernel's tool calls travel on stdin */
+    /* allow_stdin: the kernel's tool calls travel on stdin; stop_on_error
+       off: each call stands alone, an interrupted one must not abort the
+       calls queued behind it */
     s_send (self, self->shell, "execute_request",
             json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
-                       "user_expressions", "allow_stdin", 1, "stop_on_error", 1),
+                       "user_expressions", "allow_stdin", 1, "stop_on_error", 0),
             NULL, exec->msg_id, sizeof exec->msg_id);
     zlistx_add_end (self->execs, exec);
     s_head_started (self);
@@ -239,7 +263,7 @@ mcp_conv_cancel (mcp_conv_t *self, mcp_exec_t *exec)
         return;
     exec->cancelled = true;
     if (exec->started)
-        s_interrupt (self);
+        s_exec_interrupt (exec);
 }
 
 void
@@ -395,6 +419,8 @@ mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_
     self->shell = s_socket (self, ZMQ_DEALER, c, "shell_port", self->session, s_on_shell);
     self->stdin_ = s_socket (self, ZMQ_DEALER, c, "stdin_port", self->session, s_on_stdin);
     self->control = s_socket (self, ZMQ_DEALER, c, "control_port", NULL, NULL);
+    /* an interrupt sent as the client goes away still leaves at exit */
+    zsock_set_linger (self->control, 1000);
     self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_iopub);
     self->opened = (double) zclock_mono ();
     s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);

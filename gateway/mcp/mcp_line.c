@@ -40,9 +40,10 @@ s_split (mcp_line_t *self)
         }
         else {
             *nl = 0;
-            if (n && self->buf[start + n - 1] == '\r')
-                self->buf[start + n - 1] = 0; /* tolerated: some clients end lines with CRLF */
-            self->on_line (self->buf + start, n, self->arg);
+            size_t len = n;
+            if (len && self->buf[start + len - 1] == '\r')
+                self->buf[start + --len] = 0; /* tolerated: some clients end lines with CRLF */
+            self->on_line (self->buf + start, len, self->arg);
         }
         start += n + 1;
     }

@@ -221,6 +221,16 @@ s_conv_open_default (mcp_server_t *self)
     s_conv_open (self, self->default_id, json_deep_copy (self->catalog), NULL);
 }
 
+/* With its own gateway the front opens the default conversation at once:
+   clients list tools first, the kernel starts meanwhile. A shared daemon
+   gets it only when a call needs it (it outlives the front, for idle_ttl). */
+static void
+s_conv_open_early (mcp_server_t *self)
+{
+    if (mcp_gateway_owned (self->gateway))
+        s_conv_open_default (self);
+}
+
 static void
 s_progress (double seconds, void *arg)
 {
@@ -578,7 +588,7 @@ s_on_line (const char *line, size_t len, void *arg)
     if (len == 0)
         return; /* a blank line is no message */
     json_error_t jerr;
-    json_t *msg = json_loadb (line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *msg = json_loadb (line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!msg) {
         s_error (self, NULL, MCP_PARSE_ERROR, "Parse error", json_pack ("{s:s}", "detail", jerr.text));
         return;
@@ -629,8 +639,7 @@ s_on_gateway_ready (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg)
         s_start_deferred (self);
         return;
     }
-    /* at once: clients list tools first, the kernel starts meanwhile */
-    s_conv_open_default (self);
+    s_conv_open_early (self);
     s_start_deferred (self);
 }
 
@@ -659,7 +668,7 @@ s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
     json_decref (checked);
     free (problem);
     self->upstream_ready = true;
-    s_conv_open_default (self);
+    s_conv_open_early (self);
     s_start_deferred (self);
 }
 
@@ -699,8 +708,6 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
         mcp_server_destroy (&self);
         return NULL;
     }
-    if (opts->connection_file && !self->upstream)
-        s_conv_open_default (self);
     self->in = mcp_line_new (loop, 0, opts->max_line_bytes, s_on_line, s_on_eof, self);
     return self;
 }

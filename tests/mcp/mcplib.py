@@ -1,0 +1,128 @@
+"""`kennel mcp` driven as an MCP client drives it: a real process, JSON-RPC
+lines on its stdin, answers read from its stdout. Only what tests/mcp
+needs; the shared helpers are in tests/kennel_testlib.py."""
+import json
+import os
+import pathlib
+import queue
+import shutil
+import subprocess
+import threading
+import time
+
+from kennel_testlib import BUILDDIR, SRCDIR, built
+
+NODE_DIR = BUILDDIR / "mcp-node"        # `make mcp-node`: the pinned MCP SDK
+NODE_SCRIPTS = SRCDIR / "tests" / "mcp" / "node"
+
+
+class Mcp:
+    """One `kennel mcp` process. stderr goes to a file (log) so the test can
+    show it; stdout is read by a thread into a queue of parsed lines."""
+
+    def __init__(self, tmp_path, args=(), env=None, log_name="mcp.log"):
+        self.log = pathlib.Path(tmp_path) / log_name
+        self.proc = subprocess.Popen(
+            [str(built("gateway/kennel")), "mcp", *map(str, args)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log, "wb"),
+            env=env, bufsize=0)
+        self.lines = queue.Queue()
+        self.raw = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.raw.append(line)
+            self.lines.put(json.loads(line))
+        self.lines.put(None)
+
+    def send_raw(self, data: bytes):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, msg):
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+
+    def notify(self, method, params=None):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params or {}})
+
+    def start(self, method, params=None):
+        """Sends a request; returns its id."""
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.next_id
+
+    def next(self, timeout=30):
+        """The next message from the server, or None at its end."""
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"kennel mcp said nothing within {timeout} s; log:\n{self.log_text()}")
+
+    def response(self, rid, timeout=60, notes=None):
+        """The response to request rid; other messages go to notes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.next(max(0.1, deadline - time.monotonic()))
+            if msg is None:
+                raise EOFError(f"kennel mcp ended before answering {rid}; log:\n{self.log_text()}")
+            if msg.get("id") == rid and ("result" in msg or "error" in msg):
+                return msg
+            if notes is not None:
+                notes.append(msg)
+
+    def request(self, method, params=None, timeout=60):
+        return self.response(self.start(method, params), timeout)
+
+    def initialize(self, version="2025-06-18"):
+        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+                                        "clientInfo": {"name": "pytest", "version": "1"}})
+        self.notify("notifications/initialized")
+        return r
+
+    def call(self, name, arguments=None, timeout=60, meta=None):
+        params = {"name": name, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        r = self.request("tools/call", params, timeout)
+        assert "result" in r, r
+        return r["result"]
+
+    def text(self, result):
+        return "".join(c["text"] for c in result["content"] if c["type"] == "text")
+
+    def log_text(self):
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def close(self, timeout=20):
+        """Closes stdin (the client is gone) and returns the exit status."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+
+def node_dir():
+    """The build dir's pinned SDK with the test scripts beside it: ESM
+    resolves node_modules from the script's own folder. A missing SDK is an
+    error (make mcp-node installs it; ./quickstart check runs that)."""
+    if not (NODE_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        raise FileNotFoundError(f"{NODE_DIR}/node_modules lacks @modelcontextprotocol/sdk: run make mcp-node")
+    for script in NODE_SCRIPTS.glob("*.mjs"):
+        shutil.copy(script, NODE_DIR / script.name)
+    return NODE_DIR
+
+
+def node(script, *args, timeout=180, env=None):
+    """Runs one of tests/mcp/node's scripts with node; its CompletedProcess."""
+    d = node_dir()
+    return subprocess.run([shutil.which("node") or "node", str(d / script), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)

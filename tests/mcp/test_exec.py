@@ -1,0 +1,174 @@
+"""python_exec and the conversation tools of `kennel mcp`, end to end: a
+real `kennel mcp`, its own `kennel serve` child (or a running daemon with
+--connection-file), real confined kernels."""
+import base64
+import json
+import pathlib
+import time
+
+import pytest
+
+from kennel_testlib import Control, serve, traversable_dir, wait_until
+from mcplib import Mcp
+
+
+@pytest.fixture
+def mcp(tmp_path):
+    m = Mcp(tmp_path, args=["--progress-interval", 0.2])
+    m.initialize()
+    yield m
+    assert m.close() == 0, m.log_text()
+
+
+def test_variables_persist_and_the_last_value_comes_back(mcp):
+    r = mcp.call("python_exec", {"code": "x = 41\nprint('set')"})
+    assert r["isError"] is False and mcp.text(r) == "set\n", r
+    r = mcp.call("python_exec", {"code": "x + 1"})
+    assert mcp.text(r) == "42", r
+    sc = r["structuredContent"]
+    assert sc["status"] == "ok" and sc["execution_count"] == 2
+    assert sc["kennel"]["state"] == "kept" and "wall_seconds" in sc["kennel"]
+
+
+def test_stdout_and_stderr_in_order(mcp):
+    r = mcp.call("python_exec", {"code": "import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')"})
+    texts = [c["text"] for c in r["content"]]
+    assert texts == ["a\n", "[stderr]\nb\n", "c\n"], texts
+
+
+def test_exception_is_iserror_with_the_traceback(mcp):
+    r = mcp.call("python_exec", {"code": "def f():\n    return 1/0\nf()"})
+    assert r["isError"] is True, r
+    text = mcp.text(r)
+    assert "ZeroDivisionError" in text and "f()" in text, text
+    assert "\x1b[" not in text
+    assert r["structuredContent"]["status"] == "error"
+    # the kernel is fine afterwards
+    assert mcp.text(mcp.call("python_exec", {"code": "'still here'"})) == "'still here'"
+
+
+def test_matplotlib_plot_is_image_content(mcp):
+    r = mcp.call("python_exec", {"code": "import matplotlib\nmatplotlib.use('agg')\n"
+                                         "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"},
+                 timeout=120)
+    images = [c for c in r["content"] if c["type"] == "image"]
+    assert images and images[0]["mimeType"] == "image/png", r
+    assert base64.b64decode(images[0]["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_timeout_interrupts_and_keeps_variables(mcp):
+    mcp.call("python_exec", {"code": "kept = 'yes'"})
+    t0 = time.monotonic()
+    r = mcp.call("python_exec", {"code": "import time\nwhile True: time.sleep(0.01)", "timeout": 1})
+    assert time.monotonic() - t0 < 15
+    assert r["isError"] is True and "KeyboardInterrupt" in mcp.text(r) and "timeout" in mcp.text(r), r
+    assert mcp.text(mcp.call("python_exec", {"code": "kept"})) == "'yes'"
+
+
+def test_cancel_interrupts_and_the_conversation_stays_usable(mcp):
+    mcp.call("python_exec", {"code": "before = 1"})
+    rid = mcp.start("tools/call", {"name": "python_exec", "arguments": {"code": "while True: pass"}})
+    time.sleep(1.0)
+    mcp.notify("notifications/cancelled", {"requestId": rid, "reason": "user"})
+    t0 = time.monotonic()
+    r = mcp.request("tools/call", {"name": "python_exec", "arguments": {"code": "before + 1"}}, timeout=30)
+    assert time.monotonic() - t0 < 20
+    assert mcp.text(r["result"]) == "2", r
+    # no answer ever came for the cancelled request
+    assert not any(json.loads(l).get("id") == rid for l in mcp.raw)
+    assert "mcp_cancelled" in mcp.log_text()
+
+
+def test_progress_notifications_with_a_token(mcp):
+    notes = []
+    rid = mcp.start("tools/call", {"name": "python_exec", "arguments": {"code": "import time; time.sleep(1.5)"},
+                                   "_meta": {"progressToken": "tok-1"}})
+    r = mcp.response(rid, notes=notes)
+    assert r["result"]["isError"] is False
+    progress = [n for n in notes if n.get("method") == "notifications/progress"]
+    assert len(progress) >= 3, notes
+    values = [p["params"]["progress"] for p in progress]
+    assert all(p["params"]["progressToken"] == "tok-1" for p in progress)
+    assert values == sorted(values) and len(set(values)) == len(values)
+    # without a token, none
+    notes = []
+    mcp.response(mcp.start("tools/call", {"name": "python_exec", "arguments": {"code": "import time; time.sleep(0.6)"}}),
+                 notes=notes)
+    assert notes == []
+
+
+def test_conversations_are_separate_and_listed(mcp):
+    mcp.call("python_exec", {"code": "who = 'default'"})
+    opened = mcp.call("conversation_open", {"policy": {"execution_timeout": 30}})
+    assert opened["isError"] is False, opened
+    handle = opened["structuredContent"]["conversation"]
+    r = mcp.call("python_exec", {"code": "'who' in dir()", "conversation": handle})
+    assert mcp.text(r) == "False"
+    mcp.call("python_exec", {"code": "who = 'second'", "conversation": handle})
+    assert mcp.text(mcp.call("python_exec", {"code": "who"})) == "'default'"
+    listed = mcp.call("conversation_list")["structuredContent"]["conversations"]
+    assert handle in [c["conversation_id"] for c in listed] and len(listed) == 2
+    r = mcp.call("conversation_restart", {"conversation": handle})
+    assert r["isError"] is False, r
+    r = mcp.call("python_exec", {"code": "who", "conversation": handle})
+    assert r["isError"] is True and "NameError" in mcp.text(r)
+    assert mcp.call("conversation_close", {"conversation": handle})["isError"] is False
+    r = mcp.call("python_exec", {"code": "1", "conversation": handle})
+    assert r["isError"] is True and "no conversation" in mcp.text(r)
+    r = mcp.call("conversation_open", {"policy": {"memory_bytes": 10 ** 15}})
+    assert r["isError"] is True and "PolicyError" in mcp.text(r), r
+    r = mcp.call("conversation_open", {"tools": ["nope"]})
+    assert r["isError"] is True and "nope" in mcp.text(r), r
+
+
+def test_no_network_inside(mcp):
+    """A listener on the host's loopback sees nothing from inside."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    code = ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=3).close()\n"
+            "    print('connected')\nexcept OSError as e:\n    print('refused', type(e).__name__)" % port)
+    r = mcp.call("python_exec", {"code": code})
+    assert mcp.text(r).startswith("refused"), r
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+
+
+def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_path):
+    """With a running daemon (--connection-file) the conversation outlives
+    the client for its idle_ttl; the code it was running is interrupted."""
+    state = traversable_dir("kennel-mcp-test-")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"warm_pool": 0}))
+    daemon = serve(state, config, tmp_path / "gateway.log")
+    try:
+        m = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"])
+        m.initialize()
+        opened = m.call("conversation_open")
+        handle = opened["structuredContent"]["conversation"]
+        started = pathlib.Path(opened["structuredContent"]["workspace"]) / "started"
+        m.call("python_exec", {"code": "kept = 7", "conversation": handle})
+        m.start("tools/call", {"name": "python_exec", "arguments": {
+            "code": "open('/workspace/started', 'w').close()\nwhile True: pass", "conversation": handle}})
+        control = Control(state / "gateway.json")
+
+        def state_of():
+            convs = control.request("conversation_list_request")["content"]["conversations"]
+            return {c["conversation_id"]: c["state"] for c in convs}.get(handle)
+
+        # the loop runs (a SIGINT before the code starts would be lost)
+        wait_until(started.exists, 20, "the loop to start")
+        assert state_of() == "busy"
+        assert m.close() == 0, m.log_text()
+        wait_until(lambda: state_of() == "idle", 20, lambda: f"the interrupted loop to end: {state_of()}")
+        # still open, variables kept: a host reattaches and reads them
+        reply = control.open(handle)
+        assert reply["status"] == "ok" and reply["created"] is False
+        control.close()
+    finally:
+        daemon.terminate()
+        daemon.wait(20)
