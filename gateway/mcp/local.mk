@@ -5,3 +5,18 @@ gateway_kennel_SOURCES += gateway/mcp/mcp.h gateway/mcp/mcp_line.c gateway/mcp/m
 	gateway/mcp/mcp_hosttools.c gateway/mcp/mcp_upstream.c gateway/mcp/mcp_proc.c gateway/mcp/mcp_main.c
 
 EXTRA_DIST += gateway/mcp/README.md
+
+# The official MCP TypeScript SDK for tests/mcp, pinned by its lock file and
+# installed into the build dir (never the source tree): `make mcp-node`
+# (./quickstart check runs it).
+MCP_NODE_DIR = $(abs_top_builddir)/mcp-node
+mcp-node: $(MCP_NODE_DIR)/node_modules/.package-lock.json
+$(MCP_NODE_DIR)/node_modules/.package-lock.json: $(top_srcdir)/tests/mcp/node/package.json $(top_srcdir)/tests/mcp/node/package-lock.json
+	$(MKDIR_P) $(MCP_NODE_DIR)
+	cp $(top_srcdir)/tests/mcp/node/package.json $(top_srcdir)/tests/mcp/node/package-lock.json $(MCP_NODE_DIR)/
+	cd $(MCP_NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+.PHONY: mcp-node
+
+EXTRA_DIST += tests/mcp/mcplib.py tests/mcp/test_framing.py tests/mcp/test_exec.py tests/mcp/test_hosttools.py \
+	tests/mcp/test_sdk.py tests/mcp/node/package.json tests/mcp/node/package-lock.json tests/mcp/node/client.mjs \
+	tests/mcp/node/weather_server.mjs

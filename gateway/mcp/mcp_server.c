@@ -414,6 +414,8 @@ s_call_start (mcp_server_t *self, call_t *call)
 static void
 s_start_deferred (mcp_server_t *self)
 {
+    if (!s_gateway_usable (self) && !self->startup_error)
+        return; /* the other half (gateway or forwarded server) still starts */
     zlistx_t *deferred = zlistx_new ();
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
         if (call->deferred)

@@ -6,8 +6,8 @@
     tools/call for each call kernel code makes. Its tools become Python
     functions in the kernel, so one cell can call many of them ("code
     mode"). A schema outside the subset the gateway checks arguments with
-    is replaced by a free-form object (the upstream server checks its own
-    arguments) and logged. A result with isError, a JSON-RPC error, or no
+    is replaced by a loose one with the same parameter names (the upstream
+    server checks its own arguments) and logged. A result with isError, a JSON-RPC error, or no
     answer within the timeout is a ToolError in the kernel, as for a host
     command (mcp_hosttools.c): ToolFailed, ToolFailed, ToolTimeout.
 
@@ -111,6 +111,28 @@ s_fail (mcp_upstream_t *self, const char *why)
 
 static void s_on_tools_page (mcp_upstream_t *self, const json_t *msg, void *arg);
 
+/* A schema the gateway can take in place of one it cannot check: the same
+   parameter names (the kernel's functions are made from them), each of any
+   value, and the same required list. */
+static json_t *
+s_schema_loose (const json_t *schema)
+{
+    json_t *loose = json_pack ("{s:s, s:b}", "type", "object", "additionalProperties", 1);
+    json_t *props = json_object_get (schema, "properties");
+    json_t *required = json_object_get (schema, "required");
+    if (json_is_object (props) && gw_text_clean (props)) {
+        json_t *names = json_object ();
+        const char *key;
+        json_t *value;
+        json_object_foreach (props, key, value)
+            json_object_set_new (names, key, json_object ());
+        json_object_set_new (loose, "properties", names);
+    }
+    if (json_is_array (required) && gw_text_clean (required))
+        json_object_set (loose, "required", required);
+    return loose;
+}
+
 static void
 s_add_tool (mcp_upstream_t *self, const json_t *tool)
 {
@@ -125,7 +147,7 @@ s_add_tool (mcp_upstream_t *self, const json_t *tool)
         json_object_set (decl, "input_schema", schema);
     else {
         gw_log ("mcp_upstream_schema_replaced", "{s:s, s:s}", "tool", name, "reason", schema ? problem : "none");
-        json_object_set_new (decl, "input_schema", json_pack ("{s:s}", "type", "object"));
+        json_object_set_new (decl, "input_schema", s_schema_loose (schema));
     }
     json_array_append_new (self->tools, decl);
 }

@@ -1,0 +1,102 @@
+"""`kennel mcp` with the official MCP TypeScript SDK (@modelcontextprotocol/sdk
+from npm, pinned in tests/mcp/node/package-lock.json, installed by `make
+mcp-node`): its stdio client against kennel, and a tiny server written with
+it whose tools kennel forwards into the kernel (--tools-from-mcp)."""
+import json
+import shutil
+import socket
+
+import pytest
+
+from kennel_testlib import built
+from mcplib import Mcp, node, node_dir
+
+
+@pytest.fixture(scope="module")
+def report():
+    """One run of tests/mcp/node/client.mjs: every scenario, one report."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    done = node("client.mjs", port, built("gateway/kennel"), "--progress-interval", "0.2")
+    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        listener.accept()
+        r["listener_reached"] = True
+    except BlockingIOError:
+        r["listener_reached"] = False
+    listener.close()
+    return r
+
+
+def test_sdk_connects_and_lists_the_tools(report):
+    assert report["server"]["name"] == "kennel"
+    assert report["tools"] == ["python_exec", "conversation_open", "conversation_close",
+                               "conversation_restart", "conversation_list"]
+
+
+def test_sdk_variable_persists_between_calls(report):
+    assert report["persist"] == "42"
+
+
+def test_sdk_gets_a_matplotlib_plot_as_png_image(report):
+    assert report["image"] == {"mimeType": "image/png", "magic": "89504e470d0a1a0a"}
+
+
+def test_sdk_gets_iserror_with_the_traceback_for_1_0(report):
+    assert report["zero_division"]["isError"] is True
+    assert "ZeroDivisionError: division by zero" in report["zero_division"]["text"]
+
+
+def test_sdk_cancel_interrupts_a_busy_loop_and_the_conversation_goes_on(report):
+    assert report["cancel_rejected"] is True
+    assert report["after_cancel"]["text"] == "82"  # x survived the interrupt
+
+
+def test_sdk_gets_progress_notifications(report):
+    assert report["progress_notifications"] >= 3
+
+
+def test_sdk_no_network_from_inside(report):
+    assert report["network"].startswith("refused"), report["network"]
+    assert report["listener_reached"] is False
+
+
+@pytest.fixture
+def forwarded(tmp_path):
+    d = node_dir()
+    cmd = f"{shutil.which('node')} {d / 'weather_server.mjs'}"
+    m = Mcp(tmp_path, args=["--tools-from-mcp", cmd])
+    m.initialize()
+    yield m
+    assert m.close() == 0, m.log_text()
+
+
+def test_tools_of_a_second_mcp_server_are_functions_in_the_kernel(forwarded):
+    m = forwarded
+    r = m.call("python_exec", {"code": "w = weather(city='Oslo')\nprint(w['city'], w['temp'])\nshout(text='hi')"},
+               timeout=90)
+    assert r["isError"] is False, r
+    assert m.text(r) == "Oslo 21\n'HI'", r
+    r = m.call("python_exec", {"code": "try:\n    broken()\nexcept ToolError as e:\n    print(e.ename, '|', e.evalue)"})
+    assert m.text(r) == "ToolFailed | tool 'broken' failed: the weather service is down\n", r
+    # the gateway checks arguments against the forwarded schema
+    r = m.call("python_exec", {"code": "try:\n    weather(city=5)\nexcept ToolError as e:\n    print(e.ename)"})
+    assert m.text(r) == "InvalidToolArguments\n", r
+    # a schema outside the checked subset: free-form here, the server checks it
+    r = m.call("python_exec", {"code": "fancy(code='ABC')"})
+    assert m.text(r) == "'got ABC'", r
+    log = m.log_text()
+    assert '"event":"mcp_upstream_schema_replaced","tool":"fancy"' in log
+    assert '"via":"mcp","tool":"weather","status":"ok"' in log
+    assert '"via":"mcp","tool":"broken","status":"ToolFailed"' in log
+
+
+def test_a_forwarded_server_that_does_not_start_is_reported(tmp_path):
+    m = Mcp(tmp_path, args=["--tools-from-mcp", "exit 3"])
+    m.initialize()
+    assert m.close() == 1
+    assert "--tools-from-mcp exit 3" in m.log_text()
