@@ -53,6 +53,7 @@ struct mcp_upstream {
     json_t *tools;      /* its tools, as declarations for the gateway */
     mcp_upstream_ready_fn *ready;
     void *ready_arg;
+    bool stopping;
 };
 
 static void
@@ -100,6 +101,8 @@ s_send_request (mcp_upstream_t *self, const char *method, json_t *params, reply_
 static void
 s_fail (mcp_upstream_t *self, const char *why)
 {
+    if (self->stopping)
+        return;
     fprintf (stderr, "kennel mcp: --tools-from-mcp %s: %s\n", self->cmd, why);
     mcp_upstream_ready_fn *ready = self->ready;
     self->ready = NULL;
@@ -265,7 +268,11 @@ s_on_call_reply (mcp_upstream_t *self, const json_t *msg, void *arg)
     double seconds = (zclock_mono () - r->started) / 1000.0;
     json_t *result = json_object_get (msg, "result");
     json_t *error = json_object_get (msg, "error");
-    if (!msg) {
+    if (!msg && self->stopping) {
+        mcp_tool_log ("mcp", r->tool, "ToolUnavailable", seconds, 0);
+        r->done (r->done_arg, NULL, "ToolUnavailable", "kennel mcp is stopping");
+    }
+    else if (!msg) {
         char *evalue = wire_xasprintf ("the MCP server of tool '%s' did not answer within %d s", r->tool,
                                        MCP_UPSTREAM_TIMEOUT_MS / 1000);
         mcp_tool_log ("mcp", r->tool, "ToolTimeout", seconds, 0);
@@ -348,6 +355,7 @@ mcp_upstream_destroy (mcp_upstream_t **self_p)
     if (!self)
         return;
     self->ready = NULL;
+    self->stopping = true;
     request_t *r;
     while ((r = zlistx_first (self->requests)))
         s_request_end (self, r, NULL);
