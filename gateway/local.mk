@@ -79,3 +79,6 @@ check_PROGRAMS += tests/gateway/gw_fs_test
 TESTS += tests/gateway/gw_fs_test
 tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_fs.c
 tests_gateway_gw_fs_test_LDADD = $(WIRE_LIBS)
+
+# man pages: kennel(1) and kennel.conf(5) (tests/deploy checks them)
+dist_man_MANS += gateway/kennel.1 gateway/kennel.conf.5

@@ -38,3 +38,6 @@ EXTRA_DIST += kernel-launcher/README.md tests/security/sandboxlib.py tests/secur
 
 # gateway tests of what the launcher carries (tests/local.mk runs them)
 EXTRA_DIST += tests/gateway/test_utf8.py tests/gateway/test_death_cause.py tests/gateway/test_kernel_log.py
+
+# kennel-launch(1) (tests/deploy checks it)
+dist_man_MANS += kernel-launcher/kennel-launch.1
