@@ -5,7 +5,7 @@ EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.
 
 # One pytest process per folder: each folder's conftest.py is its own module
 # "conftest", and folders must not see each other's.
-PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools tests/httpclients tests/mcp
+PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools tests/httpclients tests/mcp tests/deploy
 PYTEST_ARGS ?=
 pytest: all $(check_PROGRAMS)
 	@cd $(abs_top_srcdir) && status=0; \
@@ -52,3 +52,8 @@ node/node_modules/.package-lock.json: $(JLAB_DIR)/package.json $(JLAB_DIR)/packa
 jlab-client: node/node_modules/.package-lock.json
 .PHONY: jlab-client
 EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package-lock.json
+
+# tests/deploy: make install's man pages, unit, sysusers.d/tmpfiles.d entries
+# and kennel under the unit's hardening (tests/README.md)
+EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/service_exec.py \
+	tests/deploy/test_install.py tests/deploy/test_manpages.py tests/deploy/test_service.py
