@@ -383,6 +383,81 @@ def section_tools(run):
 
 # ---- 5. memory -------------------------------------------------------------------
 
+# ---- 8. kennel mcp over stdio ---------------------------------------------------------
+
+class McpStdio:
+    """One `kennel mcp` (its own `kennel serve` child), driven line by line
+    as an MCP client drives it."""
+
+    def __init__(self, run):
+        self.proc = subprocess.Popen([run.builddir("gateway/kennel"), "mcp"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=run.ipy_log, env=run.env, bufsize=0)
+        self.next_id = 0
+
+    def send(self, method, params=None, notify=False):
+        msg = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if not notify:
+            self.next_id += 1
+            msg["id"] = self.next_id
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        return self.next_id
+
+    def answer(self, rid):
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("kennel mcp ended")
+            msg = json.loads(line)
+            if msg.get("id") == rid:
+                return msg
+
+    def call_y1(self):
+        r = self.answer(self.send("tools/call", {"name": "python_exec", "arguments": {"code": "y = 1"}}))
+        if r.get("result", {}).get("isError") is not False:
+            raise RuntimeError(f"python_exec failed: {r}")
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def mcp_first_result(run):
+    """Spawn -> initialize -> tools/call `y = 1` -> its result, in seconds."""
+    t0 = time.perf_counter()
+    m = McpStdio(run)
+    try:
+        m.answer(m.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "bench", "version": "1"}}))
+        m.send("notifications/initialized", notify=True)
+        m.call_y1()
+        return time.perf_counter() - t0
+    finally:
+        m.stop()
+
+
+def section_mcp(run):
+    """`kennel mcp`: a tools/call round trip for `y = 1` over stdio (client
+    line out to result line in, through front, gateway and kernel), and the
+    time from spawning it to the first result (its own gateway, a fresh
+    kernel). Goals (issue 17): round trip <= 2 ms, spawn -> first result <= 150 ms."""
+    firsts = [mcp_first_result(run) for _ in range(run.c["cold"])]
+    run.put("mcp_spawn_first_result_ms", {"kennel": B.summary(firsts), "goal_ms": 150})
+    m = McpStdio(run)
+    try:
+        m.answer(m.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "bench", "version": "1"}}))
+        for _ in range(run.c["rtt_warmup"]):
+            m.call_y1()
+        samples = []
+        for _ in range(run.c["rtt"]):
+            t = time.perf_counter()
+            m.call_y1()
+            samples.append(time.perf_counter() - t)
+        run.put("mcp_tools_call_rtt_ms", {"kennel": B.summary(samples), "goal_ms": 2})
+    finally:
+        m.stop()
+
+
 def settle():
     time.sleep(1.0)  # let start-up garbage be collected and pages settle
 
@@ -563,6 +638,8 @@ def table_rows(res):
         if via.get("gateway_cpu_us_per_rtt") is not None:
             rows.append(("3 gateway CPU per round trip (us)", _num(via["gateway_cpu_us_per_rtt"]), "", "", "", ""))
     timed("4 tool call round trip (ms)", "tool_call_ms")
+    timed("8 MCP tools/call round trip, y = 1, stdio (ms; goal 2)", "mcp_tools_call_rtt_ms")
+    timed("8 MCP spawn kennel mcp -> 1st result (ms; goal 150)", "mcp_spawn_first_result_ms")
     mem = res.get("pss_per_idle_conversation", {})
     for level, k in mem.get("kennel", {}).items():
         i = mem.get("ipykernel", {}).get(level)
@@ -624,6 +701,8 @@ def smoke_problems(res):
             problems.append(f"{key}: neither a number nor '{missing}'")
         elif entry.get("kennel") is not None:
             need(f"{key}.kennel.median", entry["kennel"].get("median"))
+    for key in ("mcp_tools_call_rtt_ms", "mcp_spawn_first_result_ms"):
+        need(f"{key}.kennel.median", (res.get(key, {}).get("kennel") or {}).get("median"))
     for side in ("kennel_via_gateway", "kennel_direct_unconfined", "ipykernel"):
         need(f"c_client_rtt_us.{side}.p50_us", (res.get("c_client_rtt_us", {}).get(side) or {}).get("p50_us"))
     need("gateway_added_us.median", res.get("gateway_added_us", {}).get("median"))
@@ -652,7 +731,7 @@ def smoke_problems(res):
 # while the other side has nothing running (shared library pages count in
 # PSS of whoever maps them).
 SECTIONS = [("cold", section_cold), ("warm", section_warm), ("rtt", section_rtt_kennel),
-            ("tools", section_tools), ("memory", section_memory_kennel), ("throughput", section_throughput_kennel),
+            ("tools", section_tools), ("mcp", section_mcp), ("memory", section_memory_kennel), ("throughput", section_throughput_kennel),
             ("scale", section_scale_kennel), ("rtt", section_rtt_ipykernel), ("memory", section_memory_ipykernel),
             ("throughput", section_throughput_ipykernel), ("scale", section_scale_ipykernel)]
 
