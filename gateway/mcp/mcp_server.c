@@ -628,17 +628,25 @@ s_on_eof (void *arg)
 
 /* ---- start and end ---------------------------------------------------------- */
 
+/* A part the front cannot serve without failed: the calls waiting for it
+   get why, then the front ends with exit status 1. */
+static void
+s_start_failed (mcp_server_t *self, const char *why)
+{
+    fprintf (stderr, "kennel mcp: %s\n", why);
+    free (self->startup_error);
+    self->startup_error = wire_xstrdup (why);
+    self->exit_code = 1;
+    self->closing = true;
+    s_start_deferred (self);
+}
+
 static void
 s_on_gateway_ready (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg)
 {
     mcp_server_t *self = arg;
     if (!ok) {
-        fprintf (stderr, "kennel mcp: %s\n", errmsg ?: "the gateway is gone");
-        free (self->startup_error);
-        self->startup_error = wire_xstrdup (errmsg ?: "the gateway is gone");
-        self->exit_code = 1;
-        self->closing = true;
-        s_start_deferred (self);
+        s_start_failed (self, errmsg ?: "the gateway is gone");
         return;
     }
     s_conv_open_early (self);
@@ -650,21 +658,17 @@ s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
 {
     mcp_server_t *self = arg;
     if (!ok) {
-        self->startup_error = wire_xstrdup ("the --tools-from-mcp server did not start (see stderr)");
-        self->exit_code = 1;
-        self->closing = true;
-        s_start_deferred (self);
+        s_start_failed (self, "the --tools-from-mcp server did not start (see above)");
         return;
     }
     mcp_upstream_declare (up, self->catalog);
     char *problem = NULL;
     json_t *checked = gw_tools_validate (self->catalog, &problem);
     if (!checked) {
-        fprintf (stderr, "kennel mcp: the tools of --tools-from-mcp: %s\n", problem ?: "invalid");
-        self->startup_error = problem ? problem : wire_xstrdup ("invalid tools");
-        self->exit_code = 1;
-        self->closing = true;
-        s_start_deferred (self);
+        char *why = wire_xasprintf ("the tools of --tools-from-mcp: %s", problem ?: "invalid");
+        s_start_failed (self, why);
+        free (why);
+        free (problem);
         return;
     }
     json_decref (checked);
