@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define MCP_CONV_READY_MS 30000
-#define MCP_CONV_PROBE_MS 50
+#define MCP_CONV_PROBE_MS 5
 #define MCP_CONV_REINTERRUPTS 5
 
 struct mcp_exec {
