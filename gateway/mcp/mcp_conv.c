@@ -16,6 +16,7 @@
 
 #define MCP_CONV_READY_MS 30000
 #define MCP_CONV_PROBE_MS 5
+#define MCP_CONV_PROBE_MAX_MS 200
 #define MCP_CONV_REINTERRUPTS 5
 
 struct mcp_exec {
@@ -54,6 +55,7 @@ struct mcp_conv {
     zsock_t *shell, *stdin_, *control, *iopub;
     bool iopub_seen, shell_seen, ready;
     int probe_timer;
+    size_t probe_ms; /* doubles up to MCP_CONV_PROBE_MAX_MS */
     double opened;
     zlistx_t *execs;      /* mcp_exec_t, in order sent */
     zlistx_t *tool_calls; /* tool_call_t pending */
@@ -114,11 +116,15 @@ static int
 s_on_probe (zloop_t *loop, int timer_id, void *arg)
 {
     mcp_conv_t *self = arg;
+    self->probe_timer = 0;
     if (zclock_mono () - self->opened > MCP_CONV_READY_MS) {
         s_ready (self, false, "the conversation's sockets carried nothing within 30 s");
         return 0;
     }
     s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
+    /* soon at first (the first result waits on it), then ever more rarely */
+    self->probe_ms = self->probe_ms * 2 < MCP_CONV_PROBE_MAX_MS ? self->probe_ms * 2 : MCP_CONV_PROBE_MAX_MS;
+    self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);
     return 0;
 }
 
@@ -424,7 +430,8 @@ mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_
     self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_iopub);
     self->opened = (double) zclock_mono ();
     s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
-    self->probe_timer = gw_timer_start (loop, MCP_CONV_PROBE_MS, 0, s_on_probe, self);
+    self->probe_ms = MCP_CONV_PROBE_MS;
+    self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);
     return self;
 }
 
