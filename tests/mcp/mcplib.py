@@ -10,7 +10,8 @@ import subprocess
 import threading
 import time
 
-from kennel_testlib import BUILDDIR, SRCDIR, built
+import hostprobe
+from kennel_testlib import BUILDDIR, SRCDIR, built, setpriv
 
 NODE_DIR = BUILDDIR / "mcp-node"        # `make mcp-node`: the pinned MCP SDK
 NODE_SCRIPTS = SRCDIR / "tests" / "mcp" / "node"
@@ -20,12 +21,25 @@ class Mcp:
     """One `kennel mcp` process. stderr goes to a file (log) so the test can
     show it; stdout is read by a thread into a queue of parsed lines."""
 
-    def __init__(self, tmp_path, args=(), env=None, log_name="mcp.log"):
+    def __init__(self, tmp_path, args=(), env=None, log_name="mcp.log", uid=None, config=None):
         self.log = pathlib.Path(tmp_path) / log_name
+        args = [str(a) for a in args]
+        if "--connection-file" not in args and "--config" not in args:
+            # its own gateway: where this host lacks a layer for this uid,
+            # exactly that layer is allowed to degrade (tests/hostprobe.py)
+            cfg = dict(config or {})
+            if uid is not None:
+                cfg.setdefault("confine", {"allow_degraded": hostprobe.allow_degraded(uid, also=["quota"])})
+            path = pathlib.Path(tmp_path) / f"{log_name}.config.json"
+            path.write_text(json.dumps(hostprobe.gateway_config(cfg)))
+            if uid is not None:
+                os.chown(path, uid, uid)
+            args += ["--config", str(path)]
+        prefix = [] if uid is None else setpriv(uid)
         self.proc = subprocess.Popen(
-            [str(built("gateway/kennel")), "mcp", *map(str, args)],
+            prefix + [str(built("gateway/kennel")), "mcp", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log, "wb"),
-            env=env, bufsize=0)
+            env=env, bufsize=0, cwd="/tmp")
         self.lines = queue.Queue()
         self.raw = []
         self.next_id = 0

@@ -3,10 +3,12 @@ tool, run on the host, arguments as JSON on stdin, result as JSON on
 stdout; every failure a ToolError with its ename, logged once."""
 import json
 import os
-import sys
+import shutil
 
 import pytest
 
+import hostprobe
+from kennel_testlib import traversable_dir
 from mcplib import Mcp
 
 PY = "/usr/bin/python3"
@@ -102,3 +104,27 @@ def test_a_bad_tools_file_is_refused_at_start(tmp_path, content, needle):
     m = Mcp(tmp_path, args=["--tools", path])
     assert m.close() == 2
     assert needle in m.log_text(), m.log_text()
+
+
+def test_unprivileged_front_runs_code_and_its_tools_as_its_own_uid():
+    """`kennel mcp` run as uid 65534: its own gateway confines as that uid
+    (where the host lets it make user namespaces), and a host tool's
+    command runs as that uid, not as root."""
+    uid = hostprobe.NOBODY
+    userns = hostprobe.user_namespaces(uid)
+    if not userns.ok:
+        pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
+                    "(security/test_confine.py asserts the refusal)")
+    home = traversable_dir("kennel-mcp-nobody-")
+    os.chown(home, uid, uid)
+    tools = home / "tools.json"
+    tools.write_text(json.dumps([{"name": "host_uid", "command": ["/bin/sh", "-c", "cat >/dev/null; id -u"]}]))
+    m = Mcp(home, args=["--tools", tools], uid=uid)
+    try:
+        m.initialize()
+        r = m.call("python_exec", {"code": "import os\nprint(os.getuid() != 0)\nhost_uid()"}, timeout=90)
+        assert r["isError"] is False, (r, m.log_text())
+        assert m.text(r) == f"True\n{uid}", r
+    finally:
+        assert m.close() == 0, m.log_text()
+        shutil.rmtree(home, ignore_errors=True)
