@@ -299,21 +299,45 @@ s_conv_call (call_t *call, mcp_conv_t *conv)
                                    s_on_exec_done, call->progress_token ? s_progress : NULL, call);
 }
 
+/* A shared daemon's conversation this front did not open (a handle from an
+   earlier front): reattached when the daemon has it, with this front's
+   tools, so its variables are there. */
+static void
+s_on_adopt_list (const json_t *content, void *arg)
+{
+    call_t *call = arg;
+    mcp_server_t *self = call->server;
+    size_t i;
+    json_t *entry;
+    json_array_foreach (json_object_get (content, "conversations"), i, entry)
+        if (streq (json_string_value (json_object_get (entry, "conversation_id")) ?: "", call->conv_id)) {
+            if (!zhashx_lookup (self->convs, call->conv_id) && !zhashx_lookup (self->opening, call->conv_id))
+                s_conv_open (self, call->conv_id, json_deep_copy (self->catalog), NULL);
+            s_conv_dispatch (self, call->conv_id);
+            return;
+        }
+    s_call_answer (call, mcp_tools_error_result ("no conversation %s (conversation_open gives handles; omit "
+                                                 "`conversation` for the default one)",
+                                                 call->conv_id));
+}
+
 static void
 s_tool_python_exec (mcp_server_t *self, call_t *call)
 {
-    const char *conv_id = s_arg_string (call, "conversation");
-    if (!conv_id)
-        conv_id = self->default_id;
-    else if (!zhashx_lookup (self->convs, conv_id) && !zhashx_lookup (self->opening, conv_id)) {
-        s_call_answer (call, mcp_tools_error_result ("no conversation %s in this server (conversation_open gives "
-                                                     "handles; omit `conversation` for the default one)",
-                                                     conv_id));
-        return;
-    }
+    const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
     call->conv_id = wire_xstrdup (conv_id);
     if (streq (conv_id, self->default_id))
         s_conv_open_default (self);
+    else if (!zhashx_lookup (self->convs, conv_id) && !zhashx_lookup (self->opening, conv_id)) {
+        if (mcp_gateway_owned (self->gateway))
+            s_call_answer (call, mcp_tools_error_result ("no conversation %s in this server (conversation_open "
+                                                         "gives handles; omit `conversation` for the default one)",
+                                                         conv_id));
+        else
+            mcp_gateway_request (self->gateway, "conversation_list_request", json_object (), MCP_CONTROL_TIMEOUT_MS,
+                                 s_on_adopt_list, call);
+        return;
+    }
     s_conv_dispatch (self, conv_id);
 }
 
@@ -373,7 +397,7 @@ s_tool_control (mcp_server_t *self, call_t *call)
         return;
     }
     const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
-    if (!zhashx_lookup (self->convs, conv_id)) {
+    if (!zhashx_lookup (self->convs, conv_id) && mcp_gateway_owned (self->gateway)) {
         s_call_answer (call, mcp_tools_error_result ("no open conversation %s in this server", conv_id));
         return;
     }

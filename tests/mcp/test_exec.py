@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+import hostprobe
 from kennel_testlib import Control, serve, traversable_dir, wait_until
 from mcplib import Mcp
 
@@ -140,10 +141,11 @@ def test_no_network_inside(mcp):
 
 def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_path):
     """With a running daemon (--connection-file) the conversation outlives
-    the client for its idle_ttl; the code it was running is interrupted."""
+    the client for its idle_ttl; the code it was running is interrupted,
+    and a later front takes the handle up again."""
     state = traversable_dir("kennel-mcp-test-")
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"warm_pool": 0}))
+    config.write_text(json.dumps(hostprobe.gateway_config({"warm_pool": 0})))
     daemon = serve(state, config, tmp_path / "gateway.log")
     try:
         m = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"])
@@ -165,10 +167,15 @@ def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_pat
         assert state_of() == "busy"
         assert m.close() == 0, m.log_text()
         wait_until(lambda: state_of() == "idle", 20, lambda: f"the interrupted loop to end: {state_of()}")
-        # still open, variables kept: a host reattaches and reads them
-        reply = control.open(handle)
-        assert reply["status"] == "ok" and reply["created"] is False
+        # still open, variables kept: a second front reattaches the handle
         control.close()
+        m2 = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"], log_name="mcp2.log")
+        m2.initialize()
+        r = m2.call("python_exec", {"code": "kept * 6", "conversation": handle})
+        assert m2.text(r) == "42", (r, m2.log_text())
+        r = m2.call("python_exec", {"code": "1", "conversation": "mcp-no-such-handle"})
+        assert r["isError"] is True and "no conversation mcp-no-such-handle" in m2.text(r), r
+        assert m2.close() == 0, m2.log_text()
     finally:
         daemon.terminate()
         daemon.wait(20)
