@@ -189,6 +189,29 @@ refuse (confine_ctx_t *ctx, const sigset_t *old_mask, pid_t child, int sync_fd)
     return -1;
 }
 
+/* C ended before it said why: killed by a seccomp filter from outside
+   (systemd's SystemCallFilter= without SystemCallErrorNumber=, a container
+   runtime's profile) at its first forbidden call, or by the OOM killer. Its
+   wait status is then all there is. Waits for C and reaps it; false when
+   it cannot be waited for. */
+static bool
+setup_ended (confine_ctx_t *ctx, pid_t child)
+{
+    int status = 0;
+    if (waitpid (child, &status, 0) != child)
+        return false;
+    if (WIFSIGNALED (status) && WTERMSIG (status) == SIGSYS)
+        confine_error_set (ctx->error, "setup", 0,
+                           "the sandbox ended during setup (signal %d, SIGSYS): a seccomp filter from outside "
+                           "kennel forbids a call it needs (systemd: SystemCallFilter= lacks @mount, seccomp, "
+                           "landlock_*, sethostname; a container runtime's seccomp profile)", SIGSYS);
+    else
+        confine_error_set (ctx->error, "setup", 0, "the sandbox ended during setup (%s %d)",
+                           WIFSIGNALED (status) ? "signal" : "exit status",
+                           WIFSIGNALED (status) ? WTERMSIG (status) : WEXITSTATUS (status));
+    return true;
+}
+
 /* P: C into its cgroups while C sets up its mounts, then CGROUP. If C
    failed meanwhile (the move then fails too), C's own error names the
    cause. */
@@ -271,17 +294,18 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
     close (sp[1]);
     ctx.sync_fd = sp[0];
     if (userns_write_maps (&ctx, child) < 0 || confine_msg_send (ctx.sync_fd, CONFINE_MSG_GO, 0, NULL) < 0
-        || move_to_cgroup (&ctx, child) < 0)
+        || move_to_cgroup (&ctx, child) < 0) {
+        /* nothing said why: GO found C's end closed, C is ending (C's own
+           error, sent before it exits, is kept when there is one) */
+        if (error->stage[0] == 0 && setup_ended (&ctx, child))
+            child = -1;
         return refuse (&ctx, &old_mask, child, ctx.sync_fd);
+    }
 
     confine_msg_t msg;
     pid_t confined = 0;
     if (confine_msg_recv (ctx.sync_fd, &msg, &confined, false) < 0) {
-        int status = 0;
-        waitpid (child, &status, 0);
-        confine_error_set (error, "setup", 0, "the sandbox ended during setup (%s %d)",
-                           WIFSIGNALED (status) ? "signal" : "exit status",
-                           WIFSIGNALED (status) ? WTERMSIG (status) : WEXITSTATUS (status));
+        setup_ended (&ctx, child);
         return refuse (&ctx, &old_mask, -1, ctx.sync_fd);
     }
     if (msg.type == CONFINE_MSG_ERROR) {

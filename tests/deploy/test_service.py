@@ -162,6 +162,18 @@ def test_setting_left_out_breaks_the_sandbox(props, stage, message, baseline):
     assert message in status["message"], status["message"]
 
 
+def test_a_kill_by_a_foreign_seccomp_filter_is_named(baseline):
+    """SystemCallFilter= without SystemCallErrorNumber= kills with SIGSYS
+    the sandbox's first process at its first call outside the list (mount):
+    the refusal still names the stage and says what killed it (three
+    launches: the child dies at a different moment each time)."""
+    for _ in range(3):
+        rc, status, err = launch_under({"SystemCallFilter": ["@system-service"]}, ANY_STATE, ["/bin/true"])
+        assert rc == 125, (rc, status, err)
+        assert status.get("stage") == "setup", status
+        assert "SIGSYS" in status["message"] and "seccomp filter" in status["message"], status["message"]
+
+
 def test_protect_control_groups_breaks_the_cgroup_layer(baseline):
     """ProtectControlGroups=yes: /sys/fs/cgroup read-only. Only where this
     host gives the launcher a cgroup at all (probed: the baseline)."""
