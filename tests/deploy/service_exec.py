@@ -25,6 +25,7 @@ is emulated (PROPERTIES keys; values as in a unit file):
   PrivateUsers true           a user namespace mapping only the caller's uid and gid
   PrivateNetwork true         a network namespace with only lo, up
   LimitNOFILE n
+  UMask "0077"
   CapabilityBoundingSet [CAP_X, ...]
   NoNewPrivileges true
   SystemCallFilter [names or @groups]     allow-list (a leading "~": deny-list);
@@ -316,6 +317,8 @@ def main():
         apply_user_namespace()
     if "LimitNOFILE" in p:
         set_nofile(p["LimitNOFILE"])
+    if "UMask" in p:
+        os.umask(int(p["UMask"], 8))
     if "CapabilityBoundingSet" in p:
         drop_bounding_set(p["CapabilityBoundingSet"])
     if p.get("NoNewPrivileges"):

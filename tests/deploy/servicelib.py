@@ -19,13 +19,15 @@ BOOLEAN = {"NoNewPrivileges", "ProtectHome", "PrivateTmp", "PrivateDevices", "Pr
            "ProtectKernelModules", "ProtectKernelTunables", "ProtectKernelLogs", "ProtectControlGroups",
            "ProtectClock", "RestrictRealtime", "RestrictSUIDSGID", "PrivateUsers", "RestrictNamespaces",
            "ProtectHostname"}
-WORD = {"ProtectSystem", "ProtectProc", "ProcSubset", "SystemCallArchitectures", "SystemCallErrorNumber"}
+WORD = {"ProtectSystem", "ProtectProc", "ProcSubset", "SystemCallArchitectures", "SystemCallErrorNumber", "UMask"}
 LIST = {"CapabilityBoundingSet", "RestrictAddressFamilies", "SystemCallFilter", "ReadWritePaths"}
 NUMBER = {"LimitNOFILE"}
-# settings of the unit that are not sandboxing (nothing to emulate), or
-# that service_exec.py sets up differently (StateDirectory: ReadWritePaths)
+# settings of the unit that are not sandboxing (nothing to emulate), that
+# ServiceGateway sets up itself (StateDirectory, StateDirectoryMode: its own
+# 0711 directory made writable), or that have no effect on cgroup v1 as
+# root (Delegate)
 NOT_EMULATED = {"Type", "ExecStart", "KillMode", "TimeoutStopSec", "Restart", "RestartSec", "User",
-                "StateDirectory", "StateDirectoryMode", "UMask", "Delegate"}
+                "StateDirectory", "StateDirectoryMode", "Delegate"}
 
 
 def unit_service_settings(path=UNIT):
