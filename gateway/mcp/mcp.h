@@ -114,7 +114,8 @@ bool mcp_gateway_ready (const mcp_gateway_t *self);
 /* Whether it is the front's own child (its conversations end with it). */
 bool mcp_gateway_owned (const mcp_gateway_t *self);
 /* Sends one control request (content taken); done gets the reply's
-   content, or NULL when the gateway did not answer within timeout_ms. */
+   content, or NULL when the gateway did not answer within timeout_ms or
+   the front stops first (mcp_gateway_destroy). */
 void mcp_gateway_request (mcp_gateway_t *self, const char *msg_type, json_t *content, int timeout_ms,
                           mcp_control_fn *done, void *arg);
 /* Forgets the callbacks that carry arg (their owner is going). */

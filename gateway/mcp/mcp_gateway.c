@@ -299,9 +299,10 @@ mcp_gateway_destroy (mcp_gateway_t **self_p)
     mcp_gateway_t *self = *self_p;
     if (!self)
         return;
+    /* every request is answered, NULL: its owner frees what it holds */
     pending_t *p;
-    while ((p = zlistx_detach (self->pending, NULL)))
-        s_pending_free (&p);
+    while ((p = zlistx_first (self->pending)))
+        s_pending_finish (self, p, NULL);
     zlistx_destroy (&self->pending);
     gw_timer_end (self->loop, self->poll_timer);
     if (self->control)

@@ -761,6 +761,10 @@ mcp_server_destroy (mcp_server_t **self_p)
     if (!self)
         return;
     mcp_line_destroy (&self->in);
+    self->closing = true;
+    /* first: its pending requests end (NULL) while the calls they belong to
+       still exist */
+    mcp_gateway_destroy (&self->gateway);
     zhashx_destroy (&self->convs); /* answers the calls running in them */
     call_t *call;
     while ((call = zlistx_first (self->calls))) {
@@ -771,7 +775,6 @@ mcp_server_destroy (mcp_server_t **self_p)
     zhashx_destroy (&self->opening);
     mcp_hosttools_destroy (&self->hosttools);
     mcp_upstream_destroy (&self->upstream);
-    mcp_gateway_destroy (&self->gateway);
     json_decref (self->catalog);
     free (self->startup_error);
     free (self);
