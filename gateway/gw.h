@@ -221,6 +221,7 @@ typedef struct {
     char *launcher;  /* path of kennel-launch */
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
+    json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
 } gw_config_t;
 
 /* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */

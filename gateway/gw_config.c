@@ -391,7 +391,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", NULL};
+                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
+                                  NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -487,6 +488,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         }
         json_object_update (self->kernels, kernels);
     }
+    /* checked by the HTTP front when it starts (http_settings.c) */
+    self->http = json_incref (json_object_get (file, "http"));
     rc = 0;
 done:
     json_decref (file);
@@ -578,6 +581,7 @@ gw_config_destroy (gw_config_t **self_p)
     json_decref (self->confine);
     json_decref (self->kernels);
     json_decref (self->fork_preload);
+    json_decref (self->http);
     free (self);
     *self_p = NULL;
 }

@@ -2,6 +2,7 @@
 
     kennel serve [--connection-file F] [--state-dir D] [--config F]
                  [--ip 127.0.0.1] [--transport ipc|tcp [--insecure-tcp]] [--log-file F]
+                 [--http [IP:]PORT]
     kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]
     kennel info [--connection-file F] [--state-dir D]
                  (exit 0 ready, 1 no answer, 2 usage, 3 up but cannot confine)
@@ -16,6 +17,7 @@
 #include "gw_zmq_front.h"
 #include "config.h"
 #include "mcp/mcp.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -52,7 +54,7 @@ static void
 usage (FILE *out)
 {
     fprintf (out, "usage: kennel serve [--connection-file F] [--state-dir D] [--config F] [--ip IP]\n"
-                  "                    [--transport ipc|tcp [--insecure-tcp]] [--log-file F]\n"
+                  "                    [--transport ipc|tcp [--insecure-tcp]] [--log-file F] [--http [IP:]PORT]\n"
                   "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]\n"
                   "       kennel info [--connection-file F] [--state-dir D]\n"
                   "       kennel selftest [--config F] [--log-file F]\n"
@@ -68,6 +70,7 @@ typedef struct {
     const char *transport;
     const char *log_file;
     const char *tools; /* kernelspec mode only */
+    const char *http;  /* [IP:]PORT of the HTTP front, serve only */
     bool insecure_tcp; /* tcp without CURVE: the operator's explicit word */
 } serve_opts_t;
 
@@ -79,7 +82,7 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
            {"config", required_argument, NULL, 'C'},          {"ip", required_argument, NULL, 'i'},
            {"transport", required_argument, NULL, 't'},       {"log-file", required_argument, NULL, 'l'},
            {"tools", required_argument, NULL, 'T'},           {"insecure-tcp", no_argument, NULL, 'I'},
-           {"help", no_argument, NULL, 'h'},
+           {"http", required_argument, NULL, 'H'},            {"help", no_argument, NULL, 'h'},
            {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -109,6 +112,9 @@ parse_opts (int argc, char **argv, serve_opts_t *o)
             break;
         case 'I':
             o->insecure_tcp = true;
+            break;
+        case 'H':
+            o->http = optarg;
             break;
         case 'h':
             usage (stdout);
@@ -180,15 +186,27 @@ cmd_serve (int argc, char **argv)
         free (errmsg);
         return 2;
     }
+    /* HTTP is off unless asked for (gateway/http/README.md) */
+    http_settings_t http;
+    int http_off = http_settings_load (&http, config->http, o.http, &errmsg);
+    if (http_off < 0) {
+        fprintf (stderr, "kennel: %s\n", errmsg);
+        free (errmsg);
+        gw_config_destroy (&config);
+        return 2;
+    }
     char *state_dir = o.state_dir ? wire_xstrdup (o.state_dir) : default_state_dir ();
     gw_server_t *server = gw_server_new (&config, state_dir, o.ip, o.transport, &errmsg);
     gw_config_destroy (&config);
     free (state_dir);
     if (server && o.insecure_tcp)
         server->curve = false;
-    if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0) {
+    http_front_t *front = NULL;
+    if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0
+        || (!http_off && !(front = http_front_new (server, &http, &errmsg)))) {
         fprintf (stderr, "kennel: %s\n", errmsg ? errmsg : "cannot start");
         free (errmsg);
+        http_settings_clear (&http);
         gw_server_destroy (&server);
         return 1;
     }
@@ -196,6 +214,7 @@ cmd_serve (int argc, char **argv)
             server->state_dir, "control_port", server->control_port, "launcher", server->config->launcher, "pid",
             (int) getpid ());
     int rc = gw_server_run (server);
+    http_front_destroy (&front); /* its sockets on the conversations go first */
     gw_server_destroy (&server);
     gw_log ("stopped", NULL);
     gw_log_close ();

@@ -13,6 +13,7 @@ tools/toolhost.py, bench/benchlib.py)."""
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -274,3 +275,76 @@ def descendants(pid, kids=None):
         out.append(p)
         todo.extend(kids.get(p, ()))
     return out
+
+
+def json_log(path):
+    """The JSON lines of a daemon's log file ([] before it exists)."""
+    try:
+        return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+# ---- the HTTP front --------------------------------------------------------------
+
+class HttpGateway:
+    """`kennel serve --http 127.0.0.1:0` with the build's confining launcher:
+    url (http://127.0.0.1:PORT/, https with TLS), token (None when the
+    config says "anonymous"), the connection file's content as info.
+    Unpacks as (url, token). stop() ends it with SIGTERM and returns the
+    exit status (0 expected: a sanitizer build exits non-zero on a leak)."""
+
+    def __init__(self, directory, config=None, http=None, env=None, listen="127.0.0.1:0", args=()):
+        import hostprobe
+        self.dir = pathlib.Path(directory)
+        self.state = traversable_dir("kennel-http-test-")
+        self.conn_file = self.dir / "gateway.json"
+        self.log_file = self.dir / "gateway.log"
+        cfg = {"launcher": str(built("kernel-launcher/kennel-launch")), "idle_check_interval": 0.2,
+               "interrupt_grace": 1}
+        cfg.update(config or {})
+        if http is not None:
+            cfg["http"] = http
+        self.config_file = self.dir / "config.json"
+        self.config_file.write_text(json.dumps(hostprobe.gateway_config(cfg)))
+        base = {k: v for k, v in os.environ.items() if k not in ("KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN")}
+        full_env = dict(base, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
+                        LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}", **(env or {}))
+        self.proc = serve(self.state, self.config_file, self.log_file, self.conn_file,
+                          (["--http", listen] if listen else []) + list(args), env=full_env)
+        self.info = json.loads(self.conn_file.read_text())
+        self.url = self.info["http_url"]
+        self.token = self.info.get("http_token") or (env or {}).get("KENNEL_AUTH_TOKEN") \
+            or (env or {}).get("KG_AUTH_TOKEN") or (http or {}).get("token")
+
+    def __iter__(self):
+        return iter((self.url, self.token))
+
+    def log(self):
+        return json_log(self.log_file)
+
+    def events(self, name):
+        return [e for e in self.log() if e["event"] == name]
+
+    def wait_ready(self, timeout=30):
+        """Until GET /api/kernelspecs answers 200 (smolagents' readiness
+        poll): a kernel can be started."""
+        import urllib.request
+
+        def ready():
+            req = urllib.request.Request(self.url + "api/kernelspecs",
+                                         headers={"Authorization": f"token {self.token}"} if self.token else {})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    return r.status == 200
+            except Exception:
+                return False
+        return wait_until(ready, timeout, "GET /api/kernelspecs answering 200")
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout)
+        import shutil
+        shutil.rmtree(self.state, ignore_errors=True)
+        return rc

@@ -5,7 +5,7 @@ EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.
 
 # One pytest process per folder: each folder's conftest.py is its own module
 # "conftest", and folders must not see each other's.
-PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools tests/httpclients tests/mcp tests/deploy
+PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools tests/http tests/httpclients tests/mcp tests/deploy
 PYTEST_ARGS ?=
 pytest: all $(check_PROGRAMS)
 	@cd $(abs_top_srcdir) && status=0; \

@@ -15,7 +15,7 @@ import time
 
 import hostprobe
 from kennel_testlib import (LSAN_SUPPRESSIONS, Control, become, built, connect, execute, gone,  # noqa: F401
-                            kernel_client, serve, stdout_of, traversable_dir)
+                            json_log, kernel_client, serve, stdout_of, traversable_dir)
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEV_LAUNCH = HERE / "dev_launch.py"
@@ -63,10 +63,7 @@ class Gateway:
         self.clients = []
 
     def log(self):
-        try:
-            return [json.loads(line) for line in self.log_file.read_text().splitlines() if line.strip()]
-        except FileNotFoundError:
-            return []
+        return json_log(self.log_file)
 
     def events(self, name):
         return [e for e in self.log() if e["event"] == name]

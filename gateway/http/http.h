@@ -1,0 +1,201 @@
+/*  http.h - the HTTP + WebSocket front's internal types (gateway/http/README.md).
+
+    The front speaks the Jupyter Kernel Gateway API (REST + the kernels'
+    websockets) through libwebsockets, inside the gateway's one loop. It is
+    a front of the core: kernels are the core's conversations (gw_core.h:
+    open with conversation_open's checks, find by kernel id, close,
+    restart, interrupt), each websocket is a peer of its conversation
+    (gw_front.h). So the checks, limits, logs and metadata.kennel are the
+    ones the ZeroMQ front gets.
+*/
+#ifndef HTTP_H_INCLUDED
+#define HTTP_H_INCLUDED
+
+#include "gateway/gw_core.h"
+#include "gateway/gw_front.h"
+
+#include <libwebsockets.h>
+
+/* A kernel id is a UUID, 36 characters. */
+#define HTTP_KERNEL_ID_SIZE 37
+/* The websocket subprotocol of jupyter_server's binary framing. */
+#define HTTP_WS_V1 "v1.kernel.websocket.jupyter.org"
+
+/* ---- http_settings: the config's "http" section and the command line --- */
+
+typedef struct {
+    char *ip;
+    int port;            /* 0: a free one */
+    char *token;         /* NULL only when anonymous */
+    const char *token_source; /* "KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN", "config", "generated" */
+    bool anonymous;      /* the operator's explicit "anonymous": true */
+    char *allow_origin;  /* "*", one origin, or NULL: same origin only */
+    char *certfile;      /* TLS when both are set */
+    char *keyfile;
+    int max_connections; /* HTTP and websocket connections at once */
+    size_t ws_queue_bytes; /* per websocket, waiting to be written */
+    int ping_seconds;    /* websocket ping after this long idle */
+    json_t *env_allow;   /* names besides KERNEL_* a POST's env may set, array */
+} http_settings_t;
+
+/* From the config's http section (NULL: none) and --http [IP:]PORT (NULL:
+   the section's "listen"). 0, 1 when HTTP is not asked for, or -1 with
+   *errmsg (malloc'd). */
+GW_MUST_CHECK int http_settings_load (http_settings_t *self, const json_t *section, const char *listen,
+                                      char **errmsg);
+void http_settings_clear (http_settings_t *self);
+
+/* ---- http_loop: libuv (libwebsockets' event library) inside zloop ------ */
+
+typedef struct http_loop http_loop_t;
+http_loop_t *http_loop_new (zloop_t *loop);
+/* Runs what libuv has due and re-arms the timer for its next deadline:
+   call after anything that may have given libwebsockets work. */
+void http_loop_run (http_loop_t *self);
+/* The uv_loop_t* for lws_context_creation_info.foreign_loops. */
+void *http_loop_uv (http_loop_t *self);
+/* After lws_context_destroy: runs libuv until lws's handles are closed
+   (bounded); lws_context_destroy then has to be called once more. */
+void http_loop_drain (http_loop_t *self);
+void http_loop_destroy (http_loop_t **self_p);
+
+/* ---- http_front: the server ------------------------------------------- */
+
+typedef struct http_front http_front_t;
+typedef struct ws_conn ws_conn_t;
+typedef struct http_sessions http_sessions_t;
+typedef struct http_wait http_wait_t;
+
+struct http_front {
+    gw_server_t *server;
+    http_settings_t settings;
+    http_loop_t *uv;
+    struct lws_context *lws;
+    zlistx_t *websockets; /* ws_conn_t* (not owning) */
+    zlistx_t *waits;      /* http_wait_t*: requests waiting for a kernel */
+    http_sessions_t *sessions;
+    char *url;
+    int connections; /* websockets and requests waiting for the gateway */
+};
+
+/* Listens (settings taken); adds http_url (and the generated token) to the
+   gateway connection file. NULL + *errmsg. */
+http_front_t *http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg);
+void http_front_destroy (http_front_t **self_p);
+
+/* ---- http_reply: responses ------------------------------------------- */
+
+/* One HTTP request in flight on a connection: its body and, when the
+   answer waits for the gateway, the answer to write once writable. */
+typedef struct {
+    http_front_t *front;
+    int method;         /* LWSHUMETH_* */
+    char path[256];
+    char *body;         /* the request body so far */
+    size_t body_len;
+    bool body_too_large;
+    int status;         /* the pending answer, 0 when none */
+    char *answer;       /* its JSON */
+    char location[96];  /* Location header, or "" */
+    http_wait_t *wait;  /* waiting for a kernel to be ready, or NULL */
+    bool counted;       /* in front->connections */
+    bool upgrading;     /* answering a websocket upgrade: lws ends the transaction */
+    ws_conn_t *ws;      /* after a websocket upgrade */
+} http_req_t;
+
+/* Writes status, the CORS headers and body (taken; NULL: none) now. 0 or -1
+   (hang up). */
+int http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
+/* {"reason", "message"} and a log line (rate-limited per peer). */
+int http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message);
+/* The answer is ready later: keep it and ask for a writable callback. */
+void http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
+/* The writable callback: writes the kept answer. */
+int http_reply_flush (struct lws *wsi, http_req_t *req);
+/* The standard reason phrase of status. */
+const char *http_reply_reason (int status);
+/* The peer's address, for logs. */
+void http_peer (struct lws *wsi, char *out, size_t size);
+
+/* ---- http_auth: token and origin -------------------------------------- */
+
+/* NULL when the request may pass, else the refusal's message; *status is
+   401 (token) or 403 (origin). */
+const char *http_auth_refusal (struct lws *wsi, const http_settings_t *settings, int *status);
+
+/* ---- http_api: the REST routes ----------------------------------------- */
+
+/* The request is complete (headers and body): answer it now or later. */
+int http_api_dispatch (struct lws *wsi, http_req_t *req);
+/* Whether GET /api/kernelspecs may answer 200: a kernel can be started. */
+bool http_api_ready (const http_front_t *front, const char **why);
+
+/* ---- http_kernel: kernels over the core's conversation table --------- */
+
+/* The conversation of a kernel id (a UUID), or NULL. */
+gw_conv_t *http_kernel_conv (http_front_t *front, const char *kernel_id);
+/* The kernel model {id, name, last_activity, execution_state, connections,
+   kennel: {conversation_id}}. */
+json_t *http_kernel_model (http_front_t *front, gw_conv_t *conv);
+/* The kernelspec name of a conversation's kernel ("python" -> "python3"). */
+const char *http_kernel_spec_name (const char *kernel);
+
+/* A request that waits for a conversation's kernel: fn(front, conv, ok,
+   errmsg, arg) from gw_conv_when_ready (maybe at once), unless the request
+   went away (http_wait_cancel) or the front stopped first; free_fn (may be
+   NULL) frees arg in every case, after fn. *slot holds the wait until it
+   ends. */
+typedef void (http_wait_fn) (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, void *arg);
+void http_wait (http_front_t *front, gw_conv_t *conv, http_wait_fn *fn, void *arg, void (*free_fn) (void *),
+                http_wait_t **slot);
+void http_wait_cancel (http_wait_t *wait);
+/* The front stops: every wait is cancelled (the core may still call). */
+void http_wait_forget_all (http_front_t *front);
+
+/* ---- ws_codec: Jupyter messages <-> websocket frames -------------------- */
+
+typedef enum { WS_LEGACY, WS_V1 } ws_protocol_t;
+/* A client frame as the parts of a Jupyter message (header,
+   parent_header, metadata, content as JSON frames, then the buffers) and
+   its channel; NULL with *problem. */
+zmsg_t *ws_codec_decode (ws_protocol_t proto, const unsigned char *data, size_t size, bool binary,
+                         wire_channel_t *channel, const char **problem);
+/* The parts of a message (as decode makes them) as a frame for a client:
+   bytes (malloc'd, LWS_PRE bytes free before them) and whether the frame
+   is binary; NULL when the header has no msg_id or msg_type. */
+unsigned char *ws_codec_encode (ws_protocol_t proto, zmsg_t *parts, wire_channel_t channel, size_t *size,
+                                bool *binary);
+
+/* ---- ws_conn: one kernel websocket ------------------------------------- */
+
+/* Made at the upgrade: a peer of conv. */
+ws_conn_t *ws_conn_new (http_front_t *front, struct lws *wsi, gw_conv_t *conv, ws_protocol_t proto);
+void ws_conn_destroy (ws_conn_t **self_p);
+/* LWS_CALLBACK_RECEIVE: a fragment of a client frame. -1: close. */
+int ws_conn_receive (ws_conn_t *self, const void *data, size_t len);
+/* LWS_CALLBACK_SERVER_WRITEABLE. -1: close. */
+int ws_conn_writable (ws_conn_t *self);
+/* Closes with code and reason from outside lws's callbacks. */
+void ws_conn_close (ws_conn_t *self, int code, const char *reason);
+/* The conversation of a websocket, or NULL once it closed. */
+gw_conv_t *ws_conn_conv (const ws_conn_t *self);
+
+/* ---- http_sessions: /api/sessions -------------------------------------- */
+
+http_sessions_t *http_sessions_new (void);
+void http_sessions_destroy (http_sessions_t **self_p);
+int http_sessions_route (struct lws *wsi, http_req_t *req, const char *rest);
+
+/* ---- shared by http_api and http_sessions ------------------------------ */
+
+/* Opens a conversation for POST /api/kernels or a session: body is the
+   kernel request ({name, env, path, kennel}). The new (or, named by
+   kennel.conversation_id, open) conversation and *created, or NULL with
+   the error's status and *message (malloc'd). */
+gw_conv_t *http_api_open (http_front_t *front, const json_t *body, bool *created, int *status, char **message);
+/* The answer to a kernel request once its kernel is ready (or failed),
+   written to req's connection: 201/200 + model, or the error. */
+void http_api_answer_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, bool ok, const char *errmsg,
+                            bool created);
+
+#endif

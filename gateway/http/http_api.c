@@ -1,0 +1,393 @@
+/*  http_api.c - the REST routes of the Jupyter Kernel Gateway API:
+    /api, /api/kernelspecs[/NAME], /api/kernels[/ID[/interrupt|/restart]]
+    (/api/sessions in http_sessions.c). Errors are JSON {"reason",
+    "message"}; anything else is 404.
+
+    Opening, closing, restarting and interrupting a kernel are the core's
+    (gw_core.h), so their checks and errors are conversation_open's; the
+    error names map to HTTP statuses here.
+*/
+#include "http.h"
+#include "config.h"
+
+#include <string.h>
+
+#define ENV_PREFIX "KERNEL_"
+
+bool
+http_api_ready (const http_front_t *front, const char **why)
+{
+    const gw_server_t *s = front->server;
+    *why = NULL;
+    if (!s->ready)
+        *why = "the gateway is still probing confinement";
+    else if (s->startup_error)
+        *why = s->startup_error;
+    else if (s->config->fork_server && !gw_zygote_socket (s->zygote))
+        *why = "the fork server is starting";
+    return *why == NULL;
+}
+
+/* ---- kernelspecs ------------------------------------------------------- */
+
+static json_t *
+spec_model (const char *name, const char *display, const char *language)
+{
+    return json_pack ("{s:s, s:{s:[s,s,s,s], s:{}, s:s, s:s, s:s, s:{s:s}}, s:{}}", "name", name, "spec", "argv",
+                      "kennel", "kernel", "-f", "{connection_file}", "env", "display_name", display, "language",
+                      language, "interrupt_mode", "message", "metadata", "kennel", "confined", "resources");
+}
+
+static json_t *
+specs_all (http_front_t *front)
+{
+    json_t *specs = json_object ();
+    json_object_set_new (specs, "python3", spec_model ("python3", "Python 3 (kennel)", "python"));
+    const char *name;
+    json_t *k;
+    json_object_foreach (front->server->config->kernels, name, k) {
+        const char *lang = gw_text (json_object_get (k, "language"));
+        json_object_set_new (specs, name, spec_model (name, name, lang ? lang : "unknown"));
+    }
+    return specs;
+}
+
+/* The conversation kernel of a kernelspec name, or NULL. */
+static const char *
+spec_kernel (http_front_t *front, const char *name)
+{
+    if (streq (name, "python3") || streq (name, "python"))
+        return "python";
+    return json_object_get (front->server->config->kernels, name) ? name : NULL;
+}
+
+static int
+kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    const char *why;
+    if (!http_api_ready (req->front, &why)) {
+        char message[400];
+        snprintf (message, sizeof message, "kernels cannot be started yet: %s", why);
+        return http_reply_error (wsi, req, 503, message);
+    }
+    json_t *specs = specs_all (req->front);
+    if (!*rest)
+        return http_reply_write (wsi, req, 200, json_pack ("{s:s, s:o}", "default", "python3", "kernelspecs", specs),
+                                 NULL);
+    const char *kernel = spec_kernel (req->front, rest + 1);
+    json_t *spec = kernel ? json_object_get (specs, streq (kernel, "python") ? "python3" : kernel) : NULL;
+    int rc = spec ? http_reply_write (wsi, req, 200, json_incref (spec), NULL)
+                  : http_reply_error (wsi, req, 404, "no kernelspec has this name");
+    json_decref (specs);
+    return rc;
+}
+
+/* ---- opening ---------------------------------------------------------- */
+
+static int
+status_of_ename (const char *ename)
+{
+    if (streq (ename, "TooManyConversations") || streq (ename, "CapacityError"))
+        return 403;
+    if (streq (ename, "ConfinementUnavailable"))
+        return 503;
+    if (streq (ename, "KernelStartFailed") || streq (ename, "OpenFailed"))
+        return 500;
+    return 400;
+}
+
+/* The request's env, only KERNEL_* names and those the operator allows;
+   NULL + *message when it is no object of strings. */
+static json_t *
+env_filter (http_front_t *front, const json_t *env, const char **message)
+{
+    json_t *out = json_object ();
+    const char *name;
+    json_t *value;
+    if (env && !json_is_object (env)) {
+        *message = "env must be an object of strings";
+        json_decref (out);
+        return NULL;
+    }
+    json_object_foreach ((json_t *) env, name, value) {
+        if (!gw_text (value)) {
+            *message = "env values must be strings";
+            json_decref (out);
+            return NULL;
+        }
+        bool allowed = strncmp (name, ENV_PREFIX, strlen (ENV_PREFIX)) == 0;
+        size_t i;
+        json_t *a;
+        json_array_foreach (front->settings.env_allow, i, a)
+            allowed = allowed || streq (json_string_value (a), name);
+        if (allowed)
+            json_object_set (out, name, value);
+    }
+    return out;
+}
+
+/* The request's policy with env merged in (taken), or NULL when neither. */
+static json_t *
+policy_with_env (const json_t *policy, json_t *env)
+{
+    json_t *out = json_is_object (policy) ? json_deep_copy (policy) : policy ? json_incref ((json_t *) policy) : NULL;
+    if (json_object_size (env)) {
+        if (!out)
+            out = json_object ();
+        json_t *penv = json_object_get (out, "env");
+        if (json_is_object (penv))
+            json_object_update (penv, env);
+        else if (!penv && json_is_object (out))
+            json_object_set (out, "env", env);
+    }
+    json_decref (env);
+    return out;
+}
+
+/* conversation_open's request {kernel, tools, policy} and the id. */
+static json_t *
+open_request (http_front_t *front, const json_t *body, char id[130], const char **message)
+{
+    const json_t *name = json_object_get (body, "name");
+    const char *kernel = "python";
+    if (name && !json_is_null (name) && !(gw_text (name) && (kernel = spec_kernel (front, gw_text (name))))) {
+        *message = "no kernelspec has this name (GET /api/kernelspecs lists them)";
+        return NULL;
+    }
+    const json_t *kennel = json_object_get (body, "kennel");
+    if (kennel && !json_is_object (kennel)) {
+        *message = "kennel must be an object {conversation_id, tools, policy}";
+        return NULL;
+    }
+    json_t *env = env_filter (front, json_object_get (body, "env"), message);
+    if (!env)
+        return NULL;
+    const json_t *cid = json_object_get (kennel, "conversation_id");
+    if (cid && !(gw_text (cid) && gw_conv_id_valid (gw_text (cid)))) {
+        json_decref (env);
+        *message = "InvalidConversationId: conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"";
+        return NULL;
+    }
+    if (cid)
+        snprintf (id, 130, "%s", gw_text (cid));
+    else {
+        char r[WIRE_ID_SIZE];
+        wire_id_new (r);
+        snprintf (id, 130, "http-%.16s", r);
+    }
+    json_t *request = json_pack ("{s:s}", "kernel", kernel);
+    if (json_object_get (kennel, "tools"))
+        json_object_set (request, "tools", json_object_get (kennel, "tools"));
+    json_t *policy = policy_with_env (json_object_get (kennel, "policy"), env);
+    if (policy)
+        json_object_set_new (request, "policy", policy);
+    return request;
+}
+
+gw_conv_t *
+http_api_open (http_front_t *front, const json_t *body, bool *created, int *status, char **message)
+{
+    char id[130];
+    const char *problem = NULL;
+    json_t *request = open_request (front, body, id, &problem);
+    if (!request) {
+        *status = 400;
+        *message = wire_xstrdup (problem);
+        return NULL;
+    }
+    gw_core_error_t err;
+    gw_conv_t *conv = gw_core_open (front->server, id, request, NULL, NULL, created, &err);
+    json_decref (request);
+    if (!conv) {
+        *status = status_of_ename (err.ename);
+        *message = wire_xasprintf ("%s: %s", err.ename, err.evalue ? err.evalue : "");
+        free (err.evalue);
+    }
+    return conv;
+}
+
+void
+http_api_answer_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, bool ok, const char *errmsg, bool created)
+{
+    if (!ok) {
+        char *message = wire_xasprintf ("KernelStartFailed: %s", errmsg ? errmsg : "the kernel could not be started");
+        char peer[64], source[96];
+        http_peer (wsi, peer, sizeof peer);
+        snprintf (source, sizeof source, "http/%s", peer);
+        gw_log_limited (source, "http_error", "{s:s, s:i, s:s, s:s}", "peer", peer, "status", 500, "path", req->path,
+                        "message", message);
+        http_reply_later (wsi, req, 500, json_pack ("{s:s, s:s}", "reason", http_reply_reason (500), "message", message),
+                          NULL);
+        free (message);
+        if (created) /* nothing stays behind a refused kernel */
+            gw_core_close_later (req->front->server, gw_conv_id (conv), "start failed");
+        return;
+    }
+    char location[96];
+    snprintf (location, sizeof location, "/api/kernels/%s", gw_conv_kernel_id (conv));
+    http_reply_later (wsi, req, created ? 201 : 200, http_kernel_model (req->front, conv), location);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+static json_t *
+body_json (http_req_t *req, const char **message)
+{
+    if (!req->body_len)
+        return json_object ();
+    json_t *body = json_loadb (req->body, req->body_len, 0, NULL);
+    if (!json_is_object (body)) {
+        *message = "the body must be a JSON object";
+        json_decref (body);
+        return NULL;
+    }
+    return body;
+}
+
+static void
+on_created (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    struct lws *wsi = arg;
+    http_api_answer_ready (wsi, lws_wsi_user (wsi), conv, ok, errmsg, true);
+}
+
+static void
+on_reopened (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    struct lws *wsi = arg;
+    http_api_answer_ready (wsi, lws_wsi_user (wsi), conv, ok, errmsg, false);
+}
+
+/* The answer waits for the kernel: counted as a connection. */
+static int
+answer_when_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, http_wait_fn *fn)
+{
+    http_wait (req->front, conv, fn, wsi, NULL, &req->wait);
+    req->front->connections++;
+    req->counted = true;
+    return 0;
+}
+
+static int
+kernels_create (struct lws *wsi, http_req_t *req)
+{
+    const char *problem = NULL;
+    json_t *body = body_json (req, &problem);
+    if (!body)
+        return http_reply_error (wsi, req, 400, problem);
+    if (req->front->connections >= req->front->settings.max_connections) {
+        json_decref (body);
+        return http_reply_error (wsi, req, 503, "the gateway holds its maximum of connections (http.max_connections)");
+    }
+    bool created;
+    int status;
+    char *message = NULL;
+    gw_conv_t *conv = http_api_open (req->front, body, &created, &status, &message);
+    json_decref (body);
+    if (!conv) {
+        int rc = http_reply_error (wsi, req, status, message);
+        free (message);
+        return rc;
+    }
+    return answer_when_ready (wsi, req, conv, created ? on_created : on_reopened);
+}
+
+static void
+on_restarted (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    struct lws *wsi = arg;
+    http_req_t *req = lws_wsi_user (wsi);
+    if (ok)
+        http_reply_later (wsi, req, 200, http_kernel_model (front, conv), NULL);
+    else
+        http_reply_later (wsi, req, 500,
+                          json_pack ("{s:s, s:s}", "reason", "Internal Server Error", "message",
+                                     errmsg ? errmsg : "the kernel could not be restarted"),
+                          NULL);
+}
+
+static int
+kernel_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    char id[HTTP_KERNEL_ID_SIZE + 1];
+    const char *slash = strchr (rest, '/');
+    size_t n = slash ? (size_t) (slash - rest) : strlen (rest);
+    snprintf (id, sizeof id, "%.*s", (int) (n < sizeof id ? n : sizeof id - 1), rest);
+    gw_conv_t *conv = n < sizeof id ? http_kernel_conv (req->front, id) : NULL;
+    if (!conv) {
+        char message[160];
+        snprintf (message, sizeof message, "Kernel does not exist: %.*s", (int) (n > 64 ? 64 : n), rest);
+        return http_reply_error (wsi, req, 404, message);
+    }
+    const char *action = slash ? slash + 1 : "";
+    int m = req->method;
+    if (!*action && m == LWSHUMETH_GET)
+        return http_reply_write (wsi, req, 200, http_kernel_model (req->front, conv), NULL);
+    if (!*action && m == LWSHUMETH_DELETE) {
+        gw_core_close (req->front->server, gw_conv_id (conv), false, "http_delete");
+        return http_reply_write (wsi, req, 204, NULL, NULL);
+    }
+    if (streq (action, "interrupt") && m == LWSHUMETH_POST) {
+        gw_core_interrupt (conv); /* no kernel running: nothing to interrupt */
+        return http_reply_write (wsi, req, 204, NULL, NULL);
+    }
+    if (streq (action, "restart") && m == LWSHUMETH_POST) {
+        gw_core_restart (conv, "http_restart");
+        return answer_when_ready (wsi, req, conv, on_restarted);
+    }
+    if (streq (action, "channels"))
+        return http_reply_error (wsi, req, 400, "this path takes a websocket upgrade");
+    if (!*action || streq (action, "interrupt") || streq (action, "restart"))
+        return http_reply_error (wsi, req, 405, "method not allowed here");
+    return http_reply_error (wsi, req, 404, "no such path");
+}
+
+static int
+kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    if (*rest)
+        return kernel_route (wsi, req, rest + 1);
+    if (req->method == LWSHUMETH_POST)
+        return kernels_create (wsi, req);
+    if (req->method != LWSHUMETH_GET)
+        return http_reply_error (wsi, req, 405, "GET or POST");
+    json_t *list = json_array ();
+    zhashx_t *table = req->front->server->conversations;
+    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
+        json_array_append_new (list, http_kernel_model (req->front, conv));
+    return http_reply_write (wsi, req, 200, list, NULL);
+}
+
+/* rest after prefix when path is prefix or prefix/..., else NULL */
+static const char *
+under (const char *path, const char *prefix)
+{
+    size_t n = strlen (prefix);
+    if (strncmp (path, prefix, n) != 0 || (path[n] && path[n] != '/'))
+        return NULL;
+    return path + n;
+}
+
+int
+http_api_dispatch (struct lws *wsi, http_req_t *req)
+{
+    if (req->wait || req->status)
+        return 0; /* answered already, or waiting for the gateway */
+    size_t n = strlen (req->path);
+    while (n > 1 && req->path[n - 1] == '/')
+        req->path[--n] = 0; /* jupyter_server accepts a trailing slash */
+    const char *rest;
+    if (streq (req->path, "/api"))
+        return req->method == LWSHUMETH_GET
+                   ? http_reply_write (wsi, req, 200, json_pack ("{s:s, s:s}", "version", PACKAGE_VERSION,
+                                                                 "implementation", "kennel"), NULL)
+                   : http_reply_error (wsi, req, 405, "GET only");
+    if ((rest = under (req->path, "/api/kernelspecs")))
+        return req->method == LWSHUMETH_GET ? kernelspecs_route (wsi, req, rest)
+                                            : http_reply_error (wsi, req, 405, "GET only");
+    if ((rest = under (req->path, "/api/kernels")))
+        return kernels_route (wsi, req, rest);
+    if ((rest = under (req->path, "/api/sessions")))
+        return http_sessions_route (wsi, req, rest);
+    return http_reply_error (wsi, req, 404, "no such path");
+}

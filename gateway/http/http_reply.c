@@ -1,0 +1,125 @@
+/*  http_reply.c - HTTP answers: JSON bodies, Jupyter's error shape
+    {"reason", "message"}, the CORS headers, answers that wait for the
+    gateway.
+*/
+#include "http.h"
+
+#include <string.h>
+
+#define HEADERS_MAX 2048
+
+const char *
+http_reply_reason (int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+void
+http_peer (struct lws *wsi, char *out, size_t size)
+{
+    if (!lws_get_peer_simple (wsi, out, size))
+        snprintf (out, size, "?");
+}
+
+static int
+header_add (struct lws *wsi, const char *name, const char *value, unsigned char **p, unsigned char *end)
+{
+    return lws_add_http_header_by_name (wsi, (const unsigned char *) name, (const unsigned char *) value,
+                                        (int) strlen (value), p, end);
+}
+
+/* Only when the operator named an origin: CORS is off by default. */
+static int
+cors_add (struct lws *wsi, const http_settings_t *settings, unsigned char **p, unsigned char *end)
+{
+    if (!settings->allow_origin)
+        return 0;
+    return header_add (wsi, "access-control-allow-origin:", settings->allow_origin, p, end)
+           || header_add (wsi, "access-control-allow-methods:", "GET, POST, PATCH, DELETE, OPTIONS", p, end)
+           || header_add (wsi, "access-control-allow-headers:", "Authorization, Content-Type", p, end);
+}
+
+int
+http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
+{
+    char *text = body ? json_dumps (body, JSON_COMPACT) : NULL;
+    json_decref (body);
+    size_t len = text ? strlen (text) : 0;
+    unsigned char headers[LWS_PRE + HEADERS_MAX];
+    unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
+    if (lws_add_http_header_status (wsi, (unsigned int) status, &p, end)
+        || (text && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+                                                  (const unsigned char *) "application/json", 16, &p, end))
+        || lws_add_http_header_content_length (wsi, len, &p, end)
+        || (location && *location && header_add (wsi, "location:", location, &p, end))
+        || cors_add (wsi, &req->front->settings, &p, end) || lws_finalize_http_header (wsi, &p, end)
+        || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0) {
+        free (text);
+        return -1;
+    }
+    if (len) {
+        unsigned char *out = wire_xmalloc (LWS_PRE + len);
+        memcpy (out + LWS_PRE, text, len);
+        int n = lws_write (wsi, out + LWS_PRE, len, LWS_WRITE_HTTP_FINAL);
+        free (out);
+        if (n < 0) {
+            free (text);
+            return -1;
+        }
+    }
+    free (text);
+    if (req->upgrading)
+        return 0;
+    return lws_http_transaction_completed (wsi) ? -1 : 0;
+}
+
+int
+http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message)
+{
+    char peer[64], source[96];
+    http_peer (wsi, peer, sizeof peer);
+    snprintf (source, sizeof source, "http/%s", peer);
+    gw_log_limited (source, "http_error", "{s:s, s:i, s:s, s:s}", "peer", peer, "status", status, "path",
+                    req->path, "message", message);
+    return http_reply_write (wsi, req, status,
+                             json_pack ("{s:s, s:s}", "reason", http_reply_reason (status), "message", message),
+                             NULL);
+}
+
+void
+http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
+{
+    req->status = status;
+    free (req->answer);
+    req->answer = body ? json_dumps (body, JSON_COMPACT) : NULL;
+    json_decref (body);
+    snprintf (req->location, sizeof req->location, "%s", location ? location : "");
+    lws_callback_on_writable (wsi);
+}
+
+int
+http_reply_flush (struct lws *wsi, http_req_t *req)
+{
+    if (!req->status)
+        return 0;
+    int status = req->status;
+    json_t *body = req->answer ? json_loads (req->answer, 0, NULL) : NULL;
+    free (req->answer);
+    req->answer = NULL;
+    req->status = 0;
+    return http_reply_write (wsi, req, status, body, req->location);
+}

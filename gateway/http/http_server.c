@@ -1,0 +1,334 @@
+/*  http_server.c - the HTTP + WebSocket front: the libwebsockets context
+    in the gateway's loop, the callback that dispatches HTTP requests,
+    websocket upgrades and websocket traffic, and the front's lifetime.
+
+    Every request and every upgrade passes http_auth first. What waits for
+    the gateway (a kernel start) is answered from the writable callback;
+    the connection may be gone by then, and its control call is cancelled.
+    Limits: at most max_connections websockets and HTTP requests waiting
+    for the gateway at once (503 beyond), request bodies of at most 1 MiB
+    (413), lws's header pool bounds connections that have sent nothing.
+*/
+#include "http.h"
+
+#include <string.h>
+
+#define BODY_MAX (1 << 20)
+#define HEADER_POOL 64
+
+static int callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
+
+/* protocols[0] serves HTTP and the legacy websocket (no subprotocol); the
+   v1 subprotocol is chosen by name when a client offers it. */
+static const struct lws_protocols protocols[] = {
+    {"kennel-http", callback, sizeof (http_req_t), 65536, 0, NULL, 0},
+    {HTTP_WS_V1, callback, sizeof (http_req_t), 65536, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0}};
+
+static http_front_t *
+front_of (struct lws *wsi)
+{
+    return lws_context_user (lws_get_context (wsi));
+}
+
+static void
+req_reset (http_req_t *req)
+{
+    http_wait_cancel (req->wait);
+    if (req->counted)
+        req->front->connections--;
+    free (req->body);
+    free (req->answer);
+    ws_conn_t *ws = req->ws;
+    http_front_t *front = req->front;
+    memset (req, 0, sizeof *req);
+    req->front = front;
+    req->ws = ws;
+}
+
+/* -1 when the request announces no body, else its length. lws reads
+   bodies of POST and PATCH (the API has no PUT), and sends their BODY_COMPLETION
+   also for a length 0. */
+static long long
+content_length (struct lws *wsi)
+{
+    char text[32];
+    if (lws_hdr_total_length (wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
+        return 0;
+    if (lws_hdr_copy (wsi, text, sizeof text, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
+        return -1;
+    return atoll (text);
+}
+
+static int
+on_http (struct lws *wsi, http_req_t *req, const char *uri)
+{
+    http_front_t *front = front_of (wsi);
+    req->front = front;
+    req_reset (req);
+    char *u;
+    int ulen;
+    req->method = lws_http_get_uri_and_method (wsi, &u, &ulen);
+    snprintf (req->path, sizeof req->path, "%s", uri);
+    if (req->method == LWSHUMETH_OPTIONS) /* a CORS preflight carries no token */
+        return http_reply_write (wsi, req, front->settings.allow_origin ? 204 : 403, NULL, NULL);
+    int status;
+    const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
+    if (refusal)
+        return http_reply_error (wsi, req, status, refusal);
+    long long length = content_length (wsi);
+    if (length > BODY_MAX)
+        return http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB");
+    bool with_body = req->method == LWSHUMETH_POST || req->method == LWSHUMETH_PATCH;
+    if (with_body && length >= 0)
+        return 0; /* answered at LWS_CALLBACK_HTTP_BODY_COMPLETION */
+    return http_api_dispatch (wsi, req);
+}
+
+static int
+on_body (http_req_t *req, const void *in, size_t len)
+{
+    if (!len)
+        return 0;
+    if (req->body_too_large || req->body_len + len > BODY_MAX) {
+        req->body_too_large = true;
+        return 0;
+    }
+    req->body = wire_xreallocarray (req->body, req->body_len + len + 1, 1);
+    memcpy (req->body + req->body_len, in, len);
+    req->body_len += len;
+    req->body[req->body_len] = 0;
+    return 0;
+}
+
+/* The websocket path: /api/kernels/{id}/channels */
+static gw_conv_t *
+channels_conv (http_front_t *front, const char *path)
+{
+    char id[HTTP_KERNEL_ID_SIZE + 1];
+    const char *prefix = "/api/kernels/";
+    size_t n = strlen (prefix);
+    if (strncmp (path, prefix, n) != 0)
+        return NULL;
+    const char *slash = strchr (path + n, '/');
+    if (!slash || !streq (slash, "/channels") || (size_t) (slash - path - n) >= sizeof id)
+        return NULL;
+    snprintf (id, sizeof id, "%.*s", (int) (slash - path - n), path + n);
+    return http_kernel_conv (front, id);
+}
+
+/* No per-connection data exists yet at an upgrade: the answer to a refusal
+   is written from a request record of its own. */
+static int
+on_confirm_upgrade (struct lws *wsi)
+{
+    http_front_t *front = front_of (wsi);
+    http_req_t upgrade = {.front = front, .upgrading = true}, *req = &upgrade;
+    if (lws_hdr_copy (wsi, req->path, sizeof req->path, WSI_TOKEN_GET_URI) <= 0)
+        return -1;
+    int status;
+    const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
+    int rc = 0;
+    if (refusal)
+        rc = http_reply_error (wsi, req, status, refusal);
+    else if (front->connections >= front->settings.max_connections)
+        rc = http_reply_error (wsi, req, 503, "the gateway holds its maximum of connections (http.max_connections)");
+    else if (!channels_conv (front, req->path))
+        rc = http_reply_error (wsi, req, 404, "no kernel has this id");
+    else
+        return 0;
+    return rc < 0 ? -1 : 1;
+}
+
+static int
+on_established (struct lws *wsi, http_req_t *req)
+{
+    http_front_t *front = front_of (wsi);
+    memset (req, 0, sizeof *req);
+    req->front = front;
+    char path[256];
+    gw_conv_t *conv = lws_hdr_copy (wsi, path, sizeof path, WSI_TOKEN_GET_URI) > 0 ? channels_conv (front, path) : NULL;
+    if (!conv)
+        return -1;
+    const struct lws_protocols *p = lws_get_protocol (wsi);
+    req->ws = ws_conn_new (front, wsi, conv, p && streq (p->name, HTTP_WS_V1) ? WS_V1 : WS_LEGACY);
+    front->connections++;
+    return 0;
+}
+
+static void
+on_ws_closed (http_req_t *req)
+{
+    if (!req->ws)
+        return;
+    ws_conn_destroy (&req->ws);
+    req->front->connections--;
+}
+
+static int
+callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len)
+{
+    http_req_t *req = user;
+    int rc = 0;
+    switch (reason) {
+    case LWS_CALLBACK_HTTP:
+        rc = on_http (wsi, req, in);
+        break;
+    case LWS_CALLBACK_HTTP_BODY:
+        rc = on_body (req, in, len);
+        break;
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        rc = req->body_too_large ? http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB")
+                                 : http_api_dispatch (wsi, req);
+        break;
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        rc = http_reply_flush (wsi, req);
+        break;
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        rc = on_confirm_upgrade (wsi);
+        break;
+    case LWS_CALLBACK_CLOSED_HTTP:
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+        if (req && req->front)
+            req_reset (req);
+        return lws_callback_http_dummy (wsi, reason, user, in, len);
+    case LWS_CALLBACK_ESTABLISHED:
+        rc = on_established (wsi, req);
+        break;
+    case LWS_CALLBACK_RECEIVE:
+        rc = req->ws ? ws_conn_receive (req->ws, in, len) : -1;
+        break;
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        rc = req->ws ? ws_conn_writable (req->ws) : 0;
+        break;
+    case LWS_CALLBACK_CLOSED:
+        on_ws_closed (req);
+        break;
+    default:
+        return lws_callback_http_dummy (wsi, reason, user, in, len);
+    }
+    return rc;
+}
+
+static void
+lws_log_line (int level, const char *line)
+{
+    char text[512];
+    snprintf (text, sizeof text, "%s", line);
+    size_t n = strlen (text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    gw_log_limited ("http/lws", "http_library", "{s:s}", "message", text);
+}
+
+static int
+context_create (http_front_t *self, char **errmsg)
+{
+    static lws_retry_bo_t retry;
+    retry.secs_since_valid_ping = (uint16_t) self->settings.ping_seconds;
+    retry.secs_since_valid_hangup = (uint16_t) (self->settings.ping_seconds * 10);
+    void *foreign[1] = {http_loop_uv (self->uv)};
+    struct lws_context_creation_info info;
+    memset (&info, 0, sizeof info);
+    info.port = self->settings.port; /* 0: a free one */
+    info.iface = self->settings.ip;
+    info.protocols = protocols;
+    info.user = self;
+    info.pcontext = &self->lws;
+    info.foreign_loops = foreign;
+    /* lws closes a text frame that is not UTF-8 with 1007 */
+    info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_VALIDATE_UTF8;
+    /* with IPv6 on, lws 4.1 binds every address for an IPv4 iface */
+    if (!strchr (self->settings.ip, ':'))
+        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    info.max_http_header_pool = HEADER_POOL;
+    info.retry_and_idle_policy = &retry;
+    info.vhost_name = "kennel";
+    if (self->settings.certfile) {
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = self->settings.certfile;
+        info.ssl_private_key_filepath = self->settings.keyfile;
+    }
+    lws_set_log_level (LLL_ERR | LLL_WARN, lws_log_line);
+    self->lws = lws_create_context (&info);
+    if (!self->lws) {
+        *errmsg = wire_xasprintf ("cannot listen for HTTP on %s:%d%s (in use, or the address is not this host's)",
+                                  self->settings.ip, self->settings.port,
+                                  self->settings.certfile ? ", or the TLS certificate or key cannot be read" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static void
+url_publish (http_front_t *self)
+{
+    struct lws_vhost *vh = lws_get_vhost_by_name (self->lws, "kennel");
+    int port = vh ? lws_get_vhost_listen_port (vh) : self->settings.port;
+    bool v6 = strchr (self->settings.ip, ':') != NULL;
+    self->url = wire_xasprintf ("%s://%s%s%s:%d/", self->settings.certfile ? "https" : "http", v6 ? "[" : "",
+                                self->settings.ip, v6 ? "]" : "", port);
+    json_t *info = self->server->connection_info;
+    json_object_set_new (info, "http_url", json_string (self->url));
+    /* the connection file is 0600: a generated token is found there and
+       never in a log */
+    if (self->settings.token && streq (self->settings.token_source, "generated"))
+        json_object_set_new (info, "http_token", json_string (self->settings.token));
+    char shown[8] = "";
+    if (self->settings.token)
+        snprintf (shown, sizeof shown, "%.4s", self->settings.token);
+    gw_log ("http_listen", "{s:s, s:s, s:s, s:b, s:i}", "url", self->url, "token",
+            self->settings.token ? self->settings.token_source : "none (anonymous)", "token_prefix", shown, "tls",
+            self->settings.certfile != NULL, "max_connections", self->settings.max_connections);
+}
+
+http_front_t *
+http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
+{
+    http_front_t *self = wire_xcalloc (1, sizeof *self);
+    self->server = server;
+    self->settings = *settings;
+    memset (settings, 0, sizeof *settings);
+    self->websockets = zlistx_new ();
+    self->waits = zlistx_new ();
+    self->sessions = http_sessions_new ();
+    self->uv = http_loop_new (server->loop);
+    if (!self->uv) {
+        *errmsg = wire_xstrdup ("cannot set up the HTTP front's event loop (libuv)");
+        http_front_destroy (&self);
+        return NULL;
+    }
+    if (context_create (self, errmsg) < 0) {
+        http_front_destroy (&self);
+        return NULL;
+    }
+    http_loop_run (self->uv);
+    url_publish (self);
+    return self;
+}
+
+void
+http_front_destroy (http_front_t **self_p)
+{
+    http_front_t *self = *self_p;
+    if (!self)
+        return;
+    /* websockets close first (their peers detach). On a foreign loop lws closes its libuv handles from the
+       loop, and finishes (clearing self->lws, info.pcontext) when
+       destroyed again after that */
+    if (self->lws) {
+        lws_context_destroy (self->lws);
+        http_loop_drain (self->uv);
+    }
+    if (self->lws)
+        lws_context_destroy (self->lws);
+    http_loop_destroy (&self->uv);
+    http_wait_forget_all (self);
+    zlistx_destroy (&self->waits);
+    zlistx_destroy (&self->websockets);
+    http_sessions_destroy (&self->sessions);
+    http_settings_clear (&self->settings);
+    free (self->url);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,225 @@
+/*  http_sessions.c - /api/sessions: jupyter_server's sessions, a name and
+    path bound to a kernel (E2B's in-sandbox server and GatewayClient use
+    them). The front keeps them in memory; a session whose kernel is gone
+    is dropped when next read. Deleting a session shuts its kernel down, as
+    jupyter_server does.
+*/
+#include "http.h"
+
+#include <string.h>
+
+typedef struct {
+    char id[HTTP_KERNEL_ID_SIZE];
+    char *conv_id;
+    json_t *fields; /* {path, name, type} */
+} session_t;
+
+struct http_sessions {
+    zhashx_t *table; /* id -> session_t* */
+};
+
+static void
+session_destroy (session_t **self_p)
+{
+    session_t *self = *self_p;
+    if (!self)
+        return;
+    free (self->conv_id);
+    json_decref (self->fields);
+    free (self);
+    *self_p = NULL;
+}
+
+http_sessions_t *
+http_sessions_new (void)
+{
+    http_sessions_t *self = wire_xcalloc (1, sizeof *self);
+    self->table = zhashx_new ();
+    zhashx_set_destructor (self->table, (zhashx_destructor_fn *) session_destroy);
+    return self;
+}
+
+void
+http_sessions_destroy (http_sessions_t **self_p)
+{
+    if (!*self_p)
+        return;
+    zhashx_destroy (&(*self_p)->table);
+    free (*self_p);
+    *self_p = NULL;
+}
+
+static json_t *
+session_model (http_front_t *front, session_t *s, gw_conv_t *conv)
+{
+    json_t *m = json_deep_copy (s->fields);
+    json_object_set_new (m, "id", json_string (s->id));
+    json_object_set_new (m, "kernel", http_kernel_model (front, conv));
+    json_object_set_new (m, "notebook", json_pack ("{s:O, s:O}", "path", json_object_get (s->fields, "path"), "name",
+                                                   json_object_get (s->fields, "name")));
+    return m;
+}
+
+/* The session's conversation; a session without one is dropped. */
+static gw_conv_t *
+session_conv (http_front_t *front, session_t *s)
+{
+    gw_conv_t *conv = gw_core_find (front->server, s->conv_id);
+    if (!conv)
+        zhashx_delete (front->sessions->table, s->id);
+    return conv;
+}
+
+/* {path, name, type} of a request body, over old (may be NULL). */
+static json_t *
+fields_of (const json_t *body, const json_t *old)
+{
+    json_t *f = old ? json_deep_copy (old) : json_pack ("{s:s, s:s, s:s}", "path", "", "name", "", "type", "notebook");
+    const char *keys[] = {"path", "name", "type"};
+    for (int i = 0; i < 3; i++)
+        if (gw_text (json_object_get (body, keys[i])))
+            json_object_set (f, keys[i], json_object_get (body, keys[i]));
+    const json_t *nb = json_object_get (body, "notebook");
+    if (gw_text (json_object_get (nb, "path")))
+        json_object_set (f, "path", json_object_get (nb, "path"));
+    return f;
+}
+
+static session_t *
+session_add (http_front_t *front, const char *conv_id, json_t *fields)
+{
+    session_t *s = wire_xcalloc (1, sizeof *s);
+    char r[WIRE_ID_SIZE];
+    wire_id_new (r);
+    snprintf (s->id, sizeof s->id, "%.8s-%.4s-%.4s-%.4s-%.12s", r, r + 8, r + 12, r + 16, r + 20);
+    s->conv_id = wire_xstrdup (conv_id);
+    s->fields = fields;
+    zhashx_insert (front->sessions->table, s->id, s);
+    return s;
+}
+
+typedef struct {
+    struct lws *wsi;
+    json_t *fields;
+} pending_t;
+
+static void
+pending_free (void *arg)
+{
+    pending_t *p = arg;
+    json_decref (p->fields);
+    free (p);
+}
+
+static void
+on_kernel_ready (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
+{
+    pending_t *p = arg;
+    http_req_t *req = lws_wsi_user (p->wsi);
+    if (!ok) {
+        http_api_answer_ready (p->wsi, req, conv, ok, errmsg, true);
+        return;
+    }
+    session_t *s = session_add (front, gw_conv_id (conv), p->fields);
+    p->fields = NULL;
+    http_reply_later (p->wsi, req, 201, session_model (front, s, conv), NULL);
+}
+
+static int
+session_create (struct lws *wsi, http_req_t *req, json_t *body)
+{
+    http_front_t *front = req->front;
+    const json_t *kernel = json_object_get (body, "kernel");
+    const char *kid = gw_text (json_object_get (kernel, "id"));
+    if (kid) {
+        gw_conv_t *conv = http_kernel_conv (front, kid);
+        if (!conv)
+            return http_reply_error (wsi, req, 404, "no kernel has this id");
+        session_t *s = session_add (front, gw_conv_id (conv), fields_of (body, NULL));
+        return http_reply_write (wsi, req, 201, session_model (front, s, conv), NULL);
+    }
+    json_t *kbody = json_is_object (kernel) ? json_deep_copy (kernel) : json_object ();
+    bool created;
+    int status;
+    char *message = NULL;
+    gw_conv_t *conv = http_api_open (front, kbody, &created, &status, &message);
+    json_decref (kbody);
+    if (!conv) {
+        int rc = http_reply_error (wsi, req, status, message);
+        free (message);
+        return rc;
+    }
+    pending_t *p = wire_xcalloc (1, sizeof *p);
+    p->wsi = wsi;
+    p->fields = fields_of (body, NULL);
+    http_wait (front, conv, on_kernel_ready, p, pending_free, &req->wait);
+    front->connections++;
+    req->counted = true;
+    return 0;
+}
+
+static int
+session_one (struct lws *wsi, http_req_t *req, const char *id, json_t *body)
+{
+    http_front_t *front = req->front;
+    session_t *s = zhashx_lookup (front->sessions->table, id);
+    gw_conv_t *conv = s ? session_conv (front, s) : NULL;
+    if (!conv)
+        return http_reply_error (wsi, req, 404, "no session has this id");
+    if (req->method == LWSHUMETH_GET)
+        return http_reply_write (wsi, req, 200, session_model (front, s, conv), NULL);
+    if (req->method == LWSHUMETH_DELETE) {
+        zhashx_delete (front->sessions->table, id);
+        gw_core_close (front->server, gw_conv_id (conv), false, "http_session_delete");
+        return http_reply_write (wsi, req, 204, NULL, NULL);
+    }
+    if (req->method == LWSHUMETH_PATCH) {
+        const char *kid = gw_text (json_object_get (json_object_get (body, "kernel"), "id"));
+        gw_conv_t *other = kid ? http_kernel_conv (front, kid) : conv;
+        if (!other)
+            return http_reply_error (wsi, req, 400, "no kernel has this id");
+        json_t *fields = fields_of (body, s->fields);
+        json_decref (s->fields);
+        s->fields = fields;
+        free (s->conv_id);
+        s->conv_id = wire_xstrdup (gw_conv_id (other));
+        return http_reply_write (wsi, req, 200, session_model (front, s, other), NULL);
+    }
+    return http_reply_error (wsi, req, 405, "GET, PATCH or DELETE");
+}
+
+static json_t *
+sessions_list (http_front_t *front)
+{
+    json_t *list = json_array ();
+    zlistx_t *ids = zhashx_keys (front->sessions->table);
+    for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
+        session_t *s = zhashx_lookup (front->sessions->table, id);
+        gw_conv_t *conv = session_conv (front, s);
+        if (conv)
+            json_array_append_new (list, session_model (front, s, conv));
+    }
+    zlistx_destroy (&ids);
+    return list;
+}
+
+int
+http_sessions_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    json_t *body = req->body_len ? json_loadb (req->body, req->body_len, 0, NULL) : json_object ();
+    if (!json_is_object (body)) {
+        json_decref (body);
+        return http_reply_error (wsi, req, 400, "the body must be a JSON object");
+    }
+    int rc;
+    if (*rest)
+        rc = session_one (wsi, req, rest + 1, body);
+    else if (req->method == LWSHUMETH_GET)
+        rc = http_reply_write (wsi, req, 200, sessions_list (req->front), NULL);
+    else if (req->method == LWSHUMETH_POST)
+        rc = session_create (wsi, req, body);
+    else
+        rc = http_reply_error (wsi, req, 405, "GET or POST");
+    json_decref (body);
+    return rc;
+}

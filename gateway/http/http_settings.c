@@ -1,0 +1,204 @@
+/*  http_settings.c - the HTTP front's settings: the config's "http" section,
+    `kennel serve --http [IP:]PORT`, and the token.
+
+    HTTP is off unless asked for (--http, or "listen" in the section): the
+    ZeroMQ API is kennel's default front, and an HTTP port is one more way
+    in that an operator should open knowingly. The token comes from
+    KENNEL_AUTH_TOKEN, KG_AUTH_TOKEN (what images written for Kernel Gateway
+    set), the config, or is generated; no token at all only with the
+    operator's explicit "anonymous": true.
+*/
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_CONNECTIONS 256
+#define DEFAULT_WS_QUEUE_BYTES (16u << 20)
+#define DEFAULT_PING_SECONDS 30
+
+static int
+listen_parse (http_settings_t *self, const char *listen, char **errmsg)
+{
+    const char *colon = strrchr (listen, ':');
+    const char *port = colon ? colon + 1 : listen;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol (port, &end, 10);
+    if (!*port || *end || errno || n < 0 || n > 65535 || (colon && colon == listen)) {
+        *errmsg = wire_xasprintf ("http listen \"%s\": must be [IP:]PORT, PORT 0-65535 (0: a free one)", listen);
+        return -1;
+    }
+    self->port = (int) n;
+    self->ip = colon ? wire_xstrndup (listen, (size_t) (colon - listen)) : wire_xstrdup ("127.0.0.1");
+    size_t len = strlen (self->ip);
+    if (len > 2 && self->ip[0] == '[' && self->ip[len - 1] == ']') { /* [::1]:8888 */
+        memmove (self->ip, self->ip + 1, len - 2);
+        self->ip[len - 2] = 0;
+    }
+    /* an address literal only: libwebsockets reads anything else as an
+       interface name, and binds every address when it finds none */
+    unsigned char addr[16];
+    if (inet_pton (AF_INET, self->ip, addr) != 1 && inet_pton (AF_INET6, self->ip, addr) != 1) {
+        *errmsg = wire_xasprintf ("http listen \"%s\": the IP must be an IPv4 or IPv6 address", listen);
+        free (self->ip);
+        self->ip = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int
+string_field (const json_t *section, const char *name, char **out, char **errmsg)
+{
+    const json_t *v = json_object_get (section, name);
+    if (!v)
+        return 0;
+    const char *s = gw_text (v);
+    if (!s || !*s) {
+        *errmsg = wire_xasprintf ("config http.%s: must be a non-empty string", name);
+        return -1;
+    }
+    free (*out);
+    *out = wire_xstrdup (s);
+    return 0;
+}
+
+static int
+number_field (const json_t *section, const char *name, double min, double max, double *out, char **errmsg)
+{
+    const json_t *v = json_object_get (section, name);
+    if (!v)
+        return 0;
+    if (!json_is_number (v) || json_number_value (v) < min || json_number_value (v) > max) {
+        *errmsg = wire_xasprintf ("config http.%s: must be a number from %g to %g", name, min, max);
+        return -1;
+    }
+    *out = json_number_value (v);
+    return 0;
+}
+
+static int
+section_check (const json_t *section, char **errmsg)
+{
+    static const char *known[] = {"listen", "token", "anonymous", "allow_origin", "certfile", "keyfile",
+                                  "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow", NULL};
+    if (!json_is_object (section)) {
+        *errmsg = wire_xstrdup ("config http: must be an object");
+        return -1;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) section, key, value) {
+        int i;
+        for (i = 0; known[i] && !streq (known[i], key); i++)
+            ;
+        if (!known[i]) {
+            *errmsg = wire_xasprintf ("config: unknown key \"http.%s\"", key);
+            return -1;
+        }
+    }
+    const json_t *anon = json_object_get (section, "anonymous");
+    if (anon && !json_is_boolean (anon)) {
+        *errmsg = wire_xstrdup ("config http.anonymous: must be true or false");
+        return -1;
+    }
+    const json_t *env = json_object_get (section, "env_allow");
+    size_t i;
+    json_t *name;
+    if (env && !json_is_array (env)) {
+        *errmsg = wire_xstrdup ("config http.env_allow: must be a list of variable names");
+        return -1;
+    }
+    json_array_foreach (env, i, name)
+        if (!gw_text (name) || !*json_string_value (name) || strchr (json_string_value (name), '=')) {
+            *errmsg = wire_xasprintf ("config http.env_allow[%zu]: must be a variable name", i);
+            return -1;
+        }
+    return 0;
+}
+
+static int
+token_choose (http_settings_t *self, const json_t *section, char **errmsg)
+{
+    const char *env_names[] = {"KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN"};
+    for (int i = 0; i < 2; i++) {
+        const char *t = getenv (env_names[i]);
+        if (t && *t) {
+            self->token = wire_xstrdup (t);
+            self->token_source = env_names[i];
+            return 0;
+        }
+    }
+    if (string_field (section, "token", &self->token, errmsg) < 0)
+        return -1;
+    if (self->token) {
+        self->token_source = "config";
+        return 0;
+    }
+    /* a token given anywhere wins over anonymous */
+    if (self->anonymous)
+        return 0;
+    char id[WIRE_ID_SIZE], id2[WIRE_ID_SIZE];
+    wire_id_new (id);
+    wire_id_new (id2);
+    self->token = wire_xasprintf ("%s%s", id, id2);
+    self->token_source = "generated";
+    return 0;
+}
+
+int
+http_settings_load (http_settings_t *self, const json_t *section, const char *listen, char **errmsg)
+{
+    memset (self, 0, sizeof *self);
+    if (section && section_check (section, errmsg) < 0)
+        return -1;
+    const char *where = listen ? listen : gw_text (json_object_get (section, "listen"));
+    if (!where) {
+        if (json_object_get (section, "listen")) {
+            *errmsg = wire_xstrdup ("config http.listen: must be \"[IP:]PORT\"");
+            return -1;
+        }
+        return 1;
+    }
+    double max_conn = DEFAULT_MAX_CONNECTIONS, queue = DEFAULT_WS_QUEUE_BYTES, ping = DEFAULT_PING_SECONDS;
+    self->anonymous = json_is_true (json_object_get (section, "anonymous"));
+    if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0
+        || string_field (section, "allow_origin", &self->allow_origin, errmsg) < 0
+        || string_field (section, "certfile", &self->certfile, errmsg) < 0
+        || string_field (section, "keyfile", &self->keyfile, errmsg) < 0
+        || number_field (section, "max_connections", 1, 100000, &max_conn, errmsg) < 0
+        || number_field (section, "ws_queue_bytes", 65536, 1ull << 40, &queue, errmsg) < 0
+        || number_field (section, "ping_seconds", 1, 3600, &ping, errmsg) < 0) {
+        http_settings_clear (self);
+        return -1;
+    }
+    if (!self->certfile != !self->keyfile) {
+        *errmsg = wire_xstrdup ("config http: certfile and keyfile go together (TLS needs both)");
+        http_settings_clear (self);
+        return -1;
+    }
+    self->max_connections = (int) max_conn;
+    self->ws_queue_bytes = (size_t) queue;
+    self->ping_seconds = (int) ping;
+    const json_t *env = json_object_get (section, "env_allow");
+    self->env_allow = env ? json_deep_copy (env) : json_array ();
+    return 0;
+}
+
+void
+http_settings_clear (http_settings_t *self)
+{
+    free (self->ip);
+    if (self->token)
+        sodium_memzero (self->token, strlen (self->token));
+    free (self->token);
+    free (self->allow_origin);
+    free (self->certfile);
+    free (self->keyfile);
+    json_decref (self->env_allow);
+    memset (self, 0, sizeof *self);
+}

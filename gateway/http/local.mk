@@ -1,0 +1,11 @@
+# rules for gateway/http/, the HTTP + WebSocket front (see gateway/http/README.md)
+
+gateway_kennel_SOURCES += \
+	gateway/http/http.h gateway/http/http_settings.c gateway/http/http_loop.c \
+	gateway/http/http_server.c gateway/http/http_reply.c \
+	gateway/http/http_auth.c gateway/http/http_api.c gateway/http/http_kernel.c \
+	gateway/http/http_sessions.c gateway/http/ws_codec.c gateway/http/ws_conn.c
+gateway_kennel_CPPFLAGS += $(LWS_CFLAGS) $(UV_CFLAGS)
+gateway_kennel_LDADD += $(LWS_LIBS) $(UV_LIBS)
+
+EXTRA_DIST += gateway/http/README.md tests/http/conftest.py tests/http/httptest.py tests/http/test_rest.py tests/http/test_websocket.py

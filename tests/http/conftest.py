@@ -1,0 +1,36 @@
+"""Fixtures for the HTTP front's tests: a real `kennel serve --http
+127.0.0.1:0` (kennel_testlib.HttpGateway), ready to start kernels.
+
+http_gateway unpacks as (base_url, token); other folders (the real-client
+tests) use kennel_testlib.HttpGateway the same way."""
+import pytest
+
+from kennel_testlib import HttpGateway
+
+
+@pytest.fixture
+def http_gateway(tmp_path):
+    gw = HttpGateway(tmp_path)
+    gw.wait_ready()
+    yield gw
+    if gw.proc.poll() is None:
+        assert gw.stop() == 0, gw.log_file.read_text()[-3000:]
+
+
+@pytest.fixture
+def make_http_gateway(tmp_path):
+    made = []
+
+    def make(name="gw", wait=True, **kw):
+        d = tmp_path / name
+        d.mkdir()
+        gw = HttpGateway(d, **kw)
+        made.append(gw)
+        if wait:
+            gw.wait_ready()
+        return gw
+
+    yield make
+    for gw in made:
+        if gw.proc.poll() is None:
+            gw.stop()

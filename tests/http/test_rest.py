@@ -1,0 +1,137 @@
+"""The REST API of the Jupyter Kernel Gateway on a real `kennel serve
+--http`: kernelspecs, kernels (create with every body the clients send,
+get, list, interrupt, restart, delete), sessions, JSON errors."""
+import re
+import time
+
+from httptest import api, connect, run, start_kernel, stdout
+
+UUID = re.compile(r"^\w+-\w+-\w+-\w+-\w+$")
+DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def check_model(model):
+    assert set(model) >= {"id", "name", "last_activity", "execution_state", "connections"}, model
+    assert UUID.match(model["id"]) and DATE.match(model["last_activity"]), model
+    assert isinstance(model["connections"], int)
+
+
+def test_api_and_kernelspecs(http_gateway):
+    assert "version" in api(http_gateway, "GET", "api").json()
+    specs = api(http_gateway, "GET", "api/kernelspecs").json()
+    assert specs["default"] == "python3" and "python3" in specs["kernelspecs"]
+    spec = specs["kernelspecs"]["python3"]
+    assert spec["name"] == "python3" and spec["spec"]["language"] == "python" and "display_name" in spec["spec"]
+    for name in ("python3", "python"):
+        r = api(http_gateway, "GET", f"api/kernelspecs/{name}")
+        assert r.status_code == 200 and r.json()["name"] == "python3"
+    r = api(http_gateway, "GET", "api/kernelspecs/nope")
+    assert r.status_code == 404 and r.json()["reason"] == "Not Found"
+
+
+def test_create_bodies_and_lifecycle(http_gateway):
+    """Every POST body of the research notes (R7): none (smolagents), {},
+    {"name":"python3"} (AutoGen), {"name":"python"} (ipybox, OpenHands),
+    name+env (GatewayClient), name+path (datalayer)."""
+    bodies = [None, {}, {"name": "python3"}, {"name": "python"},
+              {"name": "python3", "env": {"KERNEL_USERNAME": "u"}}, {"name": "python3", "path": "nb.ipynb"}]
+    ids = []
+    for body in bodies:
+        r = api(http_gateway, "POST", "api/kernels", json=body) if body is not None \
+            else api(http_gateway, "POST", "api/kernels")
+        assert r.status_code == 201, (body, r.text)
+        model = r.json()
+        check_model(model)
+        assert r.headers["Location"] == f"/api/kernels/{model['id']}"
+        ids.append(model["id"])
+    listed = {m["id"] for m in api(http_gateway, "GET", "api/kernels").json()}
+    assert set(ids) <= listed
+    for kid in ids:
+        r = api(http_gateway, "GET", f"api/kernels/{kid}")
+        assert r.status_code == 200 and r.json()["id"] == kid
+    assert api(http_gateway, "POST", f"api/kernels/{ids[0]}/interrupt").status_code == 204
+    r = api(http_gateway, "POST", f"api/kernels/{ids[0]}/restart")
+    assert r.status_code == 200, r.text
+    check_model(r.json())
+    for kid in ids:
+        assert api(http_gateway, "DELETE", f"api/kernels/{kid}").status_code == 204
+        r = api(http_gateway, "GET", f"api/kernels/{kid}")
+        assert r.status_code == 404 and r.json()["reason"] == "Not Found" and kid in r.json()["message"]
+    assert api(http_gateway, "GET", "api/kernels").json() == []
+
+
+def test_env_passes_kernel_names_only(http_gateway):
+    """KERNEL_* names and the operator's env_allow reach the kernel; any
+    other name, and the gateway's own environment (its token), do not."""
+    model = start_kernel(http_gateway, {"name": "python3", "env": {"KERNEL_X": "x1", "OTHER": "o1"}})
+    ws = connect(http_gateway, model["id"])
+    code = ("import os; print(os.environ.get('KERNEL_X'), os.environ.get('OTHER'), "
+            "os.environ.get('KENNEL_AUTH_TOKEN'), os.environ.get('KG_AUTH_TOKEN'))")
+    reply, outputs = run(ws, code)
+    assert reply["content"]["status"] == "ok"
+    assert stdout(outputs).split() == ["x1", "None", "None", "None"]
+    ws.close()
+
+
+def test_kennel_options_ride_in_the_body(http_gateway):
+    """"kennel": {conversation_id, tools, policy} as conversation_open takes
+    them, with its errors as 400 JSON."""
+    r = api(http_gateway, "POST", "api/kernels", json={"kennel": {"conversation_id": "agent-7"}})
+    assert r.status_code == 201, r.text
+    model = r.json()
+    assert model["kennel"]["conversation_id"] == "agent-7" and UUID.match(model["id"])
+    assert api(http_gateway, "GET", f"api/kernels/{model['id']}").status_code == 200
+    for bad, word in (({"conversation_id": "../x"}, "InvalidConversationId"),
+                      ({"policy": {"memory_bytes": 1 << 60}}, "PolicyError"),
+                      ({"tools": [{"name": 3}]}, "InvalidTools")):
+        r = api(http_gateway, "POST", "api/kernels", json={"kennel": bad})
+        assert r.status_code == 400 and word in r.json()["message"], r.text
+    r = api(http_gateway, "POST", "api/kernels", json={"name": "cobol"})
+    assert r.status_code == 400 and r.json()["reason"] == "Bad Request"
+
+
+def test_zeromq_conversations_are_kernels_too(http_gateway):
+    """One table for both fronts: a conversation opened over the control
+    socket is listed with a UUID and reachable by it."""
+    from kennel_testlib import Control
+    control = Control(http_gateway.conn_file)
+    try:
+        assert control.open("zmq-side")["status"] == "ok"
+        models = api(http_gateway, "GET", "api/kernels").json()
+        mine = [m for m in models if m.get("kennel", {}).get("conversation_id") == "zmq-side"]
+        assert len(mine) == 1 and UUID.match(mine[0]["id"])
+        assert api(http_gateway, "GET", f"api/kernels/{mine[0]['id']}").status_code == 200
+    finally:
+        control.close()
+
+
+def test_sessions(http_gateway):
+    r = api(http_gateway, "POST", "api/sessions",
+            json={"path": "a.ipynb", "name": "a", "type": "notebook", "kernel": {"name": "python3"}})
+    assert r.status_code == 201, r.text
+    s = r.json()
+    check_model(s["kernel"])
+    assert s["path"] == "a.ipynb" and UUID.match(s["id"])
+    assert [x["id"] for x in api(http_gateway, "GET", "api/sessions").json()] == [s["id"]]
+    r = api(http_gateway, "PATCH", f"api/sessions/{s['id']}", json={"path": "b.ipynb"})
+    assert r.status_code == 200 and r.json()["path"] == "b.ipynb"
+    # a second session on the same kernel, by id
+    r = api(http_gateway, "POST", "api/sessions", json={"path": "c", "kernel": {"id": s["kernel"]["id"]}})
+    assert r.status_code == 201 and r.json()["kernel"]["id"] == s["kernel"]["id"]
+    assert api(http_gateway, "DELETE", f"api/sessions/{s['id']}").status_code == 204
+    assert api(http_gateway, "GET", f"api/sessions/{s['id']}").status_code == 404
+    deadline = time.monotonic() + 10
+    while api(http_gateway, "GET", f"api/kernels/{s['kernel']['id']}").status_code != 404:
+        assert time.monotonic() < deadline, "the session's kernel was not shut down"
+        time.sleep(0.05)
+
+
+def test_json_errors_and_unknown_paths(http_gateway):
+    for method, path, status in (("GET", "api/contents", 404), ("GET", "tree", 404), ("GET", "", 404),
+                                 ("GET", "api/kernels/1-2-3-4-5", 404), ("PUT", "api/kernels", 405),
+                                 ("POST", "api/kernelspecs", 405)):
+        r = api(http_gateway, method, path)
+        assert r.status_code == status, (method, path, r.status_code)
+        assert set(r.json()) == {"reason", "message"}, r.text
+    r = api(http_gateway, "POST", "api/kernels", data=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["reason"] == "Bad Request"

@@ -1,0 +1,123 @@
+"""Kernel websockets on a real `kennel serve --http`: the legacy JSON
+protocol and the v1.kernel.websocket.jupyter.org binary one, messages
+without a channel, several websockets on one kernel, one websocket per
+execution, the first execute right after connecting, buffers, tool calls
+on stdin."""
+import json
+import time
+
+import pytest
+import websocket
+
+from httptest import V1, api, connect, message, recv, run, send, start_kernel, stdout
+
+
+@pytest.mark.parametrize("proto", [None, V1], ids=["legacy", "v1"])
+def test_execute_round_trip(http_gateway, proto):
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid, subprotocol=proto)
+    assert ws.getsubprotocol() == proto
+    reply, outputs = run(ws, "x = 6 * 7\nprint('out', x)\nx", subprotocol=proto)
+    assert reply["content"]["status"] == "ok" and reply["channel"] == "shell"
+    assert "kennel" in reply["metadata"], reply["metadata"]
+    assert stdout(outputs) == "out 42\n"
+    result = [m for m in outputs if m["msg_type"] == "execute_result"]
+    assert result and result[0]["content"]["data"]["text/plain"] == "42"
+    if proto is None:  # R4: top-level msg_type and msg_id on legacy messages
+        assert reply["msg_type"] == "execute_reply" and reply["msg_id"] == reply["header"]["msg_id"]
+    # an error keeps its evalue whole (R10)
+    reply, outputs = run(ws, "raise ValueError('x' * 5000)", subprotocol=proto)
+    assert reply["content"]["status"] == "error"
+    err = [m for m in outputs if m["msg_type"] == "error"]
+    assert err and err[0]["content"]["evalue"] == "x" * 5000
+    ws.close()
+
+
+def test_smolagents_sequence(http_gateway):
+    """smolagents: POST with no body and ?token=, a new websocket per
+    execution with ?token=, messages without channel nor date, done at
+    iopub idle; the first execute is sent right after connecting."""
+    r = api(http_gateway, "POST", f"api/kernels?token={http_gateway.token}", token=False)
+    assert r.status_code == 201
+    kid = r.json()["id"]
+    for i in range(5):
+        ws = websocket.create_connection(
+            http_gateway.url.replace("http://", "ws://") + f"api/kernels/{kid}/channels?token={http_gateway.token}")
+        msg = {"header": {"msg_id": f"m{i}-{time.monotonic()}", "username": "anonymous", "session": "s",
+                          "msg_type": "execute_request", "version": "5.0"},
+               "parent_header": {}, "metadata": {},
+               "content": {"code": f"print({i})", "silent": False, "store_history": True, "user_expressions": {},
+                           "allow_stdin": False}}
+        ws.send(json.dumps(msg))
+        out = ""
+        while True:
+            m = json.loads(ws.recv())
+            if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+                continue
+            if m["msg_type"] == "stream":
+                out += m["content"]["text"]
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+        assert out == f"{i}\n"
+        ws.close()
+
+
+def test_several_websockets_on_one_kernel(http_gateway):
+    """iopub goes to every websocket, a reply only to the one that asked."""
+    kid = start_kernel(http_gateway)["id"]
+    a, b = connect(http_gateway, kid), connect(http_gateway, kid, subprotocol=V1)
+    model = api(http_gateway, "GET", f"api/kernels/{kid}").json()
+    assert model["connections"] == 2
+    reply, outputs = run(a, "print('from a')")
+    assert reply and stdout(outputs) == "from a\n"
+    seen_stream, seen_reply = False, False
+    b.settimeout(2)
+    try:
+        while True:
+            m = recv(b, V1)
+            if m["parent_header"].get("msg_id") == reply["parent_header"]["msg_id"]:
+                seen_stream |= m["msg_type"] == "stream"
+                seen_reply |= m["msg_type"] == "execute_reply"
+    except websocket.WebSocketTimeoutException:
+        pass
+    assert seen_stream and not seen_reply
+    a.close()
+    b.close()
+
+
+def test_buffers_and_kernel_info(http_gateway):
+    """kernel_info on shell and control; a comm message with a binary
+    buffer in the legacy binary frame reaches the kernel (it answers)."""
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid)
+    for channel in ("shell", "control"):
+        msg_id = send(ws, message("kernel_info_request", channel=channel))
+        while True:
+            m = recv(ws)
+            if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "kernel_info_reply":
+                assert m["channel"] == channel and m["content"]["status"] == "ok"
+                break
+    ws.close()
+
+
+def test_interrupt_over_rest_while_running(http_gateway):
+    """ipybox/OpenHands: a timeout on their side POSTs interrupt; the
+    running execution ends with KeyboardInterrupt and the kernel lives on."""
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid)
+    run(ws, "import time; keep = 5")
+    msg = message("execute_request", {"code": "print('started', flush=True); time.sleep(60)", "silent": False})
+    send(ws, msg)
+    while True:
+        m = recv(ws)
+        if m["msg_type"] == "stream" and "started" in m["content"]["text"]:
+            break
+    assert api(http_gateway, "POST", f"api/kernels/{kid}/interrupt", json={"kernel_id": kid}).status_code == 204
+    while True:
+        m = recv(ws)
+        if m["msg_type"] == "execute_reply" and m["parent_header"]["msg_id"] == msg["header"]["msg_id"]:
+            assert m["content"]["status"] == "error" and m["content"]["ename"] == "KeyboardInterrupt"
+            break
+    reply, outputs = run(ws, "print(keep)")
+    assert stdout(outputs) == "5\n"
+    ws.close()
