@@ -18,6 +18,7 @@
 
 #define MCP_GATEWAY_START_MS 30000
 #define MCP_GATEWAY_POLL_MS 2
+#define MCP_GATEWAY_INFO_MS 5000
 
 typedef struct {
     char msg_id[WIRE_ID_SIZE + 8];
@@ -155,6 +156,24 @@ s_ready (mcp_gateway_t *self, bool ok, const char *errmsg)
         self->on_ready (self, ok, errmsg, self->ready_arg);
 }
 
+/* A running daemon is used once it answered, as `kennel info` asks: a
+   file left by a daemon that is gone fails at start, not at each call. */
+static void
+s_on_info (const json_t *content, void *arg)
+{
+    mcp_gateway_t *self = arg;
+    if (!content) {
+        char *why = wire_xasprintf ("no answer from the gateway of %s within %d s", self->connection_file,
+                                    MCP_GATEWAY_INFO_MS / 1000);
+        s_ready (self, false, why);
+        free (why);
+        return;
+    }
+    gw_log ("mcp_gateway_attached", "{s:s, s:O}", "connection_file", self->connection_file, "ready",
+            json_object_get (content, "ready") ?: json_null ());
+    s_ready (self, true, NULL);
+}
+
 static int
 s_on_poll (zloop_t *loop, int timer_id, void *arg)
 {
@@ -260,7 +279,7 @@ mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *confi
         return NULL;
     }
     if (connection_file)
-        self->ready = true; /* the caller asks gateway_info when it needs to know more */
+        mcp_gateway_request (self, "gateway_info_request", json_object (), MCP_GATEWAY_INFO_MS, s_on_info, self);
     return self;
 }
 
@@ -299,6 +318,7 @@ mcp_gateway_destroy (mcp_gateway_t **self_p)
     mcp_gateway_t *self = *self_p;
     if (!self)
         return;
+    self->on_ready = NULL; /* the front is stopping: no news of readiness now */
     /* every request is answered, NULL: its owner frees what it holds */
     pending_t *p;
     while ((p = zlistx_first (self->pending)))

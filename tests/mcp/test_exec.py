@@ -179,3 +179,23 @@ def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_pat
     finally:
         daemon.terminate()
         daemon.wait(20)
+
+
+def test_a_connection_file_without_a_daemon_fails_at_start(tmp_path):
+    """A file left by a daemon that is gone: the first call says so within
+    the 5 s gateway_info wait, and the front exits 1."""
+    state = traversable_dir("kennel-mcp-test-")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(hostprobe.gateway_config({"warm_pool": 0})))
+    daemon = serve(state, config, tmp_path / "gateway.log", conn_file=tmp_path / "kept.json")
+    stale = tmp_path / "stale.json"
+    stale.write_text((tmp_path / "kept.json").read_text())
+    daemon.terminate()
+    daemon.wait(20)
+    m = Mcp(tmp_path, args=["--connection-file", stale])
+    m.initialize()
+    t0 = time.monotonic()
+    r = m.call("python_exec", {"code": "1"})
+    assert r["isError"] is True and "no answer from the gateway" in m.text(r), r
+    assert time.monotonic() - t0 < 15
+    assert m.close() == 1, m.log_text()
