@@ -316,6 +316,7 @@ class HttpGateway:
         self.url = self.info["http_url"]
         self.token = self.info.get("http_token") or (env or {}).get("KENNEL_AUTH_TOKEN") \
             or (env or {}).get("KG_AUTH_TOKEN") or (http or {}).get("token")
+        self.certfile = (http or {}).get("certfile")  # TLS: the CA a client trusts
 
     def __iter__(self):
         return iter((self.url, self.token))
@@ -329,13 +330,15 @@ class HttpGateway:
     def wait_ready(self, timeout=30):
         """Until GET /api/kernelspecs answers 200 (smolagents' readiness
         poll): a kernel can be started."""
+        import ssl
         import urllib.request
+        context = ssl.create_default_context(cafile=self.certfile) if self.certfile else None
 
         def ready():
             req = urllib.request.Request(self.url + "api/kernelspecs",
                                          headers={"Authorization": f"token {self.token}"} if self.token else {})
             try:
-                with urllib.request.urlopen(req, timeout=5) as r:
+                with urllib.request.urlopen(req, timeout=5, context=context) as r:
                     return r.status == 200
             except Exception:
                 return False

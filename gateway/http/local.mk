@@ -8,4 +8,5 @@ gateway_kennel_SOURCES += \
 gateway_kennel_CPPFLAGS += $(LWS_CFLAGS) $(UV_CFLAGS)
 gateway_kennel_LDADD += $(LWS_LIBS) $(UV_LIBS)
 
-EXTRA_DIST += gateway/http/README.md tests/http/conftest.py tests/http/httptest.py tests/http/test_rest.py tests/http/test_websocket.py
+EXTRA_DIST += gateway/http/README.md tests/http/conftest.py tests/http/httptest.py tests/http/test_rest.py tests/http/test_websocket.py \
+	tests/http/test_auth.py tests/http/test_bad_input.py tests/http/test_lifecycle.py

@@ -118,3 +118,18 @@ def run(ws, code, subprotocol=None, timeout=60, until="both", **content):
 
 def stdout(outputs):
     return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
+
+
+def close_code(ws, timeout=30):
+    """Reads until the server's close frame; its status code (None when the
+    connection ended without one)."""
+    ws.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            opcode, data = ws.recv_data(control_frame=True)
+        except websocket.WebSocketConnectionClosedException:
+            return None
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            return struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
+    raise TimeoutError("no close frame")
