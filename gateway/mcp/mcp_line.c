@@ -34,7 +34,9 @@ s_split (mcp_line_t *self)
     char *nl;
     while ((nl = memchr (self->buf + start, '\n', self->len - start))) {
         size_t n = (size_t) (nl - (self->buf + start));
-        if (self->dropped) {
+        if (self->dropped || n > self->max_bytes) {
+            /* over the limit: its start was dropped already, or it came
+               whole within one read */
             self->on_line (NULL, self->dropped + n, self->arg);
             self->dropped = 0;
         }
