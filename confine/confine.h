@@ -86,8 +86,11 @@ typedef struct {
     uint64_t pids;              /* 256 */
     double cpus;                /* 1.0 = one core */
 
-    /* tmpfs sizes. workspace_bytes also is the quota of a host workspace. */
+    /* tmpfs sizes. workspace_bytes and workspace_files (inodes) also are
+       what a host workspace must be limited to (a filesystem of its own,
+       mounted by the caller) for the quota layer to be active. */
     uint64_t workspace_bytes;   /* 1 GiB */
+    uint64_t workspace_files;   /* 65536 */
     uint64_t tmp_bytes;         /* 256 MiB */
     uint64_t shm_bytes;         /* 256 MiB */
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -97,13 +98,17 @@ bind_fd (confine_ctx_t *ctx, int fd, const char *target, uint64_t attrs)
     return set_attr (ctx, target, attrs, true);
 }
 
+/* inodes 0: one per 4 KiB of size, at least 1024. */
 static int
-mount_tmpfs (confine_ctx_t *ctx, const char *target, const char *mode, uint64_t bytes, unsigned long flags)
+mount_tmpfs (confine_ctx_t *ctx, const char *target, const char *mode, uint64_t bytes, uint64_t inodes,
+             unsigned long flags)
 {
     char options[96];
+    if (!inodes)
+        inodes = bytes / 4096 < 1024 ? 1024 : bytes / 4096;
     if (bytes)
         snprintf (options, sizeof options, "mode=%s,size=%llu,nr_inodes=%llu", mode, (unsigned long long) bytes,
-                  (unsigned long long) (bytes / 4096 < 1024 ? 1024 : bytes / 4096));
+                  (unsigned long long) inodes);
     else
         snprintf (options, sizeof options, "mode=%s", mode);
     if (make_dir (ctx, target, 0755) < 0)
@@ -222,7 +227,7 @@ build_dev (confine_ctx_t *ctx, sources_t *src)
 {
     /* A tmpfs mounted in a user namespace cannot hold usable device nodes
        (nodev is forced), so each allowed node is a bind of the host's. */
-    if (mount_tmpfs (ctx, NEWROOT "/dev", "0755", 1 << 20, MS_NOEXEC) < 0)
+    if (mount_tmpfs (ctx, NEWROOT "/dev", "0755", 1 << 20, 0, MS_NOEXEC) < 0)
         return -1;
     for (size_t i = 0; i < sizeof dev_nodes / sizeof *dev_nodes; i++) {
         char target[64];
@@ -247,7 +252,7 @@ build_dev (confine_ctx_t *ctx, sources_t *src)
             return mount_failed (ctx, "symlink", target);
     }
     /* multiprocessing's semaphores and shared memory live here. */
-    return mount_tmpfs (ctx, NEWROOT "/dev/shm", "1777", ctx->policy->shm_bytes, MS_NOEXEC);
+    return mount_tmpfs (ctx, NEWROOT "/dev/shm", "1777", ctx->policy->shm_bytes, 0, MS_NOEXEC);
 }
 
 static int
@@ -273,30 +278,52 @@ build_proc (confine_ctx_t *ctx)
     return 0;
 }
 
+/* A host workspace is limited when it is a filesystem of its own (a mount
+   root) no larger than workspace_bytes with no more than workspace_files
+   inodes: what the gateway mounts there (gateway/README.md "Workspaces").
+   The limit is read from the filesystem itself, whoever made it. */
+static int
+quota_check (confine_ctx_t *ctx, int fd)
+{
+    const confine_policy_t *p = ctx->policy;
+    struct statx stx;
+    struct statfs fs;
+    if (statx (fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) < 0 || fstatfs (fd, &fs) < 0)
+        return mount_failed (ctx, "statx/fstatfs", "the workspace");
+    uint64_t bytes = (uint64_t) fs.f_blocks * (uint64_t) fs.f_bsize;
+    uint64_t allowed = (p->workspace_bytes + 4095) / 4096 * 4096; /* a tmpfs size is whole pages */
+    bool root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+    if (root && bytes <= allowed && (uint64_t) fs.f_files <= p->workspace_files) {
+        confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE,
+                            "/workspace is a filesystem of its own: %llu bytes, %llu files",
+                            (unsigned long long) bytes, (unsigned long long) fs.f_files);
+        return 0;
+    }
+    return confine_layer_fail (ctx, CONFINE_LAYER_QUOTA, CONFINE_UNSUPPORTED, 0,
+                               "the host workspace directory is %s of %llu bytes, %llu files, not one of at most "
+                               "workspace_bytes %llu, workspace_files %llu; only rlimits.fsize bounds each file; "
+                               "the gateway mounts one as root or in its own user namespace (gateway/README.md), "
+                               "else allow_degraded \"quota\"",
+                               root ? "a filesystem" : "on a filesystem", (unsigned long long) bytes,
+                               (unsigned long long) fs.f_files, (unsigned long long) p->workspace_bytes,
+                               (unsigned long long) p->workspace_files);
+}
+
 static int
 build_workspace (confine_ctx_t *ctx, sources_t *src)
 {
     const confine_policy_t *p = ctx->policy;
     const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     if (src->workspace < 0) {
-        if (mount_tmpfs (ctx, NEWROOT CONFINE_WORKSPACE_DIR, "0755", p->workspace_bytes, 0) < 0)
+        if (mount_tmpfs (ctx, NEWROOT CONFINE_WORKSPACE_DIR, "0755", p->workspace_bytes, p->workspace_files, 0) < 0)
             return -1;
         if (chown (NEWROOT CONFINE_WORKSPACE_DIR, p->uid, p->gid) < 0)
             return mount_failed (ctx, "chown", NEWROOT CONFINE_WORKSPACE_DIR);
-        if (p->workspace_bytes)
-            confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE,
-                                "/workspace is a private tmpfs of %llu bytes", (unsigned long long) p->workspace_bytes);
-        else
-            confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE, "no quota requested (workspace_bytes 0)");
+        confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE,
+                            "/workspace is a private tmpfs of %llu bytes, %llu files",
+                            (unsigned long long) p->workspace_bytes, (unsigned long long) p->workspace_files);
     } else {
-        if (bind_fd (ctx, src->workspace, NEWROOT CONFINE_WORKSPACE_DIR, rw) < 0)
-            return -1;
-        if (!p->workspace_bytes)
-            confine_report_set (ctx->report, CONFINE_LAYER_QUOTA, CONFINE_ACTIVE, "no quota requested (workspace_bytes 0)");
-        else if (confine_layer_fail (ctx, CONFINE_LAYER_QUOTA, CONFINE_UNSUPPORTED, 0,
-                                     "a host workspace directory has no size limit (no project quota support); "
-                                     "only rlimits.fsize bounds each file; omit workspace for a tmpfs of "
-                                     "workspace_bytes, or allow_degraded \"quota\"") < 0)
+        if (quota_check (ctx, src->workspace) < 0 || bind_fd (ctx, src->workspace, NEWROOT CONFINE_WORKSPACE_DIR, rw) < 0)
             return -1;
     }
     if (src->run_dir >= 0) {
@@ -352,7 +379,7 @@ build_tree (confine_ctx_t *ctx, sources_t *src)
         return mount_failed (ctx, "mount the root tmpfs on", NEWROOT);
     if (build_usr (ctx, src) < 0 || build_etc (ctx, src) < 0 || build_workspace (ctx, src) < 0)
         return -1;
-    if (mount_tmpfs (ctx, NEWROOT "/tmp", "1777", p->tmp_bytes, 0) < 0)
+    if (mount_tmpfs (ctx, NEWROOT "/tmp", "1777", p->tmp_bytes, 0, 0) < 0)
         return -1;
     if (build_dev (ctx, src) < 0 || build_proc (ctx) < 0)
         return -1;

@@ -54,6 +54,7 @@ confine_policy_new (void)
     self->pids = 256;
     self->cpus = 1.0;
     self->workspace_bytes = 1 * GIB;
+    self->workspace_files = 65536;
     self->tmp_bytes = 256 * MIB;
     self->shm_bytes = 256 * MIB;
     self->rlimit_nofile = 1024;
@@ -290,6 +291,7 @@ load_field (confine_policy_t *self, const char *key, const json_t *value, char *
         { "memory_bytes", offsetof (confine_policy_t, memory_bytes), true },
         { "pids", offsetof (confine_policy_t, pids), true },
         { "workspace_bytes", offsetof (confine_policy_t, workspace_bytes), false },
+        { "workspace_files", offsetof (confine_policy_t, workspace_files), false },
         { "tmp_bytes", offsetof (confine_policy_t, tmp_bytes), false },
         { "shm_bytes", offsetof (confine_policy_t, shm_bytes), false },
     };

@@ -196,6 +196,7 @@ typedef struct {
     int64_t memory_bytes;     /* or GW_UNLIMITED */
     int64_t pids;             /* or GW_UNLIMITED */
     int64_t workspace_bytes;
+    int64_t workspace_files;
     int64_t output_bytes; /* per execution, or GW_UNLIMITED */
     char network[16];     /* "none" or "loopback" */
     char builtins[16];    /* "agent", "notebook", "none" */
@@ -234,7 +235,8 @@ void gw_policy_clear (gw_policy_t *policy);
 void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
 json_t *gw_policy_to_json (const gw_policy_t *policy);
 /* The confine policy of a kernel's launch spec: the config's confine
-   settings with the policy's memory_bytes, pids, workspace_bytes, network. */
+   settings with the policy's memory_bytes, pids, workspace_bytes,
+   workspace_files, network. */
 json_t *gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *policy);
 /* A timer's delay in ms for a finite limit in seconds: at least 1, so that
    no value arms "no timer". */
@@ -257,6 +259,29 @@ int gw_fs_remove_or_bury (const char *path, const char *graveyard);
 int gw_fs_graveyard_empty (const char *graveyard);
 /* Disk usage (allocated blocks) of a tree, symlinks not followed. */
 int64_t gw_fs_tree_bytes (const char *path);
+
+/* ---- gw_quota.c: a workspace's limits (a tmpfs mounted on it) ---------- */
+/* Once, before any thread: an unprivileged gateway enters a user and mount
+   namespace of its own, where it may mount (else every later mount fails
+   with the reason, naming the host setting). */
+void gw_quota_prepare (void);
+/* Why this gateway cannot mount workspaces, or NULL. */
+const char *gw_quota_unavailable (void);
+/* Mounts a tmpfs of bytes with files inodes on dir (a kept one gets the
+   new limits): a workspace gets its policy's workspace_bytes and
+   workspace_files, a run dir GW_RUN_DIR_BYTES and GW_RUN_DIR_FILES (what
+   kernel.json and five sockets need). 0; or -1 with *errmsg (malloc'd,
+   naming the layer "quota" and the host setting) unless the config's
+   allow_degraded names "quota", which logs and returns 0 with no mount. */
+#define GW_RUN_DIR_BYTES (1 << 20)
+#define GW_RUN_DIR_FILES 64
+GW_MUST_CHECK int gw_quota_apply (const gw_config_t *config, const char *dir, int64_t bytes, int64_t files,
+                                  char **errmsg);
+/* Detaches the tmpfs on dir, if any; its pages go when the kernel's last
+   process has left it. */
+void gw_quota_unmount (const char *dir);
+/* Bytes and files in use on dir's tmpfs: false when dir has none. */
+bool gw_quota_usage (const char *dir, int64_t *bytes, int64_t *files);
 
 /* ---- gw_tools: tool declarations ------------------------------------- */
 
@@ -384,10 +409,11 @@ void gw_conv_kernel_start (gw_conv_t *self);
    the builtin kernel's settings with tools). */
 json_t *gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *policy,
                         json_t *tools, const char *workspace, const char *run_dir);
-/* A fresh run dir under runs (short random name) with a kernel.json of a
-   fresh kernel key. 0, or -1 with *errmsg. */
-int gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, wire_connection_t **kconn,
-                         char **errmsg);
+/* A fresh run dir under runs (short random name, its own small tmpfs:
+   gw_quota_apply) with a kernel.json of a fresh kernel key. 0, or -1 with
+   *errmsg. */
+int gw_kernel_files_new (const gw_config_t *config, const char *runs, const char *kernel_name, char **run_dir,
+                         wire_connection_t **kconn, char **errmsg);
 
 /* ---- gw_pool: the warm pool ------------------------------------------- */
 

@@ -26,7 +26,7 @@ typedef enum { F_SECONDS, F_COUNT } field_kind_t;
 /* The numeric policy fields: one table drives loading, lowering and JSON.
    unlimitable: the operator's config may say "unlimited" (a client never
    can); tool_timeout needs a bound (the kernel's backstop is derived from
-   it), workspace_bytes sizes a tmpfs or a quota. */
+   it), workspace_bytes and workspace_files size the workspace's tmpfs. */
 static const struct {
     const char *name;
     field_kind_t kind;
@@ -39,6 +39,7 @@ static const struct {
     {"memory_bytes", F_COUNT, offsetof (gw_policy_t, memory_bytes), true},
     {"pids", F_COUNT, offsetof (gw_policy_t, pids), true},
     {"workspace_bytes", F_COUNT, offsetof (gw_policy_t, workspace_bytes), false},
+    {"workspace_files", F_COUNT, offsetof (gw_policy_t, workspace_files), false},
     {"output_bytes", F_COUNT, offsetof (gw_policy_t, output_bytes), true},
 };
 #define NUMERIC_COUNT (sizeof numeric_fields / sizeof numeric_fields[0])
@@ -88,6 +89,7 @@ policy_defaults (gw_policy_t *p)
     p->memory_bytes = (int64_t) 1 << 30;
     p->pids = 256;
     p->workspace_bytes = (int64_t) 1 << 30;
+    p->workspace_files = 65536;
     p->output_bytes = (int64_t) 1 << 20;
     strcpy (p->network, "none");
     strcpy (p->builtins, "agent");
@@ -104,6 +106,7 @@ maxima_defaults (gw_policy_t *p)
     p->memory_bytes = (int64_t) 4 << 30;
     p->pids = 1024;
     p->workspace_bytes = (int64_t) 10 << 30;
+    p->workspace_files = 1000000;
     p->output_bytes = (int64_t) 16 << 20;
     strcpy (p->network, "loopback");
     strcpy (p->builtins, "none");
@@ -319,6 +322,7 @@ gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *p)
     json_object_set_new (policy, "memory_bytes", count_json (p->memory_bytes));
     json_object_set_new (policy, "pids", count_json (p->pids));
     json_object_set_new (policy, "workspace_bytes", count_json (p->workspace_bytes));
+    json_object_set_new (policy, "workspace_files", count_json (p->workspace_files));
     json_object_set_new (policy, "network", json_string (p->network));
     return policy;
 }
@@ -558,11 +562,8 @@ gw_config_load (const char *path, char **errmsg)
     self->fork_server = true;
     self->fork_preload = json_array ();
     self->launcher = default_launcher ();
-    /* a conversation's workspace is a host directory, which no host here
-       can give a disk quota (confine/README.md "quota"): the gateway asks
-       for that one degradation by name, so every other layer still fails
-       closed. An operator config "confine": {"allow_degraded": []} refuses. */
-    self->confine = json_pack ("{s:[s]}", "allow_degraded", "quota");
+    /* every layer fails closed unless the operator's config names it */
+    self->confine = json_pack ("{s:[]}", "allow_degraded");
     self->kernels = json_object ();
     if (path && config_apply_file (self, path, errmsg) < 0)
         gw_config_destroy (&self);

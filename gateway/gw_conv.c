@@ -336,8 +336,8 @@ gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_pol
 static int make_dir (const char *path, mode_t mode, char **errmsg);
 
 int
-gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, wire_connection_t **kconn,
-                     char **errmsg)
+gw_kernel_files_new (const gw_config_t *config, const char *runs, const char *kernel_name, char **run_dir,
+                     wire_connection_t **kconn, char **errmsg)
 {
     char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
@@ -349,7 +349,8 @@ gw_kernel_files_new (const char *runs, const char *kernel_name, char **run_dir, 
                                   GW_SUN_PATH_MAX);
         return -1;
     }
-    if (make_dir (*run_dir, 0700, errmsg) < 0)
+    if (make_dir (*run_dir, 0700, errmsg) < 0
+        || gw_quota_apply (config, *run_dir, GW_RUN_DIR_BYTES, GW_RUN_DIR_FILES, errmsg) < 0)
         return -1;
     wire_key_t *key = wire_key_new_random ();
     wire_connection_t *kc = wire_connection_new ();
@@ -401,6 +402,7 @@ static void
 conv_dir_remove (gw_conv_t *self, const char *path)
 {
     char *graveyard = path_join (self->server->state_dir, "graveyard");
+    gw_quota_unmount (path); /* a run dir's tmpfs */
     int rc = gw_fs_remove_or_bury (path, graveyard);
     if (rc != 0)
         gw_log ("remove_failed", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "path", path, "reason",
@@ -425,7 +427,8 @@ kernel_launch (gw_conv_t *self)
     free (self->run_dir);
     self->run_dir = NULL;
     wire_connection_destroy (&self->kconn);
-    if (gw_kernel_files_new (self->runs, self->kernel_name, &self->run_dir, &self->kconn, &errmsg) < 0) {
+    if (gw_kernel_files_new (self->server->config, self->runs, self->kernel_name, &self->run_dir, &self->kconn,
+                             &errmsg) < 0) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
         free (errmsg);
         return;
@@ -544,7 +547,9 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     free (convs);
     gw_warm_t *warm = rc ? NULL : warm_claim (self, pooled);
     if (!rc && !warm)
-        rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0;
+        rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
+             || gw_quota_apply (server->config, self->workspace, self->policy.workspace_bytes,
+                                self->policy.workspace_files, errmsg) < 0;
     if (rc) {
         gw_conv_destroy (&self, true);
         return NULL;
@@ -580,8 +585,10 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     gw_relay_destroy (&self->relay);
     if (self->run_dir)
         conv_dir_remove (self, self->run_dir);
-    if (!keep_workspace && self->dir)
+    if (!keep_workspace && self->dir) {
+        gw_quota_unmount (self->workspace);
         conv_dir_remove (self, self->dir);
+    }
     else if (self->log_path)
         gw_launch_log_remove (self->log_path);
     free (self->id);
@@ -672,7 +679,9 @@ gw_conv_list_entry (const gw_conv_t *self)
     int64_t rss = 0, hwm = 0;
     pid_t pid = self->launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (self->launch) : 0;
     gw_proc_usage (pid, &cpu, &rss, &hwm);
-    int64_t tree_bytes = gw_fs_tree_bytes (self->workspace);
+    int64_t tree_bytes, files;
+    if (!gw_quota_usage (self->workspace, &tree_bytes, &files))
+        tree_bytes = gw_fs_tree_bytes (self->workspace);
     const char *state = self->kstate == K_STARTING ? "starting"
                         : self->kstate == K_DEAD   ? "dead"
                         : gw_relay_pending (self->relay) ? "busy"

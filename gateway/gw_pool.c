@@ -60,10 +60,16 @@ gw_warm_destroy (gw_warm_t **self_p)
     if (self->probe)
         warm_probe_close (self, ((gw_pool_t *) self->pool)->server->loop);
     gw_launch_abandon (&self->launch);
-    if (self->run_dir)
+    if (self->run_dir) {
+        gw_quota_unmount (self->run_dir);
         gw_fs_remove_tree (self->run_dir);
-    if (self->dir)
+    }
+    if (self->dir) {
+        char *workspace = wire_xasprintf ("%s/workspace", self->dir);
+        gw_quota_unmount (workspace);
+        free (workspace);
         gw_fs_remove_tree (self->dir);
+    }
     free (self->run_dir);
     free (self->dir);
     wire_connection_destroy (&self->kconn);
@@ -176,7 +182,9 @@ pool_launch (gw_pool_t *self)
              || make_dir (workspace, 0700) < 0) {
         errmsg = wire_xasprintf ("cannot create %s: %s", warm->dir, strerror (errno));
     }
-    else if (gw_kernel_files_new (runs, "python", &warm->run_dir, &warm->kconn, &errmsg) == 0) {
+    else if (gw_quota_apply (self->server->config, workspace, self->server->config->defaults.workspace_bytes,
+                             self->server->config->defaults.workspace_files, &errmsg) == 0
+             && gw_kernel_files_new (self->server->config, runs, "python", &warm->run_dir, &warm->kconn, &errmsg) == 0) {
         const gw_config_t *config = self->server->config;
         json_t *tools = json_array ();
         json_t *spec = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, warm->run_dir);
@@ -251,7 +259,7 @@ gw_pool_fits (const gw_config_t *config, const char *kernel, const gw_policy_t *
 {
     const gw_policy_t *d = &config->defaults;
     return streq (kernel, "python") && p->memory_bytes == d->memory_bytes && p->pids == d->pids
-           && p->workspace_bytes == d->workspace_bytes && streq (p->network, d->network)
+           && p->workspace_bytes == d->workspace_bytes && p->workspace_files == d->workspace_files && streq (p->network, d->network)
            && streq (p->builtins, d->builtins) && json_equal (p->env, d->env)
            && (p->imports == d->imports || (p->imports && d->imports && json_equal (p->imports, d->imports)));
 }

@@ -329,6 +329,11 @@ exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
     /* how the kernel ended, when that ended this execution */
     if (launch && gw_launch_state (launch) == GW_LAUNCH_EXITED)
         json_object_set_new (cost, "kernel_ended", json_string (gw_launch_cause (launch)));
+    int64_t ws_bytes, ws_files;
+    if (gw_quota_usage (gw_conv_workspace (self->conv), &ws_bytes, &ws_files)) {
+        json_object_set_new (cost, "workspace_bytes", json_integer ((json_int_t) ws_bytes));
+        json_object_set_new (cost, "workspace_files", json_integer ((json_int_t) ws_files));
+    }
     return cost;
 }
 

@@ -369,10 +369,16 @@ probe_start (gw_server_t *self)
         startup_done (self, "setup", error);
         return;
     }
+    char *errmsg = NULL;
+    if (gw_quota_apply (self->config, self->probe_dir, self->config->defaults.workspace_bytes,
+                        self->config->defaults.workspace_files, &errmsg) < 0) {
+        startup_done (self, "quota", errmsg);
+        free (errmsg);
+        return;
+    }
     json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", LAUNCH_SPEC_POLICY,
                               gw_confine_policy_json (self->config, &self->config->defaults), LAUNCH_SPEC_WORKSPACE,
                               self->probe_dir, LAUNCH_SPEC_KERNEL, LAUNCH_KERNEL_ARGV, PROBE_COMMAND, LAUNCH_SPEC_ENV);
-    char *errmsg = NULL;
     self->probe = gw_launch_start (self->loop, self->config->launcher, spec, "/dev/null", on_probe_status, NULL, self,
                                    &errmsg);
     json_decref (spec);
@@ -390,6 +396,7 @@ probe_cleanup (gw_server_t *self)
 {
     gw_launch_abandon (&self->probe);
     if (self->probe_dir) {
+        gw_quota_unmount (self->probe_dir);
         rmdir (self->probe_dir);
         free (self->probe_dir);
         self->probe_dir = NULL;

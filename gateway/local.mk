@@ -9,7 +9,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c gateway/gw_meta.c \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \
 	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
-	gateway/gw_zmq_front.h gateway/gw_zmq_front.c
+	gateway/gw_zmq_front.h gateway/gw_zmq_front.c gateway/gw_quota.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -21,7 +21,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
 	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py \
-	tests/gateway/test_workspace_removal.py
+	tests/gateway/test_workspace_removal.py tests/gateway/test_quota.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv

@@ -154,6 +154,8 @@ setup_process (const char *log_file)
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit (RLIMIT_NOFILE, &nofile);
     }
+    /* before zsys_init starts ZeroMQ's threads: unshare needs one thread */
+    gw_quota_prepare ();
     zsys_set_max_sockets (0);
     zsys_init ();
     zsys_set_logstream (NULL);

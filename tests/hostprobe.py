@@ -237,10 +237,10 @@ def first_refusal(uid):
 
 def gateway_config(config):
     """A test gateway's config: where this host lacks a layer for this
-    user, "confine" allows exactly that layer (plus "quota", the gateway's
-    own default), unless the test sets "confine" itself. On a host with
-    every layer the config is left as it is, so the gateway's default runs."""
+    user, "confine" allows exactly that layer, unless the test sets
+    "confine" itself. On a host with every layer the config is left as it
+    is, so the gateway's default (nothing degraded) runs."""
     lacking = lacking_layers()
     if not lacking or "confine" in config:
         return config
-    return dict(config, confine={"allow_degraded": allow_degraded(also=["quota"])})
+    return dict(config, confine={"allow_degraded": allow_degraded()})

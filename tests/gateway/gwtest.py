@@ -11,6 +11,7 @@ import os
 import pathlib
 import signal
 import shutil
+import subprocess
 import time
 
 import hostprobe
@@ -90,6 +91,36 @@ class Gateway:
         shutil.rmtree(self.state, ignore_errors=True)
         assert not leftovers, leftovers
         return rc
+
+
+def unprivileged_gateway(prefix):
+    """Yields `kennel serve` as uid 65534 (it then owns its sandboxes' files)
+    with the layers this host cannot give that uid allowed to degrade, and
+    stops it: a fixture's body. Skipped, with the probe's detail, where
+    that uid cannot make a user namespace (no sandbox at all for it)."""
+    import pytest
+    userns = hostprobe.user_namespaces(hostprobe.NOBODY)
+    if not userns.ok:
+        pytest.skip(userns.detail)
+    home = traversable_dir(prefix)
+    config = {"confine": {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)}}
+    gw = Gateway(home, config=config, user=hostprobe.NOBODY)
+    yield gw
+    try:
+        if gw.proc.poll() is None:
+            assert gw.stop() == 0
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def remove_kept(conv_dir):
+    """Removes a conversation directory closed with keep_workspace: its
+    workspace is still the gateway's tmpfs (mounted in this namespace when
+    the gateway runs as root), unmounted first."""
+    workspace = pathlib.Path(conv_dir) / "workspace"
+    if os.path.ismount(workspace):
+        subprocess.run(["umount", str(workspace)], check=True)
+    shutil.rmtree(conv_dir)
 
 
 def execute_started(kc, code, timeout=30):

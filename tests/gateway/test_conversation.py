@@ -11,7 +11,7 @@ import pytest
 import zmq
 from jupyter_client.session import Session
 
-from gwtest import connect, execute, gone, stdout_of
+from gwtest import connect, execute, gone, remove_kept, stdout_of
 
 
 def test_open_execute_persist(gateway):
@@ -270,8 +270,7 @@ def test_close_can_keep_workspace(gateway):
     assert r["content"]["status"] == "ok"
     assert (ws / "result.txt").read_text() == "kept"
     assert any(e.get("keep_workspace") for e in gateway.events("close"))
-    import shutil
-    shutil.rmtree(ws.parent)
+    remove_kept(ws.parent)
 
 
 def test_gateway_killed_with_sigkill_leaves_no_kernel(gateway):

@@ -104,7 +104,7 @@ def test_unprivileged_gateway_never_claims_oom_without_a_cgroup():
                     "asserts the refusal)")
     # in /tmp, not pytest's 0700 tmp dirs: uid 65534 reaches its own files
     home = traversable_dir("kennel-death-")
-    config = {"warm_pool": 0, "confine": {"allow_degraded": hostprobe.allow_degraded(uid, also=["quota"])}}
+    config = {"warm_pool": 0, "confine": {"allow_degraded": hostprobe.allow_degraded(uid)}}
     gw = Gateway(home, config=config, user=uid)  # its state dir and home are its own
     try:
         _, kc = gw.open_client("k9")

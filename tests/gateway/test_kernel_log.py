@@ -5,11 +5,10 @@ LAUNCH_LOG_MAX (8 MiB) per launch; no descriptor of the file itself is
 inside, so the kernel can neither truncate it nor write a line that looks
 like the launcher's."""
 import json
-import shutil
 
 import pytest
 
-from gwtest import execute, stdout_of
+from gwtest import execute, remove_kept, stdout_of
 from kennel_testlib import wait_until
 
 LOG_MAX = 8 << 20
@@ -160,4 +159,4 @@ def test_a_conversations_logs_stay_bounded_across_restarts(make_gateway):
     # a close that keeps the workspace removes both logs
     gw.control.request("conversation_close_request", {"conversation_id": "big", "keep_workspace": True})
     assert [p.name for p in conv.iterdir()] == ["workspace"]
-    shutil.rmtree(conv)
+    remove_kept(conv)

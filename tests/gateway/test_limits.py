@@ -214,10 +214,10 @@ def test_startup_confinement_failure_refuses_conversations(make_gateway, tmp_pat
 
 def test_a_required_layer_the_host_lacks_refuses(make_gateway):
     """The real launcher with a layer required that this host may not give.
-    Probed first: a gateway with the default config (quota allowed to
-    degrade) reports the quota layer's state on this host. Where it is not
-    active, a gateway requiring it (allow_degraded []) must fail closed
-    naming quota; where the host gives a quota, the strict gateway is
+    Probed first: a gateway with the default config reports the quota
+    layer's state on this host. Where it is not active, a gateway requiring
+    it (allow_degraded []) must fail closed naming quota; where the host
+    gives a quota (the gateway's tmpfs workspaces), the strict gateway is
     ready (and the test says which case ran)."""
     probe = make_gateway("probe")
     quota = probe.control.request("gateway_info_request")["content"]["confinement"]["quota"]

@@ -243,7 +243,7 @@ def test_unprivileged_operator_gets_a_private_sock_dir(tmp_path):
         os.chown(base, NOBODY, NOBODY)
         config = base / "config.json"
         config.write_text(json.dumps({"launcher": launcher(), "warm_pool": 0,
-                                      "confine": {"allow_degraded": hostprobe.allow_degraded(NOBODY, also=["quota"])}}))
+                                      "confine": {"allow_degraded": hostprobe.allow_degraded(NOBODY)}}))
         state = base / "state"
         daemon = serve(state, config, base / "log", prefix=SETPRIV, cwd="/",
                        env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))

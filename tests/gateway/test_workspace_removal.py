@@ -4,12 +4,10 @@ with an unprivileged gateway (which owns the sandbox's files), directories of
 mode 000. A conversation opened again with the same id is created with an
 empty workspace. Real daemons (as root and as uid 65534), confined kernels,
 jupyter_client."""
-import shutil
-
 import pytest
 
-import hostprobe
-from gwtest import Gateway, execute, stdout_of, traversable_dir
+import gwtest
+from gwtest import execute, stdout_of
 
 DEEP = """
 import os
@@ -57,20 +55,7 @@ def test_a_tree_300_levels_deep_is_removed(gateway):
 
 @pytest.fixture
 def unprivileged_gateway():
-    """`kennel serve` as uid 65534 (it then owns its sandboxes' files), with
-    the layers this host cannot give that uid allowed to degrade."""
-    userns = hostprobe.user_namespaces(hostprobe.NOBODY)
-    if not userns.ok:
-        pytest.skip(userns.detail)  # no sandbox at all for that uid on this host
-    home = traversable_dir("kennel-unpriv-")
-    config = {"confine": {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY, also=["quota"])}}
-    gw = Gateway(home, config=config, user=hostprobe.NOBODY)
-    yield gw
-    try:
-        if gw.proc.poll() is None:
-            assert gw.stop() == 0
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    yield from gwtest.unprivileged_gateway("kennel-unpriv-")
 
 
 def test_mode_000_directories_are_removed_by_an_unprivileged_gateway(unprivileged_gateway):

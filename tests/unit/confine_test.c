@@ -56,7 +56,7 @@ test_load_all_fields (void)
     int rc = load (p, "{\"workspace\": \"/w\", \"run_dir\": \"/r\", \"hostname\": \"box\","
                       " \"network\": \"loopback\", \"uid\": 2000, \"gid\": 2001, \"host_uid\": 300000,"
                       " \"host_gid\": 300001, \"memory_bytes\": 1e9, \"pids\": 32, \"cpus\": 0.5,"
-                      " \"workspace_bytes\": 1048576, \"tmp_bytes\": 4096, \"shm_bytes\": 8192,"
+                      " \"workspace_bytes\": 1048576, \"workspace_files\": 300, \"tmp_bytes\": 4096, \"shm_bytes\": 8192,"
                       " \"rlimits\": {\"nofile\": 64, \"fsize\": 100, \"nproc\": 10, \"stack\": 1048576,"
                       "  \"data\": 5000000, \"core\": 0, \"cpu\": 60},"
                       " \"env\": {\"A\": \"1\", \"B\": \"x=y\"}, \"allow_degraded\": [\"cgroup\", \"landlock\"]}",
@@ -68,7 +68,7 @@ test_load_all_fields (void)
     CHECK (strcmp (p->hostname, "box") == 0 && p->network == CONFINE_NET_LOOPBACK);
     CHECK (p->uid == 2000 && p->gid == 2001 && p->host_uid == 300000 && p->host_gid == 300001);
     CHECK (p->memory_bytes == 1000000000ULL && p->pids == 32 && p->cpus == 0.5);
-    CHECK (p->workspace_bytes == 1048576 && p->tmp_bytes == 4096 && p->shm_bytes == 8192);
+    CHECK (p->workspace_bytes == 1048576 && p->workspace_files == 300 && p->tmp_bytes == 4096 && p->shm_bytes == 8192);
     CHECK (p->rlimit_nofile == 64 && p->rlimit_fsize == 100 && p->rlimit_nproc == 10);
     CHECK (p->rlimit_stack == 1048576 && p->rlimit_data == 5000000 && p->rlimit_core == 0 && p->rlimit_cpu == 60);
     CHECK (p->env_count == 2 && strcmp (p->env[0], "A=1") == 0 && strcmp (p->env[1], "B=x=y") == 0);
@@ -105,6 +105,8 @@ test_load_errors (void)
         { "{\"pids\": 0}", "pids" },
         { "{\"cpus\": 0}", "cpus" },
         { "{\"workspace_bytes\": 0}", "workspace_bytes" },
+        { "{\"workspace_files\": 0}", "workspace_files" },
+        { "{\"workspace_files\": \"unlimited\"}", "workspace_files" },
         { "{\"tmp_bytes\": 0}", "tmp_bytes" },
         { "{\"shm_bytes\": 0}", "shm_bytes" },
         { "{\"workspace_bytes\": \"unlimited\"}", "workspace_bytes" },

@@ -1,0 +1,220 @@
+"""A conversation's workspace_bytes and workspace_files are enforced (issue
+15): the gateway mounts a tmpfs of that size and inode count on the
+workspace before the kernel starts, as root in the host's mount namespace,
+unprivileged in a user and mount namespace of its own. Writes past a limit
+fail inside the kernel with ENOSPC, the kernel keeps running, and every
+execute_reply's metadata.kennel says what the workspace holds. Where the
+gateway cannot mount, the open is refused naming the host setting, unless
+the operator lists "quota" in allow_degraded (then the layer report says why).
+Real daemons, confined kernels, jupyter_client."""
+import json
+import os
+import shutil
+
+import pytest
+
+import gwtest
+import hostprobe
+from gwtest import Control, built, become, execute, serve, stdout_of, traversable_dir
+from kennel_testlib import wait_until
+
+MIB = 1 << 20
+
+FILL = """
+import os
+written = 0
+try:
+    with open("/workspace/big", "wb") as f:
+        while written < %(big)d:
+            f.write(b"x" * (1 << 20)); f.flush(); written += 1
+except OSError as e:
+    print("big", written, e.errno)
+os.unlink("/workspace/big")
+os.mkdir("/workspace/many")
+made = 0
+try:
+    while made < 100000:
+        open("/workspace/many/%%d" %% made, "w").close(); made += 1
+except OSError as e:
+    print("small", made, e.errno)
+"""
+
+LIMITS = {"workspace_bytes": 64 * MIB, "workspace_files": 50000, "memory_bytes": 512 * MIB}
+
+
+def mountinfo_entry(path):
+    """The host's mountinfo line whose mount point is path, or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == str(path):
+                return line
+    return None
+
+
+def fill_and_survive(gw, conversation_id):
+    """One big file then 100,000 small ones: each stops with ENOSPC at its
+    limit, the same kernel answers afterwards and the metadata tracks it."""
+    _, kc = gw.open_client(conversation_id, policy=LIMITS)
+    r, out = execute(kc, "import os; print(os.getpid())")
+    pid = stdout_of(out).strip()
+    r, out = execute(kc, FILL % {"big": 2 * LIMITS["workspace_bytes"] // MIB}, timeout=300)
+    assert r["content"]["status"] == "ok", r["content"]
+    lines = [line.split() for line in stdout_of(out).splitlines()]
+    assert lines[0][0] == "big" and lines[0][2] == "28" and int(lines[0][1]) <= 64, lines   # ENOSPC
+    assert lines[1][0] == "small" and lines[1][2] == "28", lines
+    assert 49000 < int(lines[1][1]) < 50000, lines   # the root and many/ take two inodes
+    cost = r["metadata"]["kennel"]
+    assert cost["workspace_files"] == LIMITS["workspace_files"], cost
+    r, out = execute(kc, "import os, shutil; shutil.rmtree('/workspace/many'); print(os.getpid())", timeout=120)
+    assert stdout_of(out).strip() == pid   # the same kernel
+    assert r["metadata"]["kennel"]["workspace_files"] == 1 and r["metadata"]["kennel"]["workspace_bytes"] == 0
+    return kc
+
+
+def test_quota_is_active_by_default_as_root(gateway):
+    """The default config names no degradation: the start-up probe and a
+    conversation (claimed from the warm pool, whose directory was renamed
+    with its mount) both have the quota."""
+    if os.geteuid() != 0:
+        pytest.skip("the root gateway's default; this test runs as uid %d" % os.geteuid())
+    info = gateway.control.request("gateway_info_request")["content"]
+    assert info["ready"] is True, info
+    quota = info["confinement"]["quota"]
+    assert quota["state"] == "active" and "filesystem of its own: 1073741824 bytes, 65536 files" in quota["reason"]
+    assert info["limits"]["defaults"]["workspace_files"] == 65536
+    wait_until(lambda: gateway.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] >= 1, 30)
+    reply, kc = gateway.open_client("pooled")
+    assert gateway.events("kernel_claimed"), "the default conversation was not a pooled kernel"
+    entry = mountinfo_entry(reply["workspace"])
+    assert entry and " - tmpfs " in entry and "size=1048576k" in entry and "nr_inodes=65536" in entry, entry
+    r, out = execute(kc, "open('/workspace/seen', 'w').write('x' * 5000)")
+    assert (os.stat(os.path.join(reply["workspace"], "seen")).st_size == 5000)
+    assert r["metadata"]["kennel"]["workspace_bytes"] == 8192
+
+
+def test_root_gateway_fills_stop_at_the_limits(gateway):
+    fill_and_survive(gateway, "fill")
+    listed = gateway.control.request("conversation_list_request")["content"]["conversations"]
+    assert listed[0]["workspace_bytes"] == 0
+
+
+@pytest.fixture
+def unprivileged_gateway():
+    yield from gwtest.unprivileged_gateway("kennel-quota-")
+
+
+def test_unprivileged_gateway_fills_stop_at_the_limits(unprivileged_gateway):
+    """Probed first: uid 65534 can make a user namespace (the fixture); the
+    gateway's own namespace then holds the mount."""
+    gw = unprivileged_gateway
+    quota = gw.control.request("gateway_info_request")["content"]["confinement"]["quota"]
+    assert quota["state"] == "active", quota
+    fill_and_survive(gw, "fill")
+
+
+def test_unprivileged_gateway_without_user_namespaces_refuses_naming_the_setting(tmp_path):
+    """A host that forbids user namespaces (simulated by seccomp, no_userns):
+    the unprivileged gateway cannot mount, and says so at start naming the
+    quota layer and the host setting, instead of running unlimited."""
+    no_userns = built("tests/security/no_userns")
+    home = traversable_dir("kennel-quota-nouserns-", 0o755)
+    os.chown(home, hostprobe.NOBODY, hostprobe.NOBODY)
+    config = home / "config.json"
+    config.write_text(json.dumps({"launcher": str(built("kernel-launcher/kennel-launch")), "warm_pool": 0,
+                                  "confine": {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)}}))
+    conn = home / "gateway.json"
+    proc = serve(home / "state", config, home / "gateway.log", conn, prefix=[str(no_userns)],
+                 preexec_fn=lambda: become(hostprobe.NOBODY))
+    control = Control(conn)
+    try:
+        info = control.request("gateway_info_request")["content"]
+        assert info["ready"] is False and info["startup_error"]["layer"] == "quota", info
+        assert "unprivileged_userns_clone" in info["startup_error"]["reason"], info
+        c = control.open("q")
+        assert c["ename"] == "ConfinementUnavailable" and "quota" in c["evalue"], c
+    finally:
+        control.close()
+        proc.terminate()
+        proc.wait(20)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+KEPT = "a file kept by a gateway without quota"
+
+
+def plant_plain_workspace(gw, conversation_id):
+    """A workspace left as a plain directory with a file in it, as a gateway
+    that ran without the layer keeps one."""
+    ws = gw.state / "conv" / conversation_id / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "kept").write_text(KEPT)
+    os.chmod(ws.parent, 0o711)
+    return ws
+
+
+def test_a_mount_that_cannot_be_made_refuses_the_open(make_gateway):
+    gw = make_gateway(config={"warm_pool": 0})
+    ws = plant_plain_workspace(gw, "old")
+    c = gw.control.open("old")
+    assert c["status"] == "error" and c["evalue"].startswith("quota: "), c
+    assert "allow_degraded" in c["evalue"] and "kept workspace without a limit" in c["evalue"], c
+    assert (ws / "kept").read_text() == KEPT
+    shutil.rmtree(ws.parent)
+
+
+def test_allow_degraded_quota_runs_without_and_the_report_says_why(make_gateway):
+    degraded = hostprobe.allow_degraded(also=["quota"])
+    gw = make_gateway(config={"warm_pool": 0, "confine": {"allow_degraded": degraded}})
+    plant_plain_workspace(gw, "old")
+    _, kc = gw.open_client("old")
+    r, out = execute(kc, "print(open('/workspace/kept').read())")
+    assert stdout_of(out).strip() == KEPT
+    assert "workspace_bytes" not in r["metadata"]["kennel"]   # nothing measured it on the loop
+    event = gw.events("quota_degraded")
+    assert event and "kept workspace without a limit" in event[0]["reason"], gw.log()
+    quota = gw.control.request("gateway_info_request")["content"]["confinement"]["quota"]
+    assert quota["state"] == "unsupported" and "on a filesystem of" in quota["reason"], quota
+    assert "allow_degraded" in quota["reason"]
+
+
+def test_workspace_pages_count_against_memory_bytes(make_gateway):
+    """tmpfs pages are charged to the memory cgroup of the process that
+    writes them: a workspace larger than memory_bytes fills memory first,
+    and the kernel is killed as out of memory, not told ENOSPC. Probed
+    first: the gateway's user has a memory cgroup."""
+    probe = hostprobe.cgroup_limits(os.geteuid())
+    if not probe.ok:
+        pytest.skip("no memory cgroup for this user, nothing charges the pages: " + probe.detail)
+    gw = make_gateway(config={"warm_pool": 0})
+    _, kc = gw.open_client("mem", policy={"memory_bytes": 128 * MIB, "workspace_bytes": 512 * MIB})
+    r, out = execute(kc, FILL % {"big": 512}, timeout=120)
+    assert r["content"]["status"] == "error" and r["content"]["ename"] == "KernelDied", r["content"]
+    assert "out of memory" in r["content"]["evalue"], r["content"]
+
+
+def test_the_run_dir_is_bounded_too(gateway):
+    """/run/kennel is writable for the kernel's sockets: without a limit of
+    its own it would take what the workspace's quota refuses."""
+    _, kc = gateway.open_client("run", policy={"workspace_bytes": 8 * MIB})
+    r, out = execute(kc, """
+import os
+written = 0
+try:
+    with open("/run/kennel/fill", "wb") as f:
+        while written < 64:
+            f.write(b"x" * (1 << 20)); f.flush(); written += 1
+except OSError as e:
+    print("run", written, e.errno)
+os.unlink("/run/kennel/fill")
+made = 0
+try:
+    while made < 1000:
+        os.mkdir("/run/kennel/d%d" % made); made += 1
+except OSError as e:
+    print("inodes", made, e.errno)
+""", timeout=60)
+    words = stdout_of(out).split()
+    assert words[0] == "run" and int(words[1]) <= 1 and words[2] == "28", words   # 1 MiB, ENOSPC
+    assert words[3] == "inodes" and words[5] == "28", words
+    assert int(words[4]) == 64 - 1 - 1 - 5, words   # the root, kernel.json, the five sockets
