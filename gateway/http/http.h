@@ -52,6 +52,8 @@ http_loop_t *http_loop_new (zloop_t *loop);
 /* Runs what libuv has due and re-arms the timer for its next deadline:
    call after anything that may have given libwebsockets work. */
 void http_loop_run (http_loop_t *self);
+/* An lws callback ran (it may have asked for a write): run once more. */
+void http_loop_note (http_loop_t *self);
 /* The uv_loop_t* for lws_context_creation_info.foreign_loops. */
 void *http_loop_uv (http_loop_t *self);
 /* After lws_context_destroy: runs libuv until lws's handles are closed

@@ -23,6 +23,7 @@ struct http_loop {
     int timer;
     int timer_ms; /* the delay the timer was started with, -1 when none */
     bool running; /* inside uv_run: libuv may not be entered again */
+    unsigned long activity; /* lws callbacks so far (http_loop_note) */
 };
 
 static int on_timer (zloop_t *loop, int timer_id, void *arg);
@@ -45,17 +46,30 @@ timer_follow (http_loop_t *self)
     self->timer_ms = ms;
 }
 
-/* libuv applies a watcher change (lws asking for POLLOUT) only inside
-   uv_run: the front calls this after anything that may have made one. */
+void
+http_loop_note (http_loop_t *self)
+{
+    self->activity++;
+}
+
+/* libuv applies a watcher change (lws asking for POLLOUT) only in its next
+   poll, inside uv_run: the front calls this after anything that may have
+   made one, and a pass whose callbacks may have made one is followed by
+   another (bounded), so a write asked for in a callback is not left until
+   libuv's next wake-up. */
 void
 http_loop_run (http_loop_t *self)
 {
     if (self->running)
         return;
     self->running = true;
-    for (int i = 0; i < RUN_MAX; i++)
-        if (!uv_run (&self->uv, UV_RUN_NOWAIT) || uv_backend_timeout (&self->uv) != 0)
+    for (int i = 0; i < RUN_MAX; i++) {
+        unsigned long before = self->activity;
+        if (!uv_run (&self->uv, UV_RUN_NOWAIT))
             break;
+        if (self->activity == before && uv_backend_timeout (&self->uv) != 0)
+            break;
+    }
     self->running = false;
     timer_follow (self);
 }

@@ -170,6 +170,9 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
 {
     http_req_t *req = user;
     int rc = 0;
+    http_front_t *front = front_of (wsi);
+    if (front && front->uv)
+        http_loop_note (front->uv);
     switch (reason) {
     case LWS_CALLBACK_HTTP:
         rc = on_http (wsi, req, in);

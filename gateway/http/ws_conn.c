@@ -21,6 +21,10 @@
 
 #include <string.h>
 
+/* lws's own write type for a close frame: its public header reserves 4 for
+   it ("handled by lws_close_reason") without naming it. */
+#define WS_WRITE_CLOSE ((enum lws_write_protocol) 4)
+
 typedef struct {
     unsigned char *data; /* LWS_PRE bytes, then size bytes */
     size_t size;
@@ -31,7 +35,8 @@ struct ws_conn {
     http_front_t *front;
     struct lws *wsi;
     gw_peer_t *peer; /* NULL once the conversation closed */
-    gw_conv_t *conv;
+    gw_conv_t *conv; /* NULL once the conversation closed: the core frees it */
+    char kernel_id[40]; /* for the log lines after that */
     ws_protocol_t proto;
     zlistx_t *out; /* frame_t* for the client */
     size_t out_bytes;
@@ -66,7 +71,7 @@ static void
 log_close (ws_conn_t *self, const char *event, int code, const char *reason)
 {
     gw_log_limited (self->source, event, "{s:s, s:s, s:i, s:s}", "websocket", self->source, "kernel",
-                    self->conv ? gw_conv_kernel_id (self->conv) : "", "code", code, "reason", reason);
+                    self->kernel_id, "code", code, "reason", reason);
 }
 
 void
@@ -159,6 +164,7 @@ on_event (void *arg, gw_event_t event, const char *detail)
         status_send (self, "dead");
     else if (event == GW_EVENT_CLOSED) {
         self->peer = NULL; /* detached by the core */
+        self->conv = NULL;
         ws_conn_close (self, LWS_CLOSE_STATUS_GOINGAWAY, "the kernel was shut down");
     }
     http_loop_run (self->front->uv);
@@ -173,6 +179,7 @@ ws_conn_new (http_front_t *front, struct lws *wsi, gw_conv_t *conv, ws_protocol_
     self->front = front;
     self->wsi = wsi;
     self->conv = conv;
+    snprintf (self->kernel_id, sizeof self->kernel_id, "%s", gw_conv_kernel_id (conv));
     self->proto = proto;
     self->out = zlistx_new ();
     wire_id_new (self->session);
@@ -251,11 +258,28 @@ ws_conn_receive (ws_conn_t *self, const void *data, size_t len)
     return rc;
 }
 
+/* A close decided outside lws's callbacks, from the writable callback:
+   lws 4.1 hangs up there without the frame lws_close_reason prepares, so
+   the frame is written here first. */
+static int
+close_written (ws_conn_t *self)
+{
+    unsigned char frame[LWS_PRE + 125];
+    size_t len = strlen (self->close_reason);
+    len = len > 120 ? 120 : len;
+    frame[LWS_PRE] = (unsigned char) (self->close_code >> 8);
+    frame[LWS_PRE + 1] = (unsigned char) self->close_code;
+    memcpy (frame + LWS_PRE + 2, self->close_reason, len);
+    log_close (self, "websocket_closed", self->close_code, self->close_reason);
+    lws_write (self->wsi, frame + LWS_PRE, len + 2, WS_WRITE_CLOSE);
+    return -1;
+}
+
 int
 ws_conn_writable (ws_conn_t *self)
 {
     if (self->close_code)
-        return close_now (self, self->close_code, self->close_reason);
+        return close_written (self);
     frame_t *f = zlistx_detach (self->out, NULL);
     if (!f)
         return 0;

@@ -121,3 +121,31 @@ def test_interrupt_over_rest_while_running(http_gateway):
     reply, outputs = run(ws, "print(keep)")
     assert stdout(outputs) == "5\n"
     ws.close()
+
+
+def test_restart_with_a_websocket_open(http_gateway):
+    """AG2 and AutoGen restart the kernel over REST while their websocket is
+    open: the websocket lives on and runs on the fresh kernel."""
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid)
+    run(ws, "x = 1")
+    r = api(http_gateway, "POST", f"api/kernels/{kid}/restart")
+    assert r.status_code == 200, r.text
+    reply, outputs = run(ws, "print('x' in dir())")
+    assert stdout(outputs) == "False\n"
+    ws.close()
+    assert api(http_gateway, "GET", f"api/kernels/{kid}").json()["execution_state"] in ("idle", "busy")
+
+
+def test_delete_with_a_websocket_open(http_gateway):
+    """DELETE while a websocket is open: the websocket is closed with 1001
+    and logged, the gateway goes on (the conversation is gone by then)."""
+    from httptest import close_code
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid)
+    run(ws, "x = 1")
+    assert api(http_gateway, "DELETE", f"api/kernels/{kid}").status_code == 204
+    assert close_code(ws) == 1001
+    assert api(http_gateway, "GET", "api").status_code == 200
+    closed = [e for e in http_gateway.events("websocket_closed") if e["code"] == 1001]
+    assert closed and closed[0]["kernel"] == kid
