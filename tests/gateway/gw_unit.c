@@ -509,10 +509,19 @@ test_proc (void)
     gw_proc_watch_t w;
     gw_proc_watch_start (&w, getpid ());
     CHECK (w.stat_fd >= 0 && w.status_fd >= 0);
+    /* 50 ms of this process's own CPU time, not of the wall clock: on a
+       loaded machine 50 ms of wall time can be less than one clock tick of
+       CPU, which /proc counts in (cpu was 0, under make distcheck with other
+       builds running) */
     volatile double x = 0;
-    int64_t until = zclock_mono () + 50;
-    while (zclock_mono () < until)
-        x += 1;
+    struct timespec t0, t;
+    clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t0);
+    int64_t give_up = zclock_mono () + 10000;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x += 1;
+        clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 50 && zclock_mono () < give_up);
     gw_proc_watch_end (&w, &cpu, &hwm);
     CHECK (w.stat_fd == -1 && w.status_fd == -1);
     CHECK (cpu > 0 && cpu < 5 && hwm > 0);
