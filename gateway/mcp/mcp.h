@@ -150,6 +150,8 @@ void mcp_conv_set_progress_interval (mcp_conv_t *self, double seconds);
 const char *mcp_conv_id (const mcp_conv_t *self);
 const char *mcp_conv_workspace (const mcp_conv_t *self);
 bool mcp_conv_ready (const mcp_conv_t *self);
+/* Seconds since an execution was sent or ended; 0 while one is pending. */
+double mcp_conv_idle_seconds (const mcp_conv_t *self);
 /* Runs code; timeout_s > 0 interrupts it then. done is called once. */
 mcp_exec_t *mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec_fn *done,
                               mcp_exec_progress_fn *progress, void *arg);

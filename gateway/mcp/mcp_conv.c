@@ -57,6 +57,7 @@ struct mcp_conv {
     int probe_timer;
     size_t probe_ms; /* doubles up to MCP_CONV_PROBE_MAX_MS */
     double opened;
+    double last_used; /* ms, monotonic: an execution sent or finished */
     zlistx_t *execs;      /* mcp_exec_t, in order sent */
     zlistx_t *tool_calls; /* tool_call_t pending */
     mcp_tool_serve_fn *serve;
@@ -214,6 +215,7 @@ s_head_started (mcp_conv_t *self)
 static void
 s_exec_finish (mcp_conv_t *self, mcp_exec_t *exec, bool failed)
 {
+    self->last_used = (double) zclock_mono ();
     void *handle = zlistx_find (self->execs, exec);
     if (handle)
         zlistx_detach (self->execs, handle);
@@ -258,6 +260,7 @@ mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec
                        "user_expressions", "allow_stdin", 1, "stop_on_error", 0),
             NULL, exec->msg_id, sizeof exec->msg_id);
     zlistx_add_end (self->execs, exec);
+    self->last_used = (double) zclock_mono ();
     s_head_started (self);
     return exec;
 }
@@ -428,7 +431,7 @@ mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_
     /* an interrupt sent as the client goes away still leaves at exit */
     zsock_set_linger (self->control, 1000);
     self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_iopub);
-    self->opened = (double) zclock_mono ();
+    self->opened = self->last_used = (double) zclock_mono ();
     s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
     self->probe_ms = MCP_CONV_PROBE_MS;
     self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);
@@ -451,6 +454,14 @@ const char *
 mcp_conv_workspace (const mcp_conv_t *self)
 {
     return self->workspace;
+}
+
+double
+mcp_conv_idle_seconds (const mcp_conv_t *self)
+{
+    if (zlistx_size (self->execs))
+        return 0;
+    return (zclock_mono () - self->last_used) / 1000.0;
 }
 
 bool

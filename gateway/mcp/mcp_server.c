@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #define MCP_CONTROL_TIMEOUT_MS 120000
+/* A conversation idle this long is confirmed with the gateway before code
+   is sent: it may have been culled (idle_ttl) or its kernel's gateway
+   restarted, and a request sent to sockets that are gone waits forever. */
+#define MCP_REVALIDATE_S 1.0
 #define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
 
 static const char *handshake_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
@@ -36,7 +40,8 @@ typedef struct {
     char *conv_id; /* python_exec: the conversation it waits for or runs in */
     mcp_exec_t *exec;
     double progress;
-    bool deferred; /* came before the gateway was ready */
+    bool deferred;    /* came before the gateway was ready */
+    bool revalidated; /* its conversation was confirmed after an idle spell */
 } call_t;
 
 struct mcp_server {
@@ -50,6 +55,8 @@ struct mcp_server {
     json_t *catalog; /* the host tools' declarations, as the gateway takes them */
     zhashx_t *convs; /* id -> mcp_conv_t */
     zhashx_t *opening; /* id -> "" while conversation_open is pending */
+    zhashx_t *specs;   /* id -> {"tools", "policy"} it was opened with: to open it again */
+    zhashx_t *renewed; /* id -> "": opened again with a fresh kernel, not yet said */
     char default_id[64];
     char *startup_error; /* why conversations cannot be had */
     zlistx_t *calls;     /* call_t */
@@ -166,25 +173,39 @@ typedef struct {
     call_t *call; /* conversation_open's call, or NULL for the default */
 } opening_t;
 
+/* The front's client of a conversation the gateway opened (its open
+   reply), or NULL when the reply is an error. */
+static mcp_conv_t *
+s_conv_attach (mcp_server_t *self, const char *id, const json_t *content)
+{
+    const char *status = json_string_value (json_object_get (content, "status"));
+    mcp_conv_t *conv = status && streq (status, "ok")
+                           ? mcp_conv_new (self->loop, id, content, s_serve_tool, self, s_on_conv_ready, self)
+                           : NULL;
+    if (conv) {
+        mcp_conv_set_progress_interval (conv, self->opts.progress_interval);
+        zhashx_insert (self->convs, id, conv);
+    }
+    return conv;
+}
+
+static char *
+s_refusal (const json_t *content, const char *what)
+{
+    return content ? wire_xasprintf ("%s: %s", json_string_value (json_object_get (content, "ename")) ?: "Error",
+                                     json_string_value (json_object_get (content, "evalue")) ?: "")
+                   : wire_xasprintf ("the gateway did not answer %s", what);
+}
+
 static void
 s_on_open_reply (const json_t *content, void *arg)
 {
     opening_t *o = arg;
     mcp_server_t *self = o->server;
     zhashx_delete (self->opening, o->id);
-    const char *status = json_string_value (json_object_get (content, "status"));
-    mcp_conv_t *conv = NULL;
-    if (status && streq (status, "ok"))
-        conv = mcp_conv_new (self->loop, o->id, content, s_serve_tool, self, s_on_conv_ready, self);
-    if (conv) {
-        mcp_conv_set_progress_interval (conv, self->opts.progress_interval);
-        zhashx_insert (self->convs, o->id, conv);
-    }
-    else {
+    if (!s_conv_attach (self, o->id, content)) {
         free (self->startup_error);
-        self->startup_error = content ? wire_xasprintf ("%s: %s", json_string_value (json_object_get (content, "ename")) ?: "Error",
-                                                        json_string_value (json_object_get (content, "evalue")) ?: "")
-                                      : wire_xstrdup ("the gateway did not answer conversation_open");
+        self->startup_error = s_refusal (content, "conversation_open");
         gw_log ("mcp_open_failed", "{s:s, s:s}", "conversation", o->id, "error", self->startup_error);
         s_conv_dispatch (self, o->id);
     }
@@ -203,6 +224,9 @@ s_conv_open (mcp_server_t *self, const char *id, json_t *tools, json_t *policy)
     json_t *content = json_pack ("{s:s, s:s, s:o}", "conversation_id", id, "kernel", "python", "tools", tools);
     if (policy)
         json_object_set (content, "policy", policy);
+    json_t *spec = json_pack ("{s:O, s:O}", "tools", tools, "policy", policy ? policy : json_null ());
+    zhashx_update (self->specs, id, spec);
+    json_decref (spec);
     mcp_gateway_request (self->gateway, "conversation_open_request", content, MCP_CONTROL_TIMEOUT_MS, s_on_open_reply, o);
 }
 
@@ -253,11 +277,22 @@ s_on_exec_done (mcp_exec_result_t *r, void *arg)
     if (!r)
         s_call_answer (call, mcp_tools_error_result ("the conversation %s was closed before the code finished",
                                                      call->conv_id));
-    else
-        s_call_answer (call, mcp_tools_exec_result (call->conv_id, r));
+    else {
+        json_t *result = mcp_tools_exec_result (call->conv_id, r);
+        if (zhashx_lookup (call->server->renewed, call->conv_id)) {
+            zhashx_delete (call->server->renewed, call->conv_id);
+            json_array_insert_new (json_object_get (result, "content"), 0,
+                                   json_pack ("{s:s, s:s}", "type", "text", "text",
+                                              "[kennel: this conversation had ended (idle past its idle_ttl, or its "
+                                              "gateway restarted); the code ran in a fresh kernel: earlier variables "
+                                              "are gone, /workspace too]"));
+        }
+        s_call_answer (call, result);
+    }
 }
 
 static void s_conv_call (call_t *call, mcp_conv_t *conv);
+static void s_conv_revalidate (call_t *call);
 
 /* The calls that wait for conv_id: run them, or fail them when it could
    not be had. */
@@ -281,6 +316,52 @@ s_conv_dispatch (mcp_server_t *self, const char *conv_id)
     zlistx_destroy (&waiting);
 }
 
+/* The gateway's answer to opening the call's conversation again: the same
+   (go on), or a new one with a fresh kernel (the old one had ended: its
+   sockets are gone; attach to the new one and say so in the result). */
+static void
+s_on_revalidate (const json_t *content, void *arg)
+{
+    call_t *call = arg;
+    mcp_server_t *self = call->server;
+    mcp_conv_t *conv = zhashx_lookup (self->convs, call->conv_id);
+    const char *status = json_string_value (json_object_get (content, "status"));
+    if (!status || !streq (status, "ok")) {
+        char *why = s_refusal (content, "conversation_open");
+        s_call_answer (call, mcp_tools_error_result ("conversation %s: %s", call->conv_id, why));
+        free (why);
+        return;
+    }
+    if (json_is_true (json_object_get (content, "created"))) {
+        gw_log ("mcp_conversation_renewed", "{s:s}", "conversation", call->conv_id);
+        zhashx_delete (self->convs, call->conv_id);
+        zhashx_update (self->renewed, call->conv_id, "");
+        if (!s_conv_attach (self, call->conv_id, content))
+            s_call_answer (call, mcp_tools_error_result ("conversation %s could not be attached", call->conv_id));
+        return; /* the call runs once the new client is ready (s_conv_dispatch) */
+    }
+    if (conv && mcp_conv_ready (conv))
+        s_conv_call (call, conv);
+    else
+        s_conv_dispatch (self, call->conv_id);
+}
+
+static void
+s_conv_revalidate (call_t *call)
+{
+    mcp_server_t *self = call->server;
+    call->revalidated = true;
+    json_t *spec = zhashx_lookup (self->specs, call->conv_id);
+    json_t *content = json_pack ("{s:s, s:s}", "conversation_id", call->conv_id, "kernel", "python");
+    if (spec) {
+        json_object_set (content, "tools", json_object_get (spec, "tools"));
+        if (!json_is_null (json_object_get (spec, "policy")))
+            json_object_set (content, "policy", json_object_get (spec, "policy"));
+    }
+    mcp_gateway_request (self->gateway, "conversation_open_request", content, MCP_CONTROL_TIMEOUT_MS, s_on_revalidate,
+                         call);
+}
+
 /* A call whose conversation is ready. */
 static void
 s_conv_call (call_t *call, mcp_conv_t *conv)
@@ -292,6 +373,10 @@ s_conv_call (call_t *call, mcp_conv_t *conv)
                                                                names ? names : json_null ()),
                                                     "conversation %s is open; pass it as `conversation`",
                                                     mcp_conv_id (conv)));
+        return;
+    }
+    if (!call->revalidated && mcp_conv_idle_seconds (conv) > MCP_REVALIDATE_S) {
+        s_conv_revalidate (call);
         return;
     }
     json_t *timeout = json_object_get (call->arguments, "timeout");
@@ -703,6 +788,19 @@ s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
 }
 
 static void
+s_json_free (void **item)
+{
+    json_decref (*(json_t **) item);
+    *item = NULL;
+}
+
+static void *
+s_json_dup (const void *item)
+{
+    return json_incref ((json_t *) item);
+}
+
+static void
 s_conv_free (void **item)
 {
     mcp_conv_destroy ((mcp_conv_t **) item);
@@ -718,6 +816,10 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     self->convs = zhashx_new ();
     zhashx_set_destructor (self->convs, s_conv_free);
     self->opening = zhashx_new ();
+    self->specs = zhashx_new ();
+    zhashx_set_destructor (self->specs, s_json_free);
+    zhashx_set_duplicator (self->specs, s_json_dup);
+    self->renewed = zhashx_new ();
     self->calls = zlistx_new ();
     char id[WIRE_ID_SIZE];
     wire_id_new (id);
@@ -773,6 +875,8 @@ mcp_server_destroy (mcp_server_t **self_p)
     }
     zlistx_destroy (&self->calls);
     zhashx_destroy (&self->opening);
+    zhashx_destroy (&self->specs);
+    zhashx_destroy (&self->renewed);
     mcp_hosttools_destroy (&self->hosttools);
     mcp_upstream_destroy (&self->upstream);
     json_decref (self->catalog);

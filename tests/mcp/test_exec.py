@@ -199,3 +199,26 @@ def test_a_connection_file_without_a_daemon_fails_at_start(tmp_path):
     assert r["isError"] is True and "no answer from the gateway" in m.text(r), r
     assert time.monotonic() - t0 < 15
     assert m.close() == 1, m.log_text()
+
+
+def test_a_conversation_culled_while_idle_comes_back_fresh_and_says_so(tmp_path):
+    """The gateway culls a conversation idle past its idle_ttl; the next
+    call must not wait on sockets that are gone: the front opens it again,
+    the code runs in a fresh kernel and the result says the variables are
+    gone. A short idle spell keeps everything."""
+    m = Mcp(tmp_path, config={"warm_pool": 0, "idle_check_interval": 0.2, "defaults": {"idle_ttl": 2}})
+    try:
+        m.initialize()
+        assert m.call("python_exec", {"code": "x = 5"})["isError"] is False
+        time.sleep(1.2)   # idle, not culled: confirmed with the gateway, same kernel
+        r = m.call("python_exec", {"code": "x + 1"})
+        assert m.text(r) == "6", r
+        time.sleep(4)     # culled
+        r = m.call("python_exec", {"code": "'x' in dir()"}, timeout=60)
+        text = m.text(r)
+        assert "fresh kernel" in text and text.endswith("False"), r
+        r = m.call("python_exec", {"code": "1 + 1"})
+        assert m.text(r) == "2", r
+        assert '"event":"mcp_conversation_renewed"' in m.log_text()
+    finally:
+        assert m.close() == 0, m.log_text()
