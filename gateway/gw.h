@@ -83,6 +83,9 @@ void gw_io_poller_end (gw_io_t *self, int fd);
    wake-up of messages waiting to be read, so the socket is re-checked. */
 void gw_io_sent (gw_io_t *self, zsock_t *sock);
 int gw_io_size (const gw_io_t *self); /* registered sockets and fds */
+/* A plain fd's events from now on: ZMQ_POLLIN, ZMQ_POLLOUT or both (0:
+   only errors and hang-ups); the handler's item->revents says which. */
+int gw_io_poller_events (gw_io_t *self, int fd, short events);
 /* Before bind or connect: frames above twice max_message_bytes end the
    peer's connection before they are buffered (ZMQ_MAXMSGSIZE, per frame),
    and at most queue_messages messages wait per peer and direction. */
@@ -91,6 +94,49 @@ void gw_io_bound (zsock_t *sock, size_t max_message_bytes, int queue_messages);
    the control socket's peers, and each conversation's sockets. */
 #define GW_QUEUE_CONTROL 16
 #define GW_QUEUE_CONVERSATION 64
+
+/* ---- gw_zmtp: a kernel's ZMTP stream, checked before ZeroMQ buffers it -- */
+
+/* What one message from a kernel may hold (gateway/README.md, "Memory"):
+   its frames' bytes together, and its frames. */
+typedef struct {
+    uint64_t max_message_bytes;
+    uint32_t max_frames;
+} gw_zmtp_limits_t;
+/* Frames in one kernel message: a Jupyter message has its identities, the
+   delimiter, the signature, four JSON frames and its buffers. */
+#define GW_ZMTP_FRAMES_MAX 4096
+
+/* The frame-boundary reader of one connection's incoming bytes (gw_zmtp.c). */
+typedef struct {
+    gw_zmtp_limits_t limits;
+    int state;
+    uint8_t field[64]; /* the greeting, or a frame's size field, as it arrives */
+    size_t have;
+    uint8_t flags;
+    uint64_t body_left;
+    uint64_t message_bytes; /* of the message under way */
+    uint32_t message_frames;
+    const char *stopped; /* why the stream must be cut, or NULL */
+} gw_zmtp_scan_t;
+void gw_zmtp_scan_init (gw_zmtp_scan_t *self, const gw_zmtp_limits_t *limits);
+/* The next len bytes of the stream: NULL while they keep within the
+   limits; else (now and ever after) the reason, a static string: none of
+   these bytes may be passed on. */
+GW_MUST_CHECK const char *gw_zmtp_scan (gw_zmtp_scan_t *self, const uint8_t *data, size_t len);
+
+/* One kernel connection through the scan (gw_zmtp_guard.c): connects to
+   the socket at path (never through a symlink) and fills endpoint
+   ("ipc://@...") for the relay's ZeroMQ socket to connect to. NULL with
+   errno when the kernel's socket cannot be connected. conversation and
+   channel name it in the log. */
+typedef struct gw_zmtp_guard gw_zmtp_guard_t;
+gw_zmtp_guard_t *gw_zmtp_guard_new (gw_io_t *io, const char *path, const gw_zmtp_limits_t *limits,
+                                    const char *conversation, const char *channel, char *endpoint,
+                                    size_t endpoint_size);
+void gw_zmtp_guard_destroy (gw_zmtp_guard_t **self_p);
+/* Why the guard cut the kernel's connection (a static string), or NULL. */
+const char *gw_zmtp_guard_cut (const gw_zmtp_guard_t *self);
 
 /* ---- gw_timer: zloop timers that never fire once ended ---------------- */
 

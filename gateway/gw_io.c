@@ -178,6 +178,7 @@ s_on_ready (zloop_t *loop, zmq_pollitem_t *item, void *arg)
             rc = s_drain (self, e);
         else {
             e->item->revents = (short) ((events[i].events & EPOLLIN ? ZMQ_POLLIN : 0)
+                                        | (events[i].events & EPOLLOUT ? ZMQ_POLLOUT : 0)
                                         | (events[i].events & (EPOLLERR | EPOLLHUP) ? ZMQ_POLLERR : 0));
             rc = e->poller (self->loop, e->item, e->arg);
         }
@@ -316,6 +317,19 @@ void
 gw_io_poller_end (gw_io_t *self, int fd)
 {
     s_end (self, s_fd_key (fd));
+}
+
+int
+gw_io_poller_events (gw_io_t *self, int fd, short events)
+{
+    io_entry_t *e = zhashx_lookup (self->entries, s_fd_key (fd));
+    if (!e) {
+        errno = ENOENT;
+        return -1;
+    }
+    struct epoll_event ev = {.events = (events & ZMQ_POLLIN ? EPOLLIN : 0u) | (events & ZMQ_POLLOUT ? EPOLLOUT : 0u),
+                             .data.ptr = e};
+    return epoll_ctl (self->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 void

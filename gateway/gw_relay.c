@@ -93,6 +93,7 @@ struct gw_relay {
        too. */
     bool probe_stdin_ok;
     zsock_t *monitor[4]; /* PAIRs receiving each kernel socket's handshakes and drops */
+    gw_zmtp_guard_t *guard[4]; /* each kernel connection's ZMTP check (gw_zmtp_guard.c) */
     unsigned handshakes; /* bit per kernel socket whose handshake succeeded */
     int probe_timer;
     char *run_dir;       /* the kernel's, while attached */
@@ -1308,10 +1309,18 @@ on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
     gw_relay_t *self = arg;
     self->drop_timer = 0;
     char cause[400];
-    snprintf (cause, sizeof cause,
-              "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
-              "killed and the next request starts a fresh kernel, variables are lost",
-              gw_channel_name (self->dropped_channel), 2 * self->server->limits.max_message_bytes);
+    const char *cut = gw_zmtp_guard_cut (self->guard[self->dropped_channel]);
+    if (cut)
+        snprintf (cause, sizeof cause,
+                  "the gateway cut the kernel's %s connection: %s (%zu bytes, %d frames a message); it was killed "
+                  "and the next request starts a fresh kernel, variables are lost",
+                  gw_channel_name (self->dropped_channel), cut, 2 * self->server->limits.max_message_bytes,
+                  GW_ZMTP_FRAMES_MAX);
+    else
+        snprintf (cause, sizeof cause,
+                  "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
+                  "killed and the next request starts a fresh kernel, variables are lost",
+                  gw_channel_name (self->dropped_channel), 2 * self->server->limits.max_message_bytes);
     gw_conv_kill_kernel (self->conv, "KernelDied", cause);
     return 0;
 }
@@ -1392,6 +1401,7 @@ kernel_sockets_drop (gw_relay_t *self)
             gw_io_reader_end (self->server->io, self->kernel[ch]);
             zsock_destroy (&self->kernel[ch]);
         }
+        gw_zmtp_guard_destroy (&self->guard[ch]);
     }
 }
 
@@ -1419,6 +1429,20 @@ kernel_bound (gw_relay_t *self)
     return true;
 }
 
+/* s connects to the kernel through a guard that cuts a message over the
+   limits before ZeroMQ holds it (the frame limit of gw_io_bound, summed). */
+static int
+kernel_guard_connect (gw_relay_t *self, int ch, zsock_t *s)
+{
+    char path[GW_PATH_MAX], endpoint[64];
+    snprintf (path, sizeof path, "%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[ch]);
+    size_t max = self->server->limits.max_message_bytes;
+    gw_zmtp_limits_t limits = {max && max <= UINT64_MAX / 2 ? 2 * (uint64_t) max : UINT64_MAX, GW_ZMTP_FRAMES_MAX};
+    self->guard[ch] = gw_zmtp_guard_new (self->server->io, path, &limits, gw_conv_id (self->conv),
+                                         gw_channel_name (ch), endpoint, sizeof endpoint);
+    return self->guard[ch] ? zsock_connect (s, "%s", endpoint) : -1;
+}
+
 static int
 kernel_socket_open (gw_relay_t *self, int ch)
 {
@@ -1436,7 +1460,7 @@ kernel_socket_open (gw_relay_t *self, int ch)
         zsock_set_identity (s, KERNEL_IDENTITY);
     if (kernel_monitor_start (self, ch, s) < 0)
         return -1;
-    if (zsock_connect (s, "ipc://%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[ch]) < 0)
+    if (kernel_guard_connect (self, ch, s) < 0)
         return -1;
     static zloop_reader_fn *readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
     return gw_io_reader (self->server->io, s, readers[ch], self);
