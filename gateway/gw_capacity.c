@@ -18,10 +18,11 @@
    counted): its five client listeners and its kernel-facing ipc sockets
    with their mailboxes, the monitors of the four kernel sockets (two
    ZeroMQ sockets and two fds each: a dropped kernel connection is acted
-   on, gw_relay.c), the launcher's pipes and pidfd. A client that connects
-   adds one fd per channel, which the slack below and the live count
-   absorb. */
-#define FDS_PER_CONV     27
+   on, gw_relay.c), the ZMTP guard of each kernel connection (two fds:
+   its connection to the kernel and ZeroMQ's to it, gw_zmtp_guard.c), the
+   launcher's pipes and pidfd. A client that connects adds one fd per
+   channel, which the slack below and the live count absorb. */
+#define FDS_PER_CONV     35
 #define SOCKETS_PER_CONV 20
 /* the control socket, the log, the epoll set and its eventfd, ZeroMQ's own
    threads, launches in flight, and the /proc files of at most 64 running

@@ -6,7 +6,8 @@
     each): with a conversation's 9 sockets and 2 fds in zloop, one relayed
     message cost ~160 system calls with one conversation open and grew with
     every idle one (gateway/README.md, "Hot path"). Here each socket's ZMQ_FD
-    and each plain fd (pidfds, launch status pipes) is in one epoll set; zloop
+    and each plain fd (pidfds, launch status pipes, the ZMTP guards'
+    connections: POLLIN, POLLOUT too on request) is in one epoll set; zloop
     polls only the epoll fd (plus the few sockets left to it).
 
     ZMQ_FD is not a plain readiness fd: it signals that the socket's mailbox

@@ -145,6 +145,8 @@ guard_move (int from, int to, guard_pending_t *pending, gw_zmtp_scan_t *scan)
             return -2;
         if (guard_write (to, s_chunk, (size_t) n, pending) < 0)
             return -1;
+        if ((size_t) n < sizeof s_chunk && !pending->len)
+            return 1; /* a short read emptied it: epoll says when more comes, no recv for EAGAIN */
     }
     return 0;
 }

@@ -39,12 +39,12 @@ uninstall-kennel-kernelspec:
 	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
 .PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec
 
-# The hot path's classes (gw_io, gw_peek, gw_proc, gw_timer) tested on their own,
+# The hot path's classes (gw_io, gw_peek, gw_proc, gw_timer, gw_zmtp_guard) tested on their own,
 # with real ZeroMQ sockets: tests/gateway/gw_unit.c.
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
-	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c
+	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 
 # The core's peers (gw_peers.c: the contract of gw_front.h) on their own:

@@ -6,7 +6,7 @@
 
 # ---- the seeds, replayed in make check -------------------------------------
 GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
-	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus
+	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
 
@@ -38,6 +38,10 @@ tests_fuzz_gw_tools_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw
 tests_fuzz_gw_tools_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-tools"'
 tests_fuzz_gw_tools_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 
+tests_fuzz_gw_zmtp_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_zmtp_fuzz.c gateway/gw_zmtp.c
+tests_fuzz_gw_zmtp_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-zmtp"'
+tests_fuzz_gw_zmtp_fuzz_corpus_LDADD = $(WIRE_LIBS)
+
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
@@ -49,10 +53,12 @@ GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/
 	$(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c
-GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz
+GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp.c
+GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
+	tests/fuzz/gw_zmtp_fuzz
 GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/tests/fuzz/fuzz_check.h
 CLEANFILES += $(GW_FUZZ_BINS)
-EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools
+EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -69,6 +75,9 @@ tests/fuzz/gw_policy_fuzz: $(GW_FUZZ_POLICY_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_TOOLS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_zmtp_fuzz: $(GW_FUZZ_ZMTP_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_ZMTP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
@@ -79,7 +88,7 @@ tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta control policy tools
+GW_FUZZ_NAMES = peek meta control policy tools zmtp
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings

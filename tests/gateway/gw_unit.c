@@ -14,11 +14,17 @@
     gw_timer a timer ended by another timer's handler in the same pass of
              zloop does not fire (raw zloop's does: checked, as the premise);
              timers that fired their last time leave the registry.
+    gw_zmtp_guard  between a ROUTER bound at an ipc path (the kernel) and
+             a DEALER (the relay's): messages pass unchanged both ways, a
+             3 MiB multipart under the limit included; a symlink at the path
+             is refused; a message over the frame limit cuts the connection
+             with its reason and none of it reaches the DEALER.
 
     Exit 0 when every check passed; each failure prints one line.
 */
 #include "gateway/gw.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
@@ -678,6 +684,93 @@ test_timer_registry (void)
     zloop_destroy (&loop);
 }
 
+/* ---- gw_zmtp_guard: a kernel connection through the ZMTP check --------- */
+
+/* Runs the loop for ms: the guard moves bytes meanwhile. */
+static void
+s_run (zloop_t *loop, int ms)
+{
+    zloop_timer (loop, (size_t) ms, 1, s_on_quit, NULL);
+    zloop_start (loop);
+}
+
+static zmsg_t *
+s_recv_now (zsock_t *sock)
+{
+    return (zsock_events (sock) & ZMQ_POLLIN) ? zmsg_recv (sock) : NULL;
+}
+
+static void
+test_zmtp_guard (void)
+{
+    zloop_t *loop = zloop_new ();
+    gw_io_t *io = gw_io_new (loop);
+    char dir[] = "/tmp/gw-unit-XXXXXX", path[64], link_path[64], endpoint[64];
+    CHECK (mkdtemp (dir) != NULL);
+    snprintf (path, sizeof path, "%s/k-1", dir);
+    snprintf (link_path, sizeof link_path, "%s/k-2", dir);
+    zsock_t *kernel = zsock_new (ZMQ_ROUTER);
+    CHECK (zsock_bind (kernel, "ipc://%s", path) == 0);
+    CHECK (symlink (path, link_path) == 0);
+    gw_zmtp_limits_t limits = {4u << 20, 8};
+    errno = 0;
+    CHECK (gw_zmtp_guard_new (io, link_path, &limits, "unit", "shell", endpoint, sizeof endpoint) == NULL
+           && errno == ELOOP);
+    gw_zmtp_guard_t *guard = gw_zmtp_guard_new (io, path, &limits, "unit", "shell", endpoint, sizeof endpoint);
+    CHECK (guard && strncmp (endpoint, "ipc://@", 7) == 0);
+    zsock_t *relay = zsock_new (ZMQ_DEALER);
+    zsock_set_identity (relay, "gw");
+    CHECK (zsock_connect (relay, "%s", endpoint) == 0);
+    zstr_send (relay, "hello");
+    s_run (loop, 300);
+    zmsg_t *in = s_recv_now (kernel);
+    CHECK (in && zmsg_size (in) == 2 && zframe_streq (zmsg_last (in), "hello"));
+    zmsg_destroy (&in);
+
+    /* under the limits: 3 frames, 3 MiB + 2 bytes, unchanged */
+    zmsg_t *out = zmsg_new ();
+    zmsg_addstr (out, "gw");
+    zmsg_addstr (out, "a");
+    zframe_t *big = zframe_new (NULL, 3u << 20);
+    memset (zframe_data (big), 'b', zframe_size (big));
+    zmsg_append (out, &big);
+    zmsg_addstr (out, "c");
+    zmsg_send (&out, kernel);
+    s_run (loop, 500);
+    in = s_recv_now (relay);
+    CHECK (in && zmsg_size (in) == 3);
+    if (in) {
+        zframe_t *f = zmsg_first (in);
+        CHECK (zframe_streq (f, "a"));
+        f = zmsg_next (in);
+        CHECK (zframe_size (f) == 3u << 20 && zframe_data (f)[0] == 'b' && zframe_data (f)[(3u << 20) - 1] == 'b');
+        CHECK (zframe_streq (zmsg_next (in), "c"));
+    }
+    zmsg_destroy (&in);
+    CHECK (gw_zmtp_guard_cut (guard) == NULL);
+
+    /* nine frames, the limit is eight: cut at the ninth's header */
+    out = zmsg_new ();
+    zmsg_addstr (out, "gw");
+    for (int i = 0; i < 9; i++)
+        zmsg_addstr (out, "x");
+    zmsg_send (&out, kernel);
+    s_run (loop, 300);
+    CHECK (s_recv_now (relay) == NULL);
+    const char *cut = gw_zmtp_guard_cut (guard);
+    CHECK (cut && streq (cut, "a message over the frame limit"));
+
+    zsock_destroy (&relay);
+    gw_zmtp_guard_destroy (&guard);
+    zsock_destroy (&kernel);
+    unlink (link_path);
+    unlink (path);
+    rmdir (dir);
+    CHECK (gw_io_size (io) == 0);
+    gw_io_destroy (&io);
+    zloop_destroy (&loop);
+}
+
 int
 main (void)
 {
@@ -692,6 +785,7 @@ main (void)
     test_timer_ended_in_pass (false);
     test_timer_ended_in_pass (true);
     test_timer_registry ();
+    test_zmtp_guard ();
     printf ("gw_unit: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);
     return failures ? 1 : 0;
 }
