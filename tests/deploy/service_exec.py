@@ -128,7 +128,8 @@ def apply_mounts(p):
     if p.get("ProtectSystem") == "strict":
         for mp in sorted(set(mounts())):
             if not under(mp, ["/dev", "/proc", "/sys"]):
-                subprocess.run(["mount", "-o", "remount,bind,ro", mp], check=False)
+                # mounts of other processes' (removed) directories fail: no matter
+                subprocess.run(["mount", "-o", "remount,bind,ro", mp], check=False, stderr=subprocess.DEVNULL)
     if p.get("ProtectHome"):
         for d in ["/home", "/root", "/run/user"]:
             inaccessible(d)

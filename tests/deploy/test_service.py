@@ -185,6 +185,23 @@ def test_protect_control_groups_breaks_the_cgroup_layer(baseline):
     assert "Read-only file system" in status["message"]
 
 
+def test_sys_admin_is_needed_for_the_workspace_quota(unit_props):
+    """CAP_SYS_ADMIN: a root gateway mounts each workspace's tmpfs (its
+    quota) itself; without it the start-up probe fails at "quota" and the
+    gateway refuses every conversation, naming it."""
+    caps = [c for c in unit_props["CapabilityBoundingSet"] if c != "CAP_SYS_ADMIN"]
+    gw = ServiceGateway(dict(unit_props, CapabilityBoundingSet=caps))
+    try:
+        info = gw.info()
+    finally:
+        rc, leftovers = gw.stop()
+    assert rc == 0
+    assert info["ready"] is False
+    assert info["startup_error"]["layer"] == "quota", info["startup_error"]
+    assert "mount tmpfs" in info["startup_error"]["reason"]
+    assert "Operation not permitted" in info["startup_error"]["reason"]
+
+
 def test_chown_is_needed_for_a_host_workspace(baseline):
     """CAP_CHOWN: the launcher hands a host workspace to the sandbox's uid."""
     workspace = traversable_dir("kennel-svc-ws-")
