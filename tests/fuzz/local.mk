@@ -6,7 +6,8 @@
 
 # ---- the seeds, replayed in make check -------------------------------------
 GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
-	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus
+	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus \
+	tests/fuzz/gw_ws_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
 
@@ -42,6 +43,13 @@ tests_fuzz_gw_zmtp_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_
 tests_fuzz_gw_zmtp_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-zmtp"'
 tests_fuzz_gw_zmtp_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
+# the HTTP front's websocket frames (gateway/http/ws_codec.c); gw_peers.c
+# for gw_channel_name
+tests_fuzz_gw_ws_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_ws_fuzz.c \
+	gateway/http/ws_codec.c gateway/gw_peers.c
+tests_fuzz_gw_ws_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) -DFUZZ_CORPUS='"corpus-ws"'
+tests_fuzz_gw_ws_fuzz_corpus_LDADD = $(WIRE_LIBS)
+
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
@@ -54,11 +62,13 @@ GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/
 GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp.c
+GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
-	tests/fuzz/gw_zmtp_fuzz
+	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz
 GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/tests/fuzz/fuzz_check.h
 CLEANFILES += $(GW_FUZZ_BINS)
-EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp
+EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
+	tests/fuzz/corpus-ws
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -78,6 +88,9 @@ tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_zmtp_fuzz: $(GW_FUZZ_ZMTP_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_ZMTP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_ws_fuzz: $(GW_FUZZ_WS_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LWS_CFLAGS) -o $@ $(GW_FUZZ_WS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
@@ -88,7 +101,7 @@ tests/fuzz/gw_zmtp_fuzz: $(GW_FUZZ_ZMTP_SRC) $(GW_FUZZ_DEPS)
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta control policy tools zmtp
+GW_FUZZ_NAMES = peek meta control policy tools zmtp ws
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
