@@ -53,8 +53,6 @@ static long long
 content_length (struct lws *wsi)
 {
     char text[32];
-    if (lws_hdr_total_length (wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
-        return 0;
     if (lws_hdr_copy (wsi, text, sizeof text, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
         return -1;
     return atoll (text);
@@ -76,6 +74,8 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
     const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
     if (refusal)
         return http_reply_error (wsi, req, status, refusal);
+    if (lws_hdr_total_length (wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
+        return http_reply_error (wsi, req, 411, "a chunked request body is not read here: send Content-Length");
     long long length = content_length (wsi);
     if (length > BODY_MAX)
         return http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB");
@@ -88,7 +88,8 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
 static int
 on_body (http_req_t *req, const void *in, size_t len)
 {
-    if (!len)
+    /* nothing to read for a request answered already (a refused one) */
+    if (!len || !req->path[0] || req->status || req->wait)
         return 0;
     if (req->body_too_large || req->body_len + len > BODY_MAX) {
         req->body_too_large = true;

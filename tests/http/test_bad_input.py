@@ -105,4 +105,8 @@ def test_body_limits_and_bad_bodies(http_gateway):
     for body in (b"[]", b"\"x\"", b"{\"name\": 3}", b"{\"env\": {\"KERNEL_A\": 1}}", b"{\"kennel\": 5}"):
         r = api(gw, "POST", "api/kernels", data=body, headers={"Content-Type": "application/json"})
         assert r.status_code == 400 and r.json()["reason"] == "Bad Request", (body, r.text)
+    # a chunked body (requests sends one for a generator) is refused clearly:
+    # lws 4.1 reads none and dropped the connection without an answer
+    r = api(gw, "POST", "api/kernels", data=(part for part in [b"{}"]))
+    assert r.status_code == 411 and r.json()["reason"] == "Length Required"
     assert api(gw, "GET", "api/kernels").json() == []
