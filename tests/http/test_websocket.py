@@ -149,3 +149,20 @@ def test_delete_with_a_websocket_open(http_gateway):
     assert api(http_gateway, "GET", "api").status_code == 200
     closed = [e for e in http_gateway.events("websocket_closed") if e["code"] == 1001]
     assert closed and closed[0]["kernel"] == kid
+
+
+def test_server_pings_an_idle_websocket(make_http_gateway):
+    """Keepalive: an idle websocket gets a ping after http.ping_seconds and
+    stays open while it answers (websocket-client answers pongs itself)."""
+    gw = make_http_gateway(http={"ping_seconds": 1})
+    kid = start_kernel(gw)["id"]
+    ws = connect(gw, kid)
+    ws.settimeout(10)
+    t0 = time.monotonic()
+    opcode, _ = ws.recv_data(control_frame=True)
+    assert opcode == websocket.ABNF.OPCODE_PING and time.monotonic() - t0 < 5
+    ws.pong(b"")
+    time.sleep(2.5)
+    reply, outputs = run(ws, "print('alive')")
+    assert stdout(outputs) == "alive\n"
+    ws.close()
