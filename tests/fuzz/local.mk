@@ -51,6 +51,9 @@ tests_fuzz_gw_ws_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) -DFUZZ_CORP
 tests_fuzz_gw_ws_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
+# Gateway sources include the launcher boundary header, which names confine's
+# paths header: the include path the rest of the build gets from AM_CPPFLAGS.
+GW_FUZZ_CFLAGS = $(FUZZ_CFLAGS) -I$(top_srcdir)/confine
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
@@ -72,25 +75,25 @@ EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-co
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_PEEK_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_PEEK_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_meta_fuzz: $(GW_FUZZ_META_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_META_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_META_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_control_fuzz: $(GW_FUZZ_CONTROL_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_CONTROL_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_CONTROL_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_policy_fuzz: $(GW_FUZZ_POLICY_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_POLICY_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_POLICY_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_tools_fuzz: $(GW_FUZZ_TOOLS_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_TOOLS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_TOOLS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_zmtp_fuzz: $(GW_FUZZ_ZMTP_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(GW_FUZZ_ZMTP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_ZMTP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 tests/fuzz/gw_ws_fuzz: $(GW_FUZZ_WS_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(LWS_CFLAGS) -o $@ $(GW_FUZZ_WS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) $(LWS_CFLAGS) -o $@ $(GW_FUZZ_WS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
