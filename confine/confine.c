@@ -58,6 +58,22 @@ confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_erro
     return n == (ssize_t) sizeof msg ? 0 : -1;
 }
 
+/* recvmsg, again after EINTR, and once after ECONNRESET: a peer that exits
+   with a message of ours unread leaves ECONNRESET pending on our end, which
+   the kernel reports (and clears) before the messages the peer queued for
+   us, such as the error it sent just before it exited. */
+static ssize_t
+recv_queued (int fd, struct msghdr *hdr, int flags)
+{
+    bool reset_seen = false;
+    for (;;) {
+        ssize_t n = recvmsg (fd, hdr, flags);
+        if (n >= 0 || !(errno == EINTR || (errno == ECONNRESET && !reset_seen)))
+            return n;
+        reset_seen = reset_seen || errno == ECONNRESET;
+    }
+}
+
 int
 confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock)
 {
@@ -68,10 +84,7 @@ confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock)
     struct iovec iov = { .iov_base = msg, .iov_len = sizeof *msg };
     struct msghdr hdr = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                           .msg_controllen = sizeof control.buf };
-    ssize_t n;
-    do
-        n = recvmsg (fd, &hdr, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0));
-    while (n < 0 && errno == EINTR);
+    ssize_t n = recv_queued (fd, &hdr, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0));
     if (n != (ssize_t) sizeof *msg)
         return -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR (&hdr); pid && c; c = CMSG_NXTHDR (&hdr, c))
