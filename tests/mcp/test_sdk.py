@@ -98,5 +98,7 @@ def test_tools_of_a_second_mcp_server_are_functions_in_the_kernel(forwarded):
 def test_a_forwarded_server_that_does_not_start_is_reported(tmp_path):
     m = Mcp(tmp_path, args=["--tools-from-mcp", "exit 3"])
     m.initialize()
+    r = m.call("python_exec", {"code": "1"})  # waits for the forwarded server, which failed
+    assert r["isError"] is True and "--tools-from-mcp" in m.text(r), r
     assert m.close() == 1
     assert "--tools-from-mcp exit 3" in m.log_text()
