@@ -83,7 +83,11 @@ class ServiceGateway:
         self.log_file = self.dir / "gateway.log"
         props = dict(props, ReadWritePaths=props.get("ReadWritePaths", []) + [str(self.dir)])
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:halt_on_error=1")
-        self.proc = serve(self.state, self.config_file, self.log_file, prefix=prefix(props), env=env)
+        try:
+            self.proc = serve(self.state, self.config_file, self.log_file, prefix=prefix(props), env=env)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
         self.control = Control(self.state / "gateway.json")
 
     def info(self):
