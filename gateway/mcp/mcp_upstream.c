@@ -54,6 +54,7 @@ struct mcp_upstream {
     mcp_upstream_ready_fn *ready;
     void *ready_arg;
     bool stopping;
+    bool gone; /* it closed its stdout: every call fails at once */
 };
 
 static void
@@ -226,6 +227,7 @@ static void
 s_on_eof (void *arg)
 {
     mcp_upstream_t *self = arg;
+    self->gone = true;
     gw_log ("mcp_upstream_gone", "{s:s}", "command", self->cmd);
     request_t *r;
     while ((r = zlistx_first (self->requests)))
@@ -268,9 +270,12 @@ s_on_call_reply (mcp_upstream_t *self, const json_t *msg, void *arg)
     double seconds = (zclock_mono () - r->started) / 1000.0;
     json_t *result = json_object_get (msg, "result");
     json_t *error = json_object_get (msg, "error");
-    if (!msg && self->stopping) {
+    if (!msg && (self->stopping || self->gone)) {
+        char *evalue = self->stopping ? wire_xstrdup ("kennel mcp is stopping")
+                                      : wire_xasprintf ("the MCP server of tool '%s' exited", r->tool);
         mcp_tool_log ("mcp", r->tool, "ToolUnavailable", seconds, 0);
-        r->done (r->done_arg, NULL, "ToolUnavailable", "kennel mcp is stopping");
+        r->done (r->done_arg, NULL, "ToolUnavailable", evalue);
+        free (evalue);
     }
     else if (!msg) {
         char *evalue = wire_xasprintf ("the MCP server of tool '%s' did not answer within %d s", r->tool,
@@ -299,6 +304,13 @@ mcp_upstream_call (mcp_upstream_t *self, const char *name, json_t *arguments, mc
 {
     if (!gw_tools_find (self->tools, name))
         return false;
+    if (self->gone) {
+        char *evalue = wire_xasprintf ("the MCP server of tool '%s' exited", name);
+        mcp_tool_log ("mcp", name, "ToolUnavailable", 0, 0);
+        done (arg, NULL, "ToolUnavailable", evalue);
+        free (evalue);
+        return true;
+    }
     request_t *r = s_send_request (self, "tools/call",
                                    json_pack ("{s:s, s:O}", "name", name, "arguments", arguments ?: json_object ()),
                                    s_on_call_reply);

@@ -5,6 +5,7 @@ it whose tools kennel forwards into the kernel (--tools-from-mcp)."""
 import json
 import shutil
 import socket
+import time
 
 import pytest
 
@@ -102,3 +103,36 @@ def test_a_forwarded_server_that_does_not_start_is_reported(tmp_path):
     assert r["isError"] is True and "--tools-from-mcp" in m.text(r), r
     assert m.close() == 1
     assert "--tools-from-mcp exit 3" in m.log_text()
+
+
+DYING_SERVER = r'''
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "dying", "version": "1"}}
+    elif msg.get("method") == "tools/list":
+        result = {"tools": [{"name": "once", "inputSchema": {"type": "object"}}]}
+    elif msg.get("method") == "tools/call":
+        sys.exit(0)   # gone in the middle of the call
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+def test_a_forwarded_server_that_exits_fails_its_calls_at_once(tmp_path):
+    server = tmp_path / "dying.py"
+    server.write_text(DYING_SERVER)
+    m = Mcp(tmp_path, args=["--tools-from-mcp", f"/usr/bin/python3 {server}"])
+    try:
+        m.initialize()
+        code = "try:\n    once()\nexcept ToolError as e:\n    print(e.ename, '|', e.evalue)"
+        for _ in range(2):   # in the call it died in, and after
+            t0 = time.monotonic()
+            r = m.call("python_exec", {"code": code}, timeout=90)
+            assert m.text(r) == "ToolUnavailable | the MCP server of tool 'once' exited\n", r
+            assert time.monotonic() - t0 < 20
+    finally:
+        assert m.close() == 0, m.log_text()
