@@ -4,7 +4,7 @@
 
     Every request and every upgrade passes http_auth first. What waits for
     the gateway (a kernel start) is answered from the writable callback;
-    the connection may be gone by then, and its control call is cancelled.
+    the connection may be gone by then, and its wait is cancelled.
     Limits: at most max_connections websockets and HTTP requests waiting
     for the gateway at once (503 beyond), request bodies of at most 1 MiB
     (413), lws's header pool bounds connections that have sent nothing.
@@ -182,6 +182,8 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
         rc = on_body (req, in, len);
         break;
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        if (!req->path[0])
+            break; /* the body of a request answered already (413, 411) */
         rc = req->body_too_large ? http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB")
                                  : http_api_dispatch (wsi, req);
         break;

@@ -271,7 +271,10 @@ close_written (ws_conn_t *self)
     frame[LWS_PRE + 1] = (unsigned char) self->close_code;
     memcpy (frame + LWS_PRE + 2, self->close_reason, len);
     log_close (self, "websocket_closed", self->close_code, self->close_reason);
-    lws_write (self->wsi, frame + LWS_PRE, len + 2, WS_WRITE_CLOSE);
+    /* behind a frame lws has only partly sent, a close frame would land in
+       its payload: the connection is dropped instead */
+    if (!lws_partial_buffered (self->wsi))
+        lws_write (self->wsi, frame + LWS_PRE, len + 2, WS_WRITE_CLOSE);
     return -1;
 }
 
