@@ -69,6 +69,7 @@ class _State:
         self.tools = {}              # name -> function
         self.tool_bare = frozenset()  # the tools' names in the helper namespace
         self.tool_timeout = _TOOL_DEFAULT_TIMEOUT
+        self.shell_escapes = False
 
 
 _state = _State()
@@ -370,8 +371,7 @@ _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool,
                "array": list, "object": dict, "null": type(None)}
 # names the kernel's own helpers use: a tool with one of these names (or a
 # Python builtin's) is reachable only as tools.NAME / tools["NAME"]
-_TOOL_RESERVED = ("display", "get_ipython", "tools", "ToolError", "__kennel_help__",
-                  "_", "__", "___")
+_TOOL_RESERVED = ("display", "get_ipython", "tools", "ToolError", "_", "__", "___")
 
 
 class ToolError(Exception):
@@ -1064,6 +1064,7 @@ def _format(obj, include=None, exclude=None):
             request = _state.request
             if request is not None:
                 request.shown_figures.add(id(obj))
+    data.update(_registered_formats(obj, data))
     if "text/plain" not in data:
         data["text/plain"] = _plain_text(obj)
     if include:
@@ -1071,6 +1072,35 @@ def _format(obj, include=None, exclude=None):
     if exclude:
         data = {k: v for k, v in data.items() if k not in exclude or k == "text/plain"}
     return data, metadata
+
+
+def _registered_formats(obj, data):
+    """Representations libraries registered with IPython's formatters for
+    obj's type (sympy's init_printing, for_type calls), and %precision for
+    floats; IPython's built-in pretty printers are left to _plain_text."""
+    pretty = _lazy("IPython.lib.pretty")
+    found = {}
+    for mime, formatter in _shell.display_formatter.formatters.items():
+        if mime in data and mime != "text/plain":
+            continue
+        try:
+            printer = formatter.lookup(obj)
+        except KeyError:
+            continue
+        except Exception:
+            continue
+        default = pretty._type_pprinters.get(type(obj))
+        if mime == "text/plain" and (printer is default or
+                                    (isinstance(obj, float) and not formatter.float_precision)):
+            continue
+        try:
+            value = formatter(obj)
+        except Exception as exc:
+            _warn_repr(obj, "IPython formatter %s" % mime, exc)
+            continue
+        if value is not None:
+            found[mime] = _encode_mime(mime, value)
+    return found
 
 
 def _safe_attr(obj, name):
@@ -1123,7 +1153,7 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
             data, md = _format(obj, include, exclude)
         if metadata:
             md.update(metadata)
-        _publish_display(data, md, transient, update)
+        _shell.display_pub.publish(data, md, transient=transient, update=update)
     if display_id:
         return DisplayHandle(display_id)
     return None
@@ -1158,12 +1188,17 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clear this cell's output (wait=True: when the next output arrives)."""
+    _shell.display_pub.clear_output(wait)
+
+
+def _publish_clear(wait):
     if not _quiet():
         _publish("clear_output", {"wait": bool(wait)})
 
 
 def _publish_display_data(data, metadata=None, source=None, *, transient=None, **kwargs):
-    _publish_display(dict(data), metadata or {}, transient, bool(kwargs.get("update")))
+    _shell.display_pub.publish(dict(data), metadata or {}, transient=transient,
+                               update=bool(kwargs.get("update")))
 
 
 def _show_result(value, request, count):
@@ -1256,45 +1291,343 @@ class _ImportWatch:
         pass
 
 
-class _Shell:
-    """What get_ipython() returns: enough for code that checks for IPython,
-    a clear error for magics, which kennel does not run."""
+# ---- IPython: the shell behind get_ipython(), magics and shell escapes --------
+#
+# A real InteractiveShell (IPython from the system, the one ipykernel uses) is
+# built once when kernel.py loads, i.e. in the fork server before it forks.
+# kennel keeps its own execute path (compile, run, result, tracebacks, history
+# reply); the shell provides what IPython is good at: input transformation
+# (magics, `!`, `?`, pasted prompts), the magics, In/Out and `_iN`/`_N`,
+# formatters libraries register with, the completer and `get_ipython()`.
+# README.md "IPython" says why.
+
+_SHELL_ESCAPES_DEFAULT = {"agent": False, "notebook": True, "none": True}
+_COLORS_DEFAULT = {"agent": "NoColor", "notebook": "Neutral", "none": "NoColor"}
+_OUT_CACHE_SIZE = 1000           # results kept in Out, as IPython's displayhook
+_PIP_INSTALL = None              # compiled on first use
+_PIP_SOURCE_ENV = ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE")
+_PIP_SOURCE_ARGS = ("--find-links", "-f", "--index-url", "-i", "--no-index", "--extra-index-url")
+
+
+def _hide(names):
+    """Names IPython puts in the user namespace (In, Out, _i, _iN, _N): kept
+    in the private builtins mapping instead, like the other hidden helpers."""
+    if _state.builtins is not None:
+        _state.builtins.update(names)
+
+
+class _IopubStandIn:
+    """get_ipython().kernel.iopub_socket: names the iopub channel for
+    session.send(); it holds no socket."""
 
     def __repr__(self):
-        return "<kennel: not an IPython shell; IPython magics are not available>"
+        return "<kennel iopub channel: publish with get_ipython().kernel.session.send(...)>"
+
+
+class _SessionStandIn:
+    """get_ipython().kernel.session: sends on iopub as the current request's
+    child; signing and keys stay in the C side."""
+
+    def __init__(self):
+        self.session = os.urandom(16).hex()
+        self.username = "kernel"
+
+    def msg(self, msg_type, content=None, parent=None, header=None, metadata=None):
+        header = dict(header or {}, msg_type=msg_type, session=self.session,
+                      msg_id=os.urandom(16).hex(), username=self.username, version="5.3")
+        return {"header": header, "msg_id": header["msg_id"], "msg_type": msg_type,
+                "parent_header": dict((parent or {}).get("header", parent or {})),
+                "content": content or {}, "metadata": metadata or {}}
+
+    def send(self, stream, msg_or_type, content=None, parent=None, ident=None, buffers=None,
+             track=False, header=None, metadata=None):
+        if stream is not _iopub_stand_in:
+            raise ValueError("kennel's session sends on iopub only "
+                             "(get_ipython().kernel.iopub_socket)")
+        if isinstance(msg_or_type, dict):
+            msg = msg_or_type
+        else:
+            msg = self.msg(msg_or_type, content, parent, header, metadata)
+        _publish(msg["msg_type"], msg.get("content", {}), msg.get("metadata") or None)
+        return msg
+
+
+class _KernelStandIn:
+    """get_ipython().kernel: what libraries look for on ipykernel's kernel
+    (iopub_socket, session, parent_header, get_parent), without sockets or
+    keys."""
+
+    iopub_socket = _IopubStandIn()
+    implementation = "kennel"
+
+    def __init__(self):
+        self.session = _SessionStandIn()
+
+    def __repr__(self):
+        return "<kennel kernel: sockets and keys stay outside Python>"
 
     @property
-    def user_ns(self):
-        return _state.ns
+    def shell(self):
+        return _shell
 
-    config = {}
-    kernel = None
+    def get_parent(self, channel="shell"):
+        request = _state.request
+        if request is None:
+            return {}
+        header = dict(request.header)
+        return {"header": header, "msg_id": header.get("msg_id", ""),
+                "msg_type": request.msg_type, "content": dict(request.content),
+                "parent_header": {}, "metadata": {}}
 
-    def run_line_magic(self, name, line="", _stack_depth=1):
-        if name == "matplotlib":
-            return None  # figures are always shown inline (Agg backend)
-        raise NotImplementedError("%%%s: IPython magics are not available in kennel's Python kernel"
-                                  % name)
-
-    def run_cell_magic(self, name, line, cell):
-        raise NotImplementedError("%%%%%s: IPython cell magics are not available in kennel's "
-                                  "Python kernel" % name)
-
-    def magic(self, line):
-        name, _, rest = line.partition(" ")
-        return self.run_line_magic(name.lstrip("%"), rest)
-
-    def system(self, cmd):
-        raise NotImplementedError("get_ipython().system is not available in kennel: "
-                                  "use subprocess.run(...)")
+    parent_header = property(get_parent)
 
 
-_shell = _Shell()
+_iopub_stand_in = _KernelStandIn.iopub_socket
+
+
+def _shell_class():
+    """InteractiveShell adapted to kennel (built inside a function: IPython is
+    imported when kernel.py loads, not when this file is compiled)."""
+    interactiveshell = _lazy("IPython.core.interactiveshell")
+    displaypub = _lazy("IPython.core.displaypub")
+    traitlets = _lazy("traitlets")
+    builtin_trap = _lazy("IPython.core.builtin_trap")
+
+    class DisplayPublisher(displaypub.DisplayPublisher):
+        """Every display (kennel's and IPython's) goes through the shell's
+        display_pub, so %%capture can take it."""
+
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False,
+                    **kwargs):
+            _publish_display(dict(data), metadata or {}, transient, update)
+
+        def clear_output(self, wait=False):
+            _publish_clear(wait)
+
+    class KennelShell(interactiveshell.InteractiveShell):
+        display_pub_class = traitlets.Type(DisplayPublisher)
+
+        def init_builtins(self):
+            # IPython's own version also puts `display` into the builtins
+            # module; kennel's helpers stay out of it
+            builtins.__dict__["__IPYTHON__"] = True
+            self.builtin_trap = builtin_trap.BuiltinTrap(shell=self)
+
+        def init_user_ns(self):
+            history = self.history_manager
+            names = {"_ih": history.input_hist_parsed, "_oh": history.output_hist,
+                     "_dh": history.dir_hist, "In": history.input_hist_parsed,
+                     "Out": history.output_hist}
+            self.user_ns_hidden.update(names)
+            _state.helpers.update(names)
+            _hide(names)
+
+        def push(self, variables, interactive=True):
+            if interactive or not isinstance(variables, dict):
+                return super().push(variables, interactive)
+            _hide(variables)  # IPython's bookkeeping: _i, _ii, _iN, _N
+            return None
+
+        def system(self, cmd):
+            _system(self.var_expand(cmd, depth=1))
+
+        system_piped = system_raw = system
+
+        def getoutput(self, cmd, split=True, depth=0):
+            return _getoutput(self.var_expand(cmd, depth=depth + 1), split)
+
+        def enable_matplotlib(self, gui=None):
+            if gui not in (None, "inline", "agg", "auto"):
+                sys.stderr.write("kennel: %%matplotlib %s is not available: figures are shown "
+                                 "as static PNG images (the inline backend)\n" % gui)
+            return ("inline", "module://matplotlib_inline.backend_inline")
+
+        def enable_gui(self, gui=None):
+            if gui:
+                sys.stderr.write("kennel: %%gui %s is not available: the kernel has no display\n"
+                                 % gui)
+
+        def debugger(self, force=False):
+            if not (force or self.call_pdb):
+                return
+            self.InteractiveTB.tb = None  # post-mortem of sys.last_traceback (kennel's)
+            self.InteractiveTB.debugger(force=True)
+
+    return KennelShell
+
+
+def _make_shell():
+    """The one shell: no history file (inputs are kept in memory), no jedi, no
+    colours until asked; its profile directory is scratch, removed at once
+    (nothing of IPython's is written where the kernel runs)."""
+    tempfile = _lazy("tempfile")
+    shutil = _lazy("shutil")
+    config_module = _lazy("traitlets.config")
+    profiledir = _lazy("IPython.core.profiledir")
+    types = _lazy("types")
+    config = config_module.Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    config.IPCompleter.use_jedi = False
+    scratch = tempfile.mkdtemp(prefix="kennel-ipython-")
+    try:
+        profile = profiledir.ProfileDir.create_profile_dir(os.path.join(scratch, "profile"),
+                                                           config)
+        shell = _shell_class().instance(ipython_dir=scratch, profile_dir=profile, config=config,
+                                        user_module=types.ModuleType("__main__"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    shell.kernel = _KernelStandIn()
+    shell.set_hook("show_in_pager", _pager_hook, 99)
+    load = shell.extension_manager.load_extension
+    shell.extension_manager.load_extension = lambda name: _load_extension(load, name)
+    return shell
+
+
+def _shell_attach(profile, settings):
+    """Points the shell at this conversation's namespace and settings."""
+    shell = _shell
+    shell.user_module = _state.main
+    shell.user_ns = _state.ns
+    shell.user_ns_hidden = {}
+    shell.ns_table = {"user_global": _state.ns, "user_local": _state.ns,
+                      "builtin": builtins.__dict__}
+    shell.init_user_ns()
+    shell.Completer.namespace = shell.Completer.global_namespace = _state.ns
+    colors = settings.get("colors", _COLORS_DEFAULT[profile])
+    if colors not in ("NoColor", "Neutral", "Linux", "LightBG"):
+        raise ValueError("colors must be one of NoColor, Neutral, Linux, LightBG")
+    shell.colors = colors
+    shell.InteractiveTB.set_colors(colors)
+    shell.SyntaxTB.set_colors(colors)
+    escapes = settings.get("shell_escapes", _SHELL_ESCAPES_DEFAULT[profile])
+    if not isinstance(escapes, bool):
+        raise ValueError("shell_escapes must be true or false")
+    _state.shell_escapes = escapes
+
+
+def _pager_hook(shell, data, start=0, screen_lines=0, pager_cmd=None):
+    """IPython's pager (`obj?`, %quickref, %magic): a `page` payload of the
+    reply, as ipykernel sends it."""
+    if not isinstance(data, dict):
+        data = {"text/plain": str(data)}
+    request = _state.request
+    if request is not None:
+        request.payloads.append({"source": "page", "data": data, "start": int(start)})
+
+
+def _load_extension(load, name):
+    """%load_ext: only what the import policy lets user code import."""
+    reason = _module_denied(str(name))
+    if reason is not None:
+        raise ImportError("%%load_ext %s is blocked: %s" % (name, reason), name=str(name))
+    return load(name)
 
 
 def get_ipython():
-    """kennel is not IPython: this returns a stand-in that explains so."""
+    """The IPython shell of this kernel."""
     return _shell
+
+
+# ---- shell escapes: !cmd, files = !cmd, %sx, %pip ----------------------------
+
+def _escape_refusal(cmd):
+    """Why a shell escape may not run here, or None."""
+    if not _state.shell_escapes:
+        return ("shell escapes (!cmd, %%sx, %%pip) are off in builtins profile %r: the host "
+                "turns them on with the kernel setting \"shell_escapes\": true (subprocess.run "
+                "is not affected)" % _state.profile)
+    return None
+
+
+def _pip_refusal(cmd):
+    """A pip install that cannot reach any package source: why, or None."""
+    global _PIP_INSTALL
+    if _PIP_INSTALL is None:
+        _PIP_INSTALL = _lazy("re").compile(
+            r"(?:^|[\s;&|/])(?:pip[\d.]*|-m\s+pip)\s+install\b(.*)")
+    match = _PIP_INSTALL.search(cmd)
+    if match is None or _network_reachable():
+        return None
+    args = match.group(1).split()
+    if any(os.environ.get(name) for name in _PIP_SOURCE_ENV):
+        return None
+    if any(a.split("=")[0] in _PIP_SOURCE_ARGS or "/" in a or a.endswith(".whl") for a in args):
+        return None
+    return ("pip install: this sandbox has no network, so packages cannot be downloaded here. "
+            "Packages come from the kernel's image or from the operator's package policy "
+            "(a wheel directory or an index the sandbox can reach, given as PIP_FIND_LINKS / "
+            "PIP_INDEX_URL in the conversation's environment)")
+
+
+def _network_reachable():
+    """Whether the sandbox's network namespace has any interface besides
+    loopback (/proc/net/dev: netlink may be refused by the sandbox)."""
+    try:
+        with open("/proc/net/dev") as f:
+            lines = f.read().splitlines()[2:]
+    except OSError:
+        return False
+    return any(line.split(":")[0].strip() not in ("lo", "") for line in lines)
+
+
+def _after_pip(cmd):
+    """A user-site install (the image's site-packages is read-only) becomes
+    importable at once: the embedded interpreter runs isolated, without the
+    user site on sys.path."""
+    if _PIP_INSTALL is None or _PIP_INSTALL.search(cmd) is None:
+        return
+    site = _lazy("site")
+    user_site = site.getusersitepackages()
+    if os.path.isdir(user_site) and user_site not in sys.path:
+        sys.path.append(user_site)
+    _lazy("importlib").invalidate_caches()
+
+
+def _escape_command(cmd):
+    """The command line to run, or raise/print why not."""
+    refusal = _escape_refusal(cmd)
+    if refusal is not None:
+        raise PermissionError(refusal)
+    refusal = _pip_refusal(cmd)
+    if refusal is not None:
+        sys.stderr.write("kennel: %s\n" % refusal)
+        _state.ns["_exit_code"] = 1
+        return None
+    return cmd
+
+
+def _system(cmd):
+    """!cmd: runs in the sandbox with the conversation's limits; its output
+    reaches the client through fd 1 and 2 like any child's. The exit status
+    is _exit_code (negative: the signal), as in IPython."""
+    cmd = _escape_command(cmd)
+    if cmd is None:
+        return
+    subprocess = _lazy("subprocess")
+    _streams.flush()
+    try:
+        code = subprocess.call(cmd, shell=True, executable=os.environ.get("SHELL") or None)
+    except KeyboardInterrupt:
+        sys.stderr.write("\nKeyboardInterrupt\n")
+        code = 130
+    _state.ns["_exit_code"] = -(code - 128) if code > 128 else code
+    _after_pip(cmd)
+
+
+def _getoutput(cmd, split):
+    """files = !cmd: stdout and stderr together, as IPython's SList/LSString."""
+    text = _lazy("IPython.utils.text")
+    cmd = _escape_command(cmd)
+    if cmd is None:
+        return text.SList() if split else text.LSString("")
+    subprocess = _lazy("subprocess")
+    done = subprocess.run(cmd, shell=True, executable=os.environ.get("SHELL") or None,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL)
+    _state.ns["_exit_code"] = done.returncode
+    out = done.stdout.decode("utf-8", "replace")
+    return text.SList(out.splitlines()) if split else text.LSString(out)
 
 
 # ---- builtins profiles and the import policy --------------------------------
@@ -1413,10 +1746,29 @@ def _error_content(exc):
     if isinstance(exc, SystemExit):
         lines = ["SystemExit: %s" % (exc.code if exc.code is not None else ""),
                  "kennel caught SystemExit: the kernel keeps running and your variables are kept."]
+    elif _ipython_tracebacks():
+        lines = _ipython_traceback(exc)
     else:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         lines = text.rstrip("\n").split("\n")
     return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": lines}
+
+
+def _ipython_tracebacks():
+    """Plain Python tracebacks (no ANSI) unless colours were asked for (the
+    colors setting, %colors) or %xmode changed the mode."""
+    return _shell.colors != "NoColor" or _shell.InteractiveTB.mode != _XMODE_AT_START
+
+
+def _ipython_traceback(exc):
+    """IPython's traceback lines (ultratb), in the shell's colours and mode."""
+    try:
+        if isinstance(exc, SyntaxError):
+            return _shell.SyntaxTB.structured_traceback(type(exc), exc, [])
+        return _shell.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__,
+                                                         tb_offset=0)
+    finally:
+        _shell.InteractiveTB.tb = None  # %debug takes sys.last_traceback
 
 
 # ---- execute ---------------------------------------------------------------------
@@ -1460,23 +1812,12 @@ def _page(expression, level):
 
 
 def _transform(code):
-    """IPython line syntax that kennel supports: `obj?`, `obj??`, and
-    `%matplotlib ...` (a no-op: figures are always inline)."""
-    lines = code.splitlines(True)
-    changed = False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        end = "\n" if line.endswith("\n") else ""
-        indent = line[:len(line) - len(line.lstrip())]
-        if stripped.startswith("%matplotlib"):
-            lines[i] = indent + "pass" + end
-            changed = True
-            continue
-        help_request = _help_request(line)
-        if help_request is not None and not stripped.startswith("#"):
-            lines[i] = "%s__kennel_help__(%r, %d)%s" % (indent, help_request[0], help_request[1], end)
-            changed = True
-    return "".join(lines) if changed else code
+    """IPython's input transformation: magics, `!`, `?` in any place IPython
+    takes it, pasted `>>> ` / `In [1]: ` prompts, automagic."""
+    try:
+        return _shell.transform_cell(code)
+    except (SyntaxError, ValueError):
+        return code  # compiling it reports the error in the user's own text
 
 
 def _ends_with_semicolon(source):
@@ -1545,22 +1886,13 @@ def _prepare_namespace():
 
 
 def _compile_with_ipython_syntax(code, filename):
-    """Compiles code; only if that fails, tries again with the IPython line
-    syntax kennel supports (so a `?` inside a string is never touched).
-    Returns (source used, body, last expression)."""
-    _register_source(filename, code)
-    try:
-        return (code,) + _compile_cell(code, filename)
-    except (SyntaxError, ValueError, OverflowError) as exc:
-        transformed = _transform(code)
-        if transformed == code:
-            raise
-        try:
-            body, expr = _compile_cell(transformed, filename)
-        except (SyntaxError, ValueError, OverflowError):
-            raise exc from None
-    _register_source(filename, transformed)
-    return transformed, body, expr
+    """Compiles code after IPython's input transformation, as IPython does
+    (a pasted `In [1]: x = 3` is valid Python, an annotation, yet meant as a
+    prompt). When the transformation itself fails, the SyntaxError is the
+    plain source's. Returns (source used, body, last expression)."""
+    source = _transform(code)
+    _register_source(filename, source)
+    return (source,) + _compile_cell(source, filename)
 
 
 def _run_cell(code, request, count, store):
@@ -1569,13 +1901,16 @@ def _run_cell(code, request, count, store):
     filename = "<cell %d>" % count if store else "<cell %d.%d>" % (count, _state.cells)
     whole = _help_request(code) if "\n" not in code.strip() else None
     if whole is not None:
+        _store_input(store, count, code, code)
         _page(*whole)
         return None, None
     _prepare_namespace()
     try:
-        _, body, expr = _compile_with_ipython_syntax(code, filename)
+        source, body, expr = _compile_with_ipython_syntax(code, filename)
     except (SyntaxError, ValueError, OverflowError) as exc:
+        _store_input(store, count, code, code)
         return _error_content(exc), None
+    _store_input(store, count, source, code)
     result_text = None
     try:
         _state.running_user_code = True
@@ -1586,7 +1921,7 @@ def _run_cell(code, request, count, store):
                 if value is not None:
                     result_text = _show_result(value, request, count)
                     if store:
-                        _set_last_results(value)
+                        _set_last_results(value, count)
         finally:
             _state.running_user_code = False
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: the kernel persists
@@ -1594,15 +1929,26 @@ def _run_cell(code, request, count, store):
     return None, result_text
 
 
-def _set_last_results(value):
+def _store_input(store, count, source, raw):
+    """In[N], _i, _ii, _iii, _iN (IPython's history manager), before the cell
+    runs, as IPython does."""
+    if store:
+        _shell.history_manager.store_inputs(count, source, raw)
+
+
+def _set_last_results(value, count):
+    """_, __, ___, _N and Out[N]; Out keeps the last _OUT_CACHE_SIZE."""
     mapping = _state.builtins
     mapping["___"] = mapping.get("__", "")
     mapping["__"] = mapping.get("_", "")
     mapping["_"] = value
-
-
-def _kennel_help(expression, level):
-    _page(expression, level)
+    out = _shell.history_manager.output_hist
+    if len(out) >= _OUT_CACHE_SIZE:
+        for old in sorted(out)[:_OUT_CACHE_SIZE // 5]:
+            del out[old]
+            mapping.pop("_%d" % old, None)
+    out[count] = value
+    mapping["_%d" % count] = value
 
 
 def _user_expressions(expressions):
@@ -1633,9 +1979,12 @@ def _execute(request):
     count = _state.count if store else _state.count - 1
     if not silent:
         _publish("execute_input", {"code": code, "execution_count": count})
+    result = _events_before(code, store, silent, count)
     error, result_text = _run_cell(code, request, count, store)
     if error is not None and not silent:
         _publish("error", error)
+        _post_mortem(request)
+    _events_after(result, error)
     try:
         if not silent:
             _show_figures()
@@ -1653,6 +2002,43 @@ def _execute(request):
                      user_expressions={})
     abort = error is not None and stop_on_error and not silent
     return "execute_reply", reply, abort
+
+
+def _events_before(code, store, silent, count):
+    """IPython's pre_execute / pre_run_cell callbacks (libraries register
+    them through get_ipython().events); returns the ExecutionResult the
+    post_ ones get."""
+    interactiveshell = _lazy("IPython.core.interactiveshell")
+    _shell.execution_count = count
+    info = interactiveshell.ExecutionInfo(code, store, silent, True, None)
+    result = interactiveshell.ExecutionResult(info)
+    if not silent:
+        _shell.events.trigger("pre_execute")
+        _shell.events.trigger("pre_run_cell", info)
+    return result
+
+
+def _events_after(result, error):
+    if error is not None:
+        result.error_in_exec = sys.last_value
+    _shell.last_execution_succeeded = error is None
+    _shell.last_execution_result = result
+    if not result.info.silent:
+        _shell.events.trigger("post_execute")
+        _shell.events.trigger("post_run_cell", result)
+
+
+def _post_mortem(request):
+    """%pdb on: the debugger after an error, through stdin when served."""
+    if not _shell.call_pdb or not request.allow_stdin:
+        return
+    _state.running_user_code = True
+    try:
+        _shell.debugger(force=True)
+    except BaseException as exc:
+        sys.stderr.write("kennel: the debugger ended: %s: %s\n" % (type(exc).__name__, exc))
+    finally:
+        _state.running_user_code = False
 
 
 # ---- introspection: complete, inspect, is_complete -----------------------------
@@ -1878,8 +2264,24 @@ def _complete(content):
             matches = _complete_attributes(expression, prefix)
         else:
             matches = _complete_names(text)
+    if not matches and not (import_line or from_import):
+        start, matches = _ipython_complete(code, cursor)
     return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor,
             "metadata": {}}
+
+
+def _ipython_complete(code, cursor):
+    """What kennel's own rules leave out, from IPython's completer: paths in
+    strings, keyword arguments (`f(na` -> `name=`), magics. (cursor start,
+    matches); private names only when asked for, as above."""
+    line_start = code.rfind("\n", 0, cursor) + 1
+    try:
+        text, matches = _shell.complete(None, code[line_start:cursor], cursor - line_start)
+    except Exception:
+        return cursor, []
+    if not text.rpartition("/")[2].startswith("_"):
+        matches = [m for m in matches if not m.rpartition("/")[2].lstrip("%").startswith("_")]
+    return cursor - len(text), list(matches)
 
 
 def _from_import_names(module, prefix):
@@ -1895,37 +2297,14 @@ def _from_import_names(module, prefix):
     return sorted(matches)
 
 
-_BLOCK_START = None
-
-
 def _is_complete(content):
-    global _BLOCK_START
-    if _BLOCK_START is None:
-        _BLOCK_START = _lazy("re").compile(
-            r"\s*(if|elif|else|for|while|def|class|with|try|except|finally|async|match|case)\b")
+    """IPython's TransformerManager.check_complete: magics, `?`, and a cell
+    ended by an auto-indented blank line is complete, as in ipykernel."""
     code = str(content.get("code", ""))
-    if not code.strip() or _help_request(code) is not None and "\n" not in code.strip():
-        return {"status": "complete"}
-    codeop = _lazy("codeop")
-    warnings = _lazy("warnings")
-    source = _transform(code)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compiled = codeop.compile_command(source, "<input>", "exec")
-    except (SyntaxError, OverflowError, ValueError):
-        return {"status": "invalid"}
-    lines = [ln for ln in code.split("\n") if ln.strip()]
-    last = lines[-1] if lines else ""
-    indent = last[:len(last) - len(last.lstrip())]
-    if compiled is None:
-        if last.rstrip().endswith(":") and _BLOCK_START.match(last):
-            indent += "    "
-        return {"status": "incomplete", "indent": indent}
-    if indent and not code.endswith("\n"):
-        # inside an indented block: like IPython, a blank line ends it
-        return {"status": "incomplete", "indent": indent}
-    return {"status": "complete"}
+    status, indent = _shell.input_transformer_manager.check_complete(code)
+    if status == "incomplete":
+        return {"status": status, "indent": " " * (indent or 0)}
+    return {"status": status}
 
 
 # ---- history, kernel_info ----------------------------------------------------
@@ -2029,13 +2408,13 @@ def configure(settings_json):
     _FUTURE_FLAGS = _future_flags()
 
     _install_helpers()
-    _state.helpers["__kennel_help__"] = _kennel_help
     _state.builtins = _build_builtins(profile)
     _set_tools(settings.get("tools", []), settings.get("tool_timeout"))
     types = _lazy("types")
     _state.main = types.ModuleType("__main__")
     _state.ns = _state.main.__dict__
     _prepare_namespace()
+    _shell_attach(profile, settings)
 
     os.environ["MPLBACKEND"] = "Agg"  # no GUI: figures are sent as PNG
     sys.meta_path.insert(0, _ImportWatch)
@@ -2143,4 +2522,6 @@ def _warm_up():
     _dumps({"status": "ok", "execution_count": 0, "payload": [], "user_expressions": {}})
 
 
+_shell = _make_shell()
+_XMODE_AT_START = _shell.InteractiveTB.mode
 _warm_up()
