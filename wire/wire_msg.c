@@ -3,8 +3,10 @@
 #include <string.h>
 
 /* The header fields every message must carry, as strings (messaging spec
-   "Message Header"; jupyter_client's msg_header always writes all six). */
-static const char *const s_header_fields[] = {"msg_id", "msg_type", "session", "username", "date", "version"};
+   "Message Header"; jupyter_client's msg_header always writes them). `date`
+   may be absent: some clients leave it out of replies (input_reply), and
+   jupyter_client reads a header without it. When present it is a string. */
+static const char *const s_header_fields[] = {"msg_id", "msg_type", "session", "username", "version"};
 
 static wire_msg_t *
 s_msg_alloc (void)
@@ -67,6 +69,9 @@ s_check_header (const json_t *header)
     for (size_t i = 0; i < sizeof s_header_fields / sizeof s_header_fields[0]; i++)
         if (!json_is_string (json_object_get (header, s_header_fields[i])))
             return WIRE_ERR_MISSING_HEADER_FIELD;
+    const json_t *date = json_object_get (header, "date");
+    if (date && !json_is_string (date))
+        return WIRE_ERR_MISSING_HEADER_FIELD;
     return WIRE_OK;
 }
 
@@ -236,6 +241,8 @@ s_bad_input_table (void)
     const char *no_date = "{\"msg_id\":\"m\",\"msg_type\":\"t\",\"session\":\"s\",\"username\":\"u\",\"version\":\"5.3\"}";
     const char *int_id = "{\"msg_id\":1,\"msg_type\":\"t\",\"session\":\"s\",\"username\":\"u\","
                          "\"date\":\"d\",\"version\":\"5.3\"}";
+    const char *int_date = "{\"msg_id\":\"m\",\"msg_type\":\"t\",\"session\":\"s\",\"username\":\"u\","
+                           "\"date\":1,\"version\":\"5.3\"}";
     wire_limits_t small = {64, 0};
 
     zmsg_t *msg = s_frames (key, NULL, s_good_header, hl, "{}");
@@ -273,6 +280,8 @@ s_bad_input_table (void)
     msg = s_frames (key, NULL, s_good_header, hl, "[\"text\"]");
     WIRE_CHECK (s_decode_error (msg, key, NULL, NULL) == WIRE_ERR_NOT_OBJECT);
     msg = s_frames (key, NULL, no_date, strlen (no_date), "{}");
+    WIRE_CHECK (s_decode_error (msg, key, NULL, NULL) == WIRE_OK);
+    msg = s_frames (key, NULL, int_date, strlen (int_date), "{}");
     WIRE_CHECK (s_decode_error (msg, key, NULL, NULL) == WIRE_ERR_MISSING_HEADER_FIELD);
     msg = s_frames (key, NULL, int_id, strlen (int_id), "{}");
     WIRE_CHECK (s_decode_error (msg, key, NULL, NULL) == WIRE_ERR_MISSING_HEADER_FIELD);

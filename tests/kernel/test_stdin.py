@@ -69,3 +69,17 @@ def test_ctrl_d_is_eof(kernel):
     reply, _ = answer_stdin(kernel, "try:\n    input()\nexcept EOFError:\n    got_eof = True", ["\x04"])
     assert reply["status"] == "ok"
     assert kernel.value("got_eof") == "True"
+
+
+def test_input_reply_without_a_date_is_accepted(kernel):
+    """The header's `date` is optional in practice: some clients leave it out
+    of input_reply (issue 16); the reply must reach input(), not be dropped."""
+    msg_id = kernel.kc.execute("dateless = input('? ')", allow_stdin=True)
+    request = kernel.kc.get_stdin_msg(timeout=TIMEOUT)
+    assert request["content"]["prompt"] == "? "
+    reply = kernel.kc.session.msg("input_reply", {"value": "no date"}, parent=request)
+    del reply["header"]["date"]
+    kernel.kc.session.send(kernel.kc.stdin_channel.socket, reply)
+    assert kernel.shell_reply(msg_id, timeout=10)["content"]["status"] == "ok"
+    kernel.iopub_until_idle(msg_id)
+    assert kernel.value("dateless") == "'no date'"
