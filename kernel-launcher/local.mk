@@ -20,7 +20,7 @@ kernel_launcher_kennel_launch_full_SOURCES = \
 	kernel-launcher/launch.h kernel-launcher/kennel_launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
 	kernel-launcher/logpump.c kernel-launcher/waiter.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
-	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c
+	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c kernel-launcher/zygote_heap.c
 kernel_launcher_kennel_launch_full_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)
 kernel_launcher_kennel_launch_full_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/kernel-launcher/pykernel \
 	-DKENNEL_LAUNCH_PYKERNEL

@@ -29,4 +29,10 @@ ssize_t zygote_recv (int sock, char *buf, size_t cap, int *fds, size_t *nfds);
    on stderr naming the module. */
 int launch_zygote_preload (const char *modules);
 
+/* In the zygote, last before it serves (GIL held): takes every free block
+   of pymalloc's partly used pools and glibc's heap, so children allocate in
+   fresh pages instead of copying shared ones (zygote_heap.c). Nothing under
+   AddressSanitizer (its own allocator). */
+void zygote_heap_fill (void);
+
 #endif

@@ -71,6 +71,8 @@ launch_zygote_preload (const char *modules)
     int rc = modules && *modules ? import_each (modules) : 0;
     if (rc == 0)
         rc = freeze ();
+    if (rc == 0)
+        zygote_heap_fill ();
     PyGILState_Release (gil);
     return rc;
 }

@@ -1643,9 +1643,10 @@ def _shell_attach(profile, settings):
     colors = settings.get("colors", _COLORS_DEFAULT[profile])
     if colors not in ("NoColor", "Neutral", "Linux", "LightBG"):
         raise ValueError("colors must be one of NoColor, Neutral, Linux, LightBG")
-    shell.colors = colors
-    shell.InteractiveTB.set_colors(colors)
-    shell.SyntaxTB.set_colors(colors)
+    if colors != shell.colors:  # each change rebuilds IPython's colourers
+        shell.colors = colors
+        shell.InteractiveTB.set_colors(colors)
+        shell.SyntaxTB.set_colors(colors)
     escapes = settings.get("shell_escapes", _SHELL_ESCAPES_DEFAULT[profile])
     if not isinstance(escapes, bool):
         raise ValueError("shell_escapes must be true or false")
@@ -2032,13 +2033,44 @@ def _prepare_namespace():
 
 
 def _compile_with_ipython_syntax(code, filename):
-    """Compiles code after IPython's input transformation, as IPython does
-    (a pasted `In [1]: x = 3` is valid Python, an annotation, yet meant as a
-    prompt). When the transformation itself fails, the SyntaxError is the
-    plain source's. Returns (source used, body, last expression)."""
+    """Compiles code as IPython would. Plain Python that IPython would leave
+    alone compiles without running IPython's code: in a forked kernel every
+    object IPython's transformers touch costs a private copy of its page
+    (README.md, "IPython"). Returns (source used, body, last expression)."""
+    _register_source(filename, code)
+    if not _ipython_may_rewrite(code):
+        try:
+            return (code,) + _compile_cell(code, filename)
+        except (SyntaxError, ValueError, OverflowError):
+            pass
+    _shell.execution_count = _state.count
     source = _transform(code)
     _register_source(filename, source)
     return (source,) + _compile_cell(source, filename)
+
+
+_REWRITTEN_PYTHON = None
+
+
+def _ipython_may_rewrite(code):
+    """Whether IPython's transformation could change code that is valid
+    Python: pasted prompts (`In [1]: x = 3` is an annotation), or a lone
+    line naming a line magic or alias that no variable shadows (automagic:
+    `pwd`, `who x`)."""
+    global _REWRITTEN_PYTHON
+    if _REWRITTEN_PYTHON is None:
+        re = _lazy("re")
+        _REWRITTEN_PYTHON = (re.compile(r"(?m)^(>>>|\s*In \[\d+\]:|\s*\.\.\.:)"),
+                             re.compile(r"\s*([A-Za-z_]\w*)(?:\s|$)"))
+    prompts, first_word = _REWRITTEN_PYTHON
+    if prompts.search(code):
+        return True
+    word = first_word.match(code)
+    if word is None or "\n" in code.strip():
+        return False
+    name = word.group(1)
+    return (name not in _state.ns and name not in _state.builtins
+            and name in _shell.magics_manager.magics["line"])
 
 
 def _run_cell(code, request, count, store):
@@ -2150,28 +2182,35 @@ def _execute(request):
     return "execute_reply", reply, abort
 
 
+_CELL_EVENTS = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell")
+
+
 def _events_before(code, store, silent, count):
     """IPython's pre_execute / pre_run_cell callbacks (libraries register
     them through get_ipython().events); returns the ExecutionResult the
-    post_ ones get."""
+    post_ ones get, or None when nothing is registered (IPython's code is
+    then not run at all: see _compile_with_ipython_syntax)."""
+    callbacks = _shell.events.callbacks
+    if silent or not any(callbacks.get(event) for event in _CELL_EVENTS):
+        return None
     interactiveshell = _lazy("IPython.core.interactiveshell")
     _shell.execution_count = count
     info = interactiveshell.ExecutionInfo(code, store, silent, True, None)
     result = interactiveshell.ExecutionResult(info)
-    if not silent:
-        _shell.events.trigger("pre_execute")
-        _shell.events.trigger("pre_run_cell", info)
+    _shell.events.trigger("pre_execute")
+    _shell.events.trigger("pre_run_cell", info)
     return result
 
 
 def _events_after(result, error):
+    if result is None:
+        return
     if error is not None:
         result.error_in_exec = sys.last_value
     _shell.last_execution_succeeded = error is None
     _shell.last_execution_result = result
-    if not result.info.silent:
-        _shell.events.trigger("post_execute")
-        _shell.events.trigger("post_run_cell", result)
+    _shell.events.trigger("post_execute")
+    _shell.events.trigger("post_run_cell", result)
 
 
 def _post_mortem(request):
@@ -2665,6 +2704,11 @@ def _warm_up():
     for name in _WARM_MODULES:
         _lazy(name)
     _compile_cell("_ = 1\n_", "<kennel warm-up>")
+    # IPython's transformers and check_complete compile their patterns on
+    # first use: here, once, rather than in each kernel
+    _ipython_may_rewrite("_ = 1\n_")
+    _transform("%time _ = 1\n")
+    _shell.input_transformer_manager.check_complete("_ = 1")
     _dumps({"status": "ok", "execution_count": 0, "payload": [], "user_expressions": {}})
 
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from kernelclient import KERNEL_NAME, built, start_kernel, stop_kernel
+from kernelclient import KERNEL_NAME, ConfinedKernel, built, start_kernel, stop_kernel
 
 
 def write_kernelspec(root):
@@ -62,3 +62,19 @@ def fresh_kernel():
     yield k
     stop_kernel(k)
 
+
+@pytest.fixture
+def launch(tmp_path):
+    """Starts confined kernels (`kennel-launch --spec-fd`, the gateway's
+    path) with the given kernel settings; all stopped at the end."""
+    started = []
+
+    def start(settings):
+        kernel = ConfinedKernel(built("kernel-launcher/kennel-launch"), settings,
+                                str(tmp_path / str(len(started))))
+        started.append(kernel)
+        return kernel.start()
+
+    yield start
+    for kernel in started:
+        kernel.stop()

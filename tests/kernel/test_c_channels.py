@@ -355,6 +355,14 @@ def test_fork_server_path_prepare_then_fork_then_serve(tmp_path):
     env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=0"))
     server = subprocess.Popen([str(built("tests/unit/pykernel_fork")), "-f", connection_file],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    # pykernel_prepare (CPython, kernel.py, IPython's shell: seconds under
+    # ASan) runs before the child binds: a client that heartbeats earlier
+    # would call the kernel dead
+    deadline = time.monotonic() + TIMEOUT
+    while b"serving in child" not in (tmp_path / "stderr.log").read_bytes():
+        assert server.poll() is None and time.monotonic() < deadline, \
+            (tmp_path / "stderr.log").read_bytes()
+        time.sleep(0.05)
     kc = BlockingKernelClient(connection_file=connection_file)
     kc.load_connection_file()
     kc.start_channels()

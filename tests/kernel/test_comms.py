@@ -6,8 +6,6 @@ registered through get_ipython().kernel.comm_manager answers a front end's
 comm_open (issue 16)."""
 import pytest
 
-from kernelclient import TIMEOUT
-
 
 def send_shell(kernel, msg_type, content):
     """A message with no reply (comm_*): returns its iopub messages."""

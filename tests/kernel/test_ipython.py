@@ -21,21 +21,6 @@ def notebook(tmp_path_factory):
     kernel.stop()
 
 
-@pytest.fixture
-def launch(tmp_path):
-    started = []
-
-    def start(settings):
-        kernel = ConfinedKernel(built("kernel-launcher/kennel-launch"), settings,
-                                str(tmp_path / str(len(started))))
-        started.append(kernel)
-        return kernel.start()
-
-    yield start
-    for kernel in started:
-        kernel.stop()
-
-
 def ok(kernel, code, **kwargs):
     reply, outputs = kernel.execute(code, **kwargs)
     assert reply["status"] == "ok", reply

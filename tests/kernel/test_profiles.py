@@ -1,24 +1,7 @@
 """Builtins profiles and import policies other than the default, through the
 path the gateway uses: `kennel-launch --spec-fd N` with kernel settings
 (confined with the default policy)."""
-import pytest
-
 from kernelclient import TIMEOUT, ConfinedKernel, built
-
-
-@pytest.fixture
-def launch(tmp_path):
-    started = []
-
-    def start(settings):
-        kernel = ConfinedKernel(built("kernel-launcher/kennel-launch"), settings,
-                                str(tmp_path / str(len(started))))
-        started.append(kernel)
-        return kernel.start()
-
-    yield start
-    for kernel in started:
-        kernel.stop()
 
 
 def test_notebook_profile_relaxes_the_guardrails(launch):
