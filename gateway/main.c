@@ -284,7 +284,10 @@ cmd_kernel (int argc, char **argv)
             return 2;
         }
     }
-    setup_process (o.log_file);
+    /* the front end's terminal is the user's screen (jupyter console) or its
+       server's log: the JSON log goes only where --log-file says (why a
+       kernel could not start is still one line on stderr, below) */
+    setup_process (o.log_file ? o.log_file : "/dev/null");
     /* a front end that dies (kill -9 of jupyter console) takes its kernel
        along, as ipykernel's parent poller does: SIGTERM is a clean exit */
     prctl (PR_SET_PDEATHSIG, SIGTERM);

@@ -4,6 +4,7 @@ a file (--tools, KENNEL_TOOLS) served by the front end's stdin_hook."""
 import json
 import os
 import subprocess
+import time
 import unittest
 
 import jupyter_kernel_test as jkt
@@ -13,9 +14,10 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 from gwtest import built, execute, execute_started, gone, launcher, stdout_of
 
 
-def install_test_spec(tmp_path, extra=()):
+def install_test_spec(tmp_path, extra=(), defaults=None):
     """Installs the real kernelspec with install-kernelspec, then points it at
-    the test launcher through a config file (the only change)."""
+    the test launcher through a config file (the only change; `defaults`
+    goes into that file too)."""
     out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(tmp_path), *extra],
                          capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
@@ -25,7 +27,7 @@ def install_test_spec(tmp_path, extra=()):
     assert spec["interrupt_mode"] == "message"
     assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}"]
     cfg = tmp_path / "kernel-config.json"
-    cfg.write_text(json.dumps({"launcher": launcher()}))
+    cfg.write_text(json.dumps({"launcher": launcher(), **({"defaults": defaults} if defaults else {})}))
     spec["argv"] += ["--config", str(cfg)]
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return str(tmp_path / "share" / "jupyter")
@@ -245,3 +247,77 @@ def test_jupyter_console_in_a_terminal(tmp_path):
             child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_jupyter_console_magics_shell_escape_and_a_def_ended_by_enter(tmp_path):
+    """jupyter console with its full prompt (prompt_toolkit, auto-indent) on
+    a pty (issue 16): `%timeit`, `!echo` and a two-line `def` ended by Enter
+    on the auto-indented blank line run; no log line of kennel's reaches the
+    screen."""
+    import pexpect
+
+    env = dict(os.environ, JUPYTER_PATH=install_test_spec(tmp_path, defaults={"builtins": "notebook"}),
+               TERM="xterm", JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               IPYTHONDIR=str(tmp_path / "ipython"),
+               # pexpect answers no cursor position request: without this,
+               # prompt_toolkit may stop at "Press ENTER to continue..."
+               PROMPT_TOOLKIT_NO_CPR="1")
+    prompt = r"In \[(?:\x1b\[[0-9;]*m)*%s(?:\x1b\[[0-9;]*m)*\]: "
+    # is_complete is asked at each Enter and given 1 s by default; a loaded
+    # machine under ASan may take longer, and the console then inserts a line
+    child = pexpect.spawn("/usr/bin/jupyter-console",
+                          ["--kernel", "kennel", "--ZMQTerminalInteractiveShell.kernel_is_complete_timeout=30"],
+                          env=env, encoding="utf-8", timeout=60, dimensions=(40, 160))
+    screen = []
+    child.logfile_read = type("Screen", (), {"write": lambda self, text: screen.append(text),
+                                             "flush": lambda self: None})()
+
+    def type_line(text):
+        # a person's pace: prompt_toolkit handles each Enter (and its
+        # is_complete request) before the next keys arrive
+        time.sleep(0.5)
+        child.send(text + "\r")
+
+    try:
+        child.expect(prompt % 1)
+        type_line("%timeit -n 2 -r 1 pass")
+        child.expect(r"per loop \(mean ± std\. dev\. of 1 run, 2 loops each\)")
+        child.expect(prompt % 2)
+        type_line("!echo from-the-shell")
+        child.expect("from-the-shell\r\n")
+        child.expect(prompt % 3)
+        # prompt_toolkit indents the second line itself and asks is_complete
+        # after each Enter: the blank third line ends the cell
+        for text in ("def double(n):", "return n * 2", ""):
+            type_line(text)
+        child.expect(prompt % 4)
+        type_line("double(21)")
+        child.expect(r"Out\[(?:\x1b\[[0-9;]*m)*4(?:\x1b\[[0-9;]*m)*\]: (?:\x1b\[[0-9;]*m)*42")
+        child.expect(prompt % 5)
+    finally:
+        child.close(force=True)
+    text = "".join(screen)
+    assert '"event"' not in text and '"ts"' not in text, text
+
+
+def test_kernel_mode_logs_nothing_on_stderr_but_a_failed_start(tmp_path):
+    """No JSON log line on the front end's terminal; a kernel that cannot
+    start still says why, in one line."""
+    from jupyter_client.connect import write_connection_file
+
+    connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"), key=b"k",
+                                               transport="tcp", ip="127.0.0.1")
+    (tmp_path / "config.json").write_text(json.dumps({"launcher": "/bin/false"}))
+    out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", connection_file,
+                          "--config", str(tmp_path / "config.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        "kennel: the kernel could not be started: the launcher ended without a status line "
+        "(closed its status pipe)"], out.stderr
+    (tmp_path / "log.jsonl").touch()
+    out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", connection_file,
+                          "--config", str(tmp_path / "config.json"),
+                          "--log-file", str(tmp_path / "log.jsonl")],
+                         capture_output=True, text=True, timeout=60)
+    assert '"event":"kernel_failed"' in (tmp_path / "log.jsonl").read_text()
