@@ -110,6 +110,8 @@ typedef struct {
 int http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
 /* {"reason", "message"} and a log line (rate-limited per peer). */
 int http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message);
+/* The answer waits for the gateway: the connection is kept meanwhile. */
+void http_reply_wait (struct lws *wsi);
 /* The answer is ready later: keep it and ask for a writable callback. */
 void http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
 /* The writable callback: writes the kept answer. */

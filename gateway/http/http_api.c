@@ -262,9 +262,10 @@ on_reopened (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, 
 static int
 answer_when_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, http_wait_fn *fn)
 {
-    http_wait (req->front, conv, fn, wsi, NULL, &req->wait);
     req->front->connections++;
     req->counted = true;
+    http_reply_wait (wsi);
+    http_wait (req->front, conv, fn, wsi, NULL, &req->wait);
     return 0;
 }
 

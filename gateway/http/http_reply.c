@@ -102,6 +102,14 @@ http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *mess
 }
 
 void
+http_reply_wait (struct lws *wsi)
+{
+    /* lws's own timeout (5 s) would drop the connection while a kernel
+       starts; the core answers every wait, within launch_timeout */
+    lws_set_timeout (wsi, NO_PENDING_TIMEOUT, 0);
+}
+
+void
 http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
 {
     req->status = status;

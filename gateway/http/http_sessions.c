@@ -152,9 +152,10 @@ session_create (struct lws *wsi, http_req_t *req, json_t *body)
     pending_t *p = wire_xcalloc (1, sizeof *p);
     p->wsi = wsi;
     p->fields = fields_of (body, NULL);
-    http_wait (front, conv, on_kernel_ready, p, pending_free, &req->wait);
     front->connections++;
     req->counted = true;
+    http_reply_wait (wsi);
+    http_wait (front, conv, on_kernel_ready, p, pending_free, &req->wait);
     return 0;
 }
 

@@ -154,3 +154,19 @@ def test_tls(make_http_gateway, tmp_path):
     assert stdout(outputs) == "over tls\n"
     ws.close()
     assert json.loads(gw.conn_file.read_text())["http_url"] == gw.url
+
+
+def test_a_slow_kernel_start_is_waited_for(make_http_gateway, tmp_path):
+    """A kernel whose launch takes longer than libwebsockets' own 5 s
+    timeout still gets its 201 on the same connection (a cold start on a
+    loaded host): a launcher that waits 6 s before the real one."""
+    from kennel_testlib import built
+    slow = tmp_path / "slow-launch"
+    slow.write_text(f"#!/bin/sh\nsleep 6\nexec {built('kernel-launcher/kennel-launch')} \"$@\"\n")
+    slow.chmod(0o755)
+    gw = make_http_gateway(wait=False, config={"launcher": str(slow), "warm_pool": 0,
+                                               "fork_server": {"enabled": False}, "launch_timeout": 60})
+    gw.wait_ready(timeout=60)
+    t0 = time.monotonic()
+    model = start_kernel(gw)
+    assert time.monotonic() - t0 > 5.5 and model["execution_state"] in ("idle", "busy", "starting")
