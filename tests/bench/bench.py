@@ -26,13 +26,16 @@ import traceback
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import benchlib as B  # noqa: E402
+import bench_http as H  # noqa: E402
 
 FULL = dict(cold=15, floor=30, rtt=1000, rtt_warmup=100, c_rtt=2000, c_warmup=200, tool_calls=200,
             memory=[1, 10, 100], ipy_memory=[1, 10, 100], tp_conversations=50, tp_warmup=1.0, tp_seconds=5.0,
-            scale_max=2000, ipy_scale_max=100, scale_budget=1800)
+            scale_max=2000, ipy_scale_max=100, scale_budget=1800,
+            http_create=15, http_rtt=1000, http_rtt_warmup=100, http_memory=100, http_tp=50)
 SMOKE = dict(cold=1, floor=2, rtt=20, rtt_warmup=2, c_rtt=50, c_warmup=5, tool_calls=3,
              memory=[1, 2], ipy_memory=[1], tp_conversations=2, tp_warmup=0.1, tp_seconds=0.4,
-             scale_max=3, ipy_scale_max=1, scale_budget=60)
+             scale_max=3, ipy_scale_max=1, scale_budget=60,
+             http_create=1, http_rtt=20, http_rtt_warmup=2, http_memory=2, http_tp=2)
 SCALE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 300, 400, 500, 750, 1000, 1250, 1500, 1750, 2000]
 EXECUTE_DEADLINE = 2.0  # s: "still answering" in the scale ramp
 NO_POOL = "no warm pool yet"
@@ -657,7 +660,7 @@ def table_rows(res):
                      _ratio(tp["kennel"]["executes_per_s"], i and i["executes_per_s"], higher_better=True)))
     timed("8 MCP tools/call round trip, y = 1, stdio (ms; goal 2)", "mcp_tools_call_rtt_ms")
     timed("8 MCP spawn kennel mcp -> 1st result (ms; goal 150)", "mcp_spawn_first_result_ms")
-    return rows
+    return rows + H.table_rows(res, _num, _ratio)
 
 
 def render_table(res):
@@ -721,7 +724,7 @@ def smoke_problems(res):
         executes = res.get("throughput", {}).get(side, {}).get("executes")
         if not executes:
             problems.append(f"throughput.{side}: {executes!r} executes")
-    return problems
+    return problems + H.smoke_problems(res, need)
 
 
 # ---- main -----------------------------------------------------------------------------
@@ -733,7 +736,8 @@ def smoke_problems(res):
 SECTIONS = [("cold", section_cold), ("warm", section_warm), ("rtt", section_rtt_kennel),
             ("tools", section_tools), ("mcp", section_mcp), ("memory", section_memory_kennel), ("throughput", section_throughput_kennel),
             ("scale", section_scale_kennel), ("rtt", section_rtt_ipykernel), ("memory", section_memory_ipykernel),
-            ("throughput", section_throughput_ipykernel), ("scale", section_scale_ipykernel)]
+            ("throughput", section_throughput_ipykernel), ("scale", section_scale_ipykernel),
+            ("http", H.section_http)]
 
 
 def parse_args(argv):

@@ -8,7 +8,7 @@ check_PROGRAMS += tests/bench/bench_rtt
 tests_bench_bench_rtt_SOURCES = tests/bench/bench_rtt.h tests/bench/bench_rtt.c \
 	tests/bench/rtt_client.c tests/bench/rtt_kernel.c
 tests_bench_bench_rtt_LDADD = $(WIRE_LIBS)
-EXTRA_DIST += tests/bench/README.md tests/bench/bench.py tests/bench/benchlib.py
+EXTRA_DIST += tests/bench/README.md tests/bench/bench.py tests/bench/benchlib.py tests/bench/bench_http.py
 
 BENCH_ARGS ?=
 BENCH_DEPS = gateway/kennel$(EXEEXT) kernel-launcher/kennel-launch$(EXEEXT) tests/bench/bench_rtt$(EXEEXT)

@@ -150,6 +150,20 @@ def autogen_execute_content(code):
             "allow_stdin": False, "stop_on_error": True}
 
 
+async def aiohttp_like(http, method, url, body=None, headers=None):
+    """A request as aiohttp sends it (microsoft/autogen and ipybox use
+    aiohttp): a JSON body with its Content-Type, and Content-Length: 0 on
+    a bodiless request other than GET/HEAD/OPTIONS."""
+    headers = dict(headers or {})
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        body = json.dumps(body)
+    elif method not in ("GET", "HEAD", "OPTIONS"):
+        body = ""
+    return await http.fetch(url, method=method, headers=headers, body=body, raise_error=False,
+                            allow_nonstandard_methods=True)
+
+
 class AutogenResult:
     """Folds messages as AutoGen does: text/plain and other mimes (as JSON)
     to text, image/* and text/html to data items; error ends at once;
@@ -281,13 +295,7 @@ class Autogen:
         self.ws = self.kernel_id = self.session_id = None
 
     async def _request(self, method, path, body=None):
-        headers = dict(self.headers)
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        r = await self.http.fetch(f"{self.base_url}{path}", method=method, headers=headers,
-                                  body=None if body is None else json.dumps(body),
-                                  allow_nonstandard_methods=True, raise_error=False)
-        return r
+        return await aiohttp_like(self.http, method, f"{self.base_url}{path}", body, self.headers)
 
     async def start(self):
         specs = json.loads((await self._request("GET", "/api/kernelspecs")).body)
@@ -372,10 +380,7 @@ class Ipybox:
         self.kernel_id = self.session_id = self.ws = None
 
     async def _json(self, method, url, body=None):
-        r = await self.http.fetch(url, method=method, raise_error=False, allow_nonstandard_methods=True,
-                                  headers={"Content-Type": "application/json"} if body is not None else {},
-                                  body=None if body is None else json.dumps(body))
-        return r
+        return await aiohttp_like(self.http, method, url, body)
 
     async def connect(self):
         r = await self._json("POST", self.base_http_url, {"name": "python"})

@@ -3,9 +3,14 @@ against Debian's jupyter-notebook 6.4.12 + ipykernel (the reference that
 proves the client right) and against kennel's HTTP front when this build
 has one (`kennel serve --help` names --http)."""
 import pytest
+import websocket
 
 from kennel_testlib import built
 import refserver
+
+# A server that stops answering fails the test instead of hanging it: the
+# frameworks' own clients block forever (no pytest-timeout in Debian 12).
+websocket.setdefaulttimeout(60)
 
 
 def targets():
@@ -18,7 +23,7 @@ def targets():
 def start(kind, root, token=None):
     if kind == "notebook":
         return refserver.start_notebook(root, token=token, name=f"notebook{'-anon' if token == '' else ''}")
-    return refserver.start_kennel(root, built("."), token=token)
+    return refserver.start_kennel(root, token=token, name=f"kennel{'-anon' if token == '' else ''}")
 
 
 @pytest.fixture(scope="session", params=targets())

@@ -6,6 +6,7 @@ directories under the test's tmp dir, bound to 127.0.0.1."""
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,6 +65,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if getattr(self, "state", None):
+            shutil.rmtree(self.state, ignore_errors=True)
         return self.proc.returncode
 
 
@@ -131,46 +134,33 @@ def kennel_has_http(kennel_binary):
     return "--http" in (out.stdout + out.stderr)
 
 
-def _kennel_http_url(conn_file, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            info = json.loads(conn_file.read_text())
-            if info.get("http_url"):
-                return info
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"no http_url in {conn_file} after {timeout} s")
-
-
-def start_kennel(root, builddir, token=None, name="kennel", config=None):
-    """`kennel serve --http 127.0.0.1:0` with its own state dir; the URL
-    comes from the gateway connection file's http_url."""
+def start_kennel(root, token=None, name="kennel"):
+    """`kennel serve --http 127.0.0.1:0` with this build's confining
+    launcher and its own state dir; the URL is the connection file's
+    http_url. token None: a random one (KENNEL_AUTH_TOKEN); '': the
+    operator's explicit anonymous mode (config http.anonymous)."""
+    import hostprobe
+    from kennel_testlib import built, serve, traversable_dir
     token = secrets.token_urlsafe(16) if token is None else token
     root = root / name
     root.mkdir(parents=True, exist_ok=True)
-    state = root / "state"
-    conn_file = root / "gateway.json"
-    cfg = root / "config.json"
-    cfg.write_text(json.dumps(config or {}))
-    log = root / "server.log"
-    env = dict(os.environ)
-    env.pop("KG_AUTH_TOKEN", None)
-    env["KENNEL_AUTH_TOKEN"] = token
-    args = [str(builddir / "gateway" / "kennel"), "serve", "--state-dir", str(state),
-            "--config", str(cfg), "--connection-file", str(conn_file), "--http", "127.0.0.1:0"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=root)
+    conn_file, log, cfg = root / "gateway.json", root / "gateway.log", root / "config.json"
+    config = {"launcher": str(built("kernel-launcher/kennel-launch"))}
+    if not token:
+        config["http"] = {"anonymous": True}
+    cfg.write_text(json.dumps(hostprobe.gateway_config(config)))
+    env = {k: v for k, v in os.environ.items() if k not in ("KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN")}
+    if token:
+        env["KENNEL_AUTH_TOKEN"] = token
+    state = traversable_dir("kennel-httpclients-")
+    proc = serve(state, cfg, log, conn_file, ["--http", "127.0.0.1:0"], env=env, stdin=subprocess.DEVNULL)
+    server = Server("kennel", json.loads(conn_file.read_text())["http_url"].rstrip("/"), token, proc, log)
+    server.root, server.state = root, state
     try:
-        info = _kennel_http_url(conn_file)
-        server = Server("kennel", info["http_url"].rstrip("/"), token, proc, log)
         wait_ready(server.base_url, token, proc, log)
     except Exception:
-        proc.kill()
-        proc.wait()
+        server.stop()
         raise
-    server.root = root
     return server
 
 

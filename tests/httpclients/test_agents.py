@@ -123,7 +123,7 @@ def test_autogen_docker_jupyter_executor(target):
         finally:
             await client.stop()
         return client.kernel_id
-    kernel_id = asyncio.run(run())
+    kernel_id = asyncio.run(asyncio.wait_for(run(), 180))
     assert kernel_id not in kernel_ids(target)
 
 
@@ -145,7 +145,7 @@ def test_ipybox_kernel_client(anonymous_target, tmp_path):
                 await client.execute("1/0")
         finally:
             assert await client.disconnect() == 204
-    asyncio.run(run())
+    asyncio.run(asyncio.wait_for(run(), 180))
 
 
 def test_openhands_jupyter_plugin(anonymous_target):
