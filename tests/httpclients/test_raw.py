@@ -1,11 +1,15 @@
-"""Raw use with curl, as an operator scripts it (README: "curl"): curl's
-own requests, e.g. `curl -X POST` sends no body and no Content-Length."""
+"""Raw use, as an operator scripts it: curl's own requests (`curl -X
+POST` sends no body and no Content-Length), and a bare websocket
+(websocket-client, as websocat would be used)."""
 import datetime
 import json
 import shutil
 import subprocess
+import time
 
 import pytest
+import requests
+import websocket
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +60,31 @@ def test_curl_without_token_refused(curl, target):
     assert code == (401 if target.kind == "kennel" else 403), body
     if target.kind == "kennel":
         assert set(json.loads(body)) >= {"reason", "message"}
+
+
+def test_delete_with_a_websocket_open(target):
+    """DELETE /api/kernels/{id} while a client's websocket is open on it
+    (JupyterLab's and OpenHands' shutdown do this): 204 and the server goes
+    on serving. kennel closes the websocket (1001); the notebook server
+    leaves it open."""
+    h = {"Authorization": f"token {target.token}"}
+    kid = requests.post(f"{target.base_url}/api/kernels", headers=h, json={"name": "python3"}).json()["id"]
+    ws = websocket.create_connection(f"{target.ws_url}/api/kernels/{kid}/channels", header=h, timeout=30)
+    try:
+        assert requests.delete(f"{target.base_url}/api/kernels/{kid}", headers=h).status_code == 204
+        if target.kind == "kennel":
+            ws.settimeout(20)
+            while True:
+                try:
+                    frame = ws.recv_frame()
+                except (websocket.WebSocketConnectionClosedException, ConnectionError):
+                    break
+                if frame.opcode == websocket.ABNF.OPCODE_CLOSE:
+                    assert int.from_bytes(frame.data[:2], "big") == 1001
+                    break
+    finally:
+        ws.close()
+    time.sleep(0.5)
+    assert target.proc.poll() is None, "the server died"
+    r = requests.get(f"{target.base_url}/api/kernelspecs", headers=h, timeout=10)
+    assert r.status_code == 200
