@@ -70,8 +70,9 @@ async function main() {
   seen.steps.push({ step: 'execute', ...(await execute(kernel, "print('hello')\nx = 6 * 7\nx")) });
   seen.steps.push({ step: 'interrupt', ...(await interruptSleep(kernel)) });
   seen.steps.push({ step: 'after_interrupt', ...(await execute(kernel, 'x + 1')) });
-  const completion = await withTimeout(kernel.requestComplete({ code: 'import os\nos.pa', cursor_pos: 14 }), 30000, 'complete');
-  seen.steps.push({ step: 'complete', status: completion.content.status, matches: completion.content.matches });
+  const completion = await withTimeout(kernel.requestComplete({ code: 'import os\nos.pa', cursor_pos: 15 }), 30000, 'complete');
+  seen.steps.push({ step: 'complete', status: completion.content.status, matches: completion.content.matches,
+                   cursor_start: completion.content.cursor_start, cursor_end: completion.content.cursor_end });
   await withTimeout(kernel.restart(), 60000, 'restart');
   await withTimeout(kernel.info, 30000, 'kernel_info after restart');
   seen.steps.push({ step: 'after_restart', ...(await execute(kernel, "'x' in globals()")) });
