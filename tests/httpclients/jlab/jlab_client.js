@@ -45,11 +45,13 @@ async function execute(kernel, code) {
 }
 
 async function interruptSleep(kernel) {
-  const future = kernel.requestExecute({ code: 'import time\ntime.sleep(30)' });
+  // interrupted once the cell's code is running (its first output), as a
+  // person does after seeing it run
+  const future = kernel.requestExecute({ code: "import time\nprint('sleeping', flush=True)\ntime.sleep(30)" });
   let busy;
   const running = new Promise(resolve => { busy = resolve; });
-  future.onIOPub = msg => { if (msg.header.msg_type === 'execute_input') busy(); };
-  await withTimeout(running, 30000, 'execute_input of the sleep');
+  future.onIOPub = msg => { if (msg.header.msg_type === 'stream') busy(); };
+  await withTimeout(running, 30000, 'the first output of the sleep');
   const start = Date.now();
   await kernel.interrupt();
   const reply = await withTimeout(future.done.catch(e => e), 30000, 'the interrupted sleep');
