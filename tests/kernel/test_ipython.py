@@ -280,3 +280,46 @@ def test_events_reach_registered_callbacks(fresh_kernel):
                      "lambda result: ran.append(result.success))")
     fresh_kernel.execute("1/0")
     assert fresh_kernel.value("ran") == "[True, False]"
+
+
+WHEEL_CELL = '''
+import base64, hashlib, os, zipfile
+def _record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return "%s,sha256=%s,%d" % (name, digest, len(data))
+files = {
+    "kennel_wheel_probe/__init__.py": b"ANSWER = 42\\n",
+    "kennel_wheel_probe-1.0.dist-info/METADATA":
+        b"Metadata-Version: 2.1\\nName: kennel-wheel-probe\\nVersion: 1.0\\n",
+    "kennel_wheel_probe-1.0.dist-info/WHEEL":
+        b"Wheel-Version: 1.0\\nGenerator: hand\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = "\\n".join(_record_line(n, d) for n, d in files.items())
+record += "\\nkennel_wheel_probe-1.0.dist-info/RECORD,,\\n"
+os.makedirs("/workspace/wheels", exist_ok=True)
+with zipfile.ZipFile("/workspace/wheels/kennel_wheel_probe-1.0-py3-none-any.whl", "w") as z:
+    for name, data in files.items():
+        z.writestr(name, data)
+    z.writestr("kennel_wheel_probe-1.0.dist-info/RECORD", record)
+'''
+
+
+def test_pip_install_from_a_package_source_the_operator_allows(tmp_path):
+    """No network, but a wheel directory the sandbox can read, named by the
+    operator in the conversation's environment: %pip installs from it and the
+    package imports in the same kernel (the user site under /workspace joins
+    sys.path). The wheel is written from inside (the workspace is a tmpfs)."""
+    kernel = ConfinedKernel(built("kernel-launcher/kennel-launch"), {"builtins": "notebook"},
+                            str(tmp_path / "k"),
+                            # Debian's Python is PEP 668 "externally managed": a user-site
+                            # install needs the operator's PIP_BREAK_SYSTEM_PACKAGES too
+                            env={"PIP_FIND_LINKS": "/workspace/wheels", "PIP_NO_INDEX": "1",
+                                 "PIP_BREAK_SYSTEM_PACKAGES": "1"}).start()
+    try:
+        ok(kernel, WHEEL_CELL)
+        reply, outputs = ok(kernel, "%pip install kennel-wheel-probe", timeout=120)
+        assert "Successfully installed kennel-wheel-probe-1.0" in stream_text(outputs), outputs
+        assert kernel.value("_exit_code") == "0"
+        assert kernel.value("import kennel_wheel_probe; kennel_wheel_probe.ANSWER") == "42"
+    finally:
+        kernel.stop()
