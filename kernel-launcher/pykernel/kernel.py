@@ -1647,6 +1647,11 @@ def _shell_attach(profile, settings):
         shell.colors = colors
         shell.InteractiveTB.set_colors(colors)
         shell.SyntaxTB.set_colors(colors)
+    # a bare `who` or `time` is a NameError for an agent, as in Python; a
+    # notebook runs it as %who, as IPython does
+    automagic = profile == "notebook"
+    if shell.automagic != automagic:
+        shell.automagic = automagic
     escapes = settings.get("shell_escapes", _SHELL_ESCAPES_DEFAULT[profile])
     if not isinstance(escapes, bool):
         raise ValueError("shell_escapes must be true or false")
@@ -2069,7 +2074,7 @@ def _ipython_may_rewrite(code):
     if word is None or "\n" in code.strip():
         return False
     name = word.group(1)
-    return (name not in _state.ns and name not in _state.builtins
+    return (_shell.automagic and name not in _state.ns and name not in _state.builtins
             and name in _shell.magics_manager.magics["line"])
 
 

@@ -323,3 +323,12 @@ def test_pip_install_from_a_package_source_the_operator_allows(tmp_path):
         assert kernel.value("import kennel_wheel_probe; kennel_wheel_probe.ANSWER") == "42"
     finally:
         kernel.stop()
+
+
+def test_automagic_only_in_the_notebook_profile(kernel, notebook):
+    """A bare magic name is Python for an agent (NameError, as without
+    IPython) and the magic in a notebook, as in IPython."""
+    reply, _ = kernel.execute("who")
+    assert reply["ename"] == "NameError"
+    ok(kernel, "%who")
+    assert notebook.value("pwd") == "'/workspace'"
