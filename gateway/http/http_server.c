@@ -313,12 +313,24 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
     return self;
 }
 
+/* Each websocket is told (close 1001) before the context goes: its close
+   frame is written from the writable callback, run here once more. */
+static void
+websockets_close (http_front_t *self)
+{
+    for (ws_conn_t *ws = zlistx_first (self->websockets); ws; ws = zlistx_next (self->websockets))
+        ws_conn_close (ws, LWS_CLOSE_STATUS_GOINGAWAY, "the gateway is stopping");
+    http_loop_run (self->uv);
+}
+
 void
 http_front_destroy (http_front_t **self_p)
 {
     http_front_t *self = *self_p;
     if (!self)
         return;
+    if (self->uv)
+        websockets_close (self);
     /* websockets close first (their peers detach). On a foreign loop lws closes its libuv handles from the
        loop, and finishes (clearing self->lws, info.pcontext) when
        destroyed again after that */
