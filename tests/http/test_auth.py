@@ -104,3 +104,23 @@ def test_listen_address_is_checked(tmp_path):
     for bad in ("localhost:0", "127.0.0.1:99999", "eth0:80"):
         with pytest.raises(RuntimeError):
             HttpGateway(tmp_path, listen=bad)
+
+
+def listening_addresses(port):
+    """The local addresses of the LISTEN sockets on port, from /proc/net/tcp{,6}."""
+    found = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(name) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                addr, p = local.split(":")
+                if state == "0A" and int(p, 16) == port:
+                    found.append((name, addr))
+    return found
+
+
+def test_listens_only_on_the_address_given(http_gateway):
+    """--http 127.0.0.1:0 listens on 127.0.0.1 only (with IPv6 on,
+    libwebsockets 4.1 bound every address for this iface: seen with ss)."""
+    port = int(http_gateway.url.rsplit(":", 1)[1].strip("/"))
+    assert listening_addresses(port) == [("/proc/net/tcp", "0100007F")]
