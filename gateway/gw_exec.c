@@ -1,0 +1,299 @@
+/*  gw_exec.c - a conversation's executions: the queue (its head is the one
+    running: the kernel runs one at a time, in order) and its bound, the
+    timeout ladder (limit -> SIGINT -> grace -> kill), the output limit, and
+    the answers the gateway gives itself for executions the kernel will
+    never finish (kernel died, conversation closed, queue full).
+*/
+#include "gw_relay_private.h"
+
+#include <signal.h>
+#include <string.h>
+
+static int on_exec_timeout (zloop_t *loop, int timer_id, void *arg);
+
+static void
+exec_destroy (gw_exec_t **self_p)
+{
+    gw_exec_t *self = *self_p;
+    if (!self)
+        return;
+    gw_proc_watch_close (&self->usage);
+    free (self->msg_id);
+    json_decref (self->header);
+    zmsg_destroy (&self->ids);
+    zmsg_destroy (&self->reply);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+exec_destructor (void **item)
+{
+    exec_destroy ((gw_exec_t **) item);
+}
+
+gw_exec_t *
+exec_head (gw_relay_t *self)
+{
+    return zlistx_first (self->execs);
+}
+
+/* The head starts running: clock, cpu, timeout. Only while a kernel is attached. */
+void
+exec_start_head (gw_relay_t *self)
+{
+    gw_exec_t *e = exec_head (self);
+    if (!e || e->started || !self->kernel_ready)
+        return;
+    e->started = true;
+    e->started_at = gw_clock_mono ();
+    gw_launch_t *launch = gw_conv_launch (self->conv);
+    gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
+    double timeout = gw_conv_policy (self->conv)->execution_timeout;
+    if (timeout != GW_UNLIMITED)
+        e->timer_id = gw_timer_start (self->server->loop, gw_limit_ms (timeout), 1, on_exec_timeout, self);
+    gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+}
+
+void
+exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->timer_id)
+        gw_timer_end (self->server->loop, e->timer_id);
+    if (e->grace_timer_id)
+        gw_timer_end (self->server->loop, e->grace_timer_id);
+    if (e->idle_timer_id)
+        gw_timer_end (self->server->loop, e->idle_timer_id);
+    e->timer_id = e->grace_timer_id = e->idle_timer_id = 0;
+}
+
+/* Ends the head (or any) execution: log, drop, start the next one. */
+void
+exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
+{
+    exec_stop_timers (self, e);
+    gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", gw_conv_id (self->conv), "msg_id",
+            e->msg_id, "status", status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
+            (json_int_t) e->output_bytes, "truncated", e->truncated);
+    self->executions++;
+    calls_end (self, e->msg_id, "abandoned");
+    zlistx_delete (self->execs, handle);
+    exec_start_head (self);
+}
+
+void *
+exec_find (gw_relay_t *self, const char *msg_id)
+{
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        if (streq (e->msg_id, msg_id))
+            return zlistx_cursor (self->execs);
+    return NULL;
+}
+
+/* The gateway answers an execute_request itself (kernel died, timeout kill,
+   queue full): error output, error reply, idle. */
+static void
+exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue, const char *state, bool busy)
+{
+    if (busy)
+        publish_status (self, e->header, "busy");
+    publish_error (self, e->header, ename, evalue);
+    wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
+    wire_msg_set_content (reply, json_pack ("{s:s, s:i, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error",
+                                            "execution_count", 0, "ename", ename, "evalue", evalue, "traceback",
+                                            evalue, "user_expressions", "payload"));
+    json_object_set_new (reply->metadata, "kennel", exec_cost (self, e, state));
+    client_send_own (self, reply, WIRE_SHELL);
+    wire_msg_destroy (&reply);
+    publish_status (self, e->header, "idle");
+}
+
+static int
+on_grace_over (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
+    e->grace_timer_id = 0;
+    char cause[256];
+    snprintf (cause, sizeof cause,
+              "execution exceeded %g s and did not stop on interrupt; the kernel was killed and restarts, "
+              "variables are lost",
+              gw_conv_policy (self->conv)->execution_timeout);
+    gw_log ("kill", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "reason",
+            "timeout");
+    gw_conv_kill_kernel (self->conv, "ExecutionTimeout", cause);
+    return 0;
+}
+
+static int
+on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
+    e->timer_id = 0;
+    e->timed_out = true;
+    gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "limit",
+            gw_conv_policy (self->conv)->execution_timeout);
+    gw_launch_t *launch = gw_conv_launch (self->conv);
+    if (launch)
+        gw_launch_signal (launch, SIGINT);
+    e->grace_timer_id = gw_timer_start (loop, (size_t) (self->server->config->interrupt_grace * 1000) + 1, 1,
+                                        on_grace_over, self);
+    return 0;
+}
+
+/* The one ExecutionTimeout error output of an execution the interrupt
+   ended, before its idle (whichever of reply and idle comes first). */
+void
+timeout_report (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->timeout_reported)
+        return;
+    e->timeout_reported = true;
+    char evalue[200];
+    snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
+              gw_conv_policy (self->conv)->execution_timeout);
+    publish_error (self, e->header, "ExecutionTimeout", evalue);
+}
+
+/* Cuts a stream message's text to at most room bytes (on a UTF-8
+   boundary): the part of the output that still fits goes out. */
+static void
+stream_cut (zmsg_t *msg, int64_t room)
+{
+    int d = delimiter_index (msg);
+    zframe_t *content_frame = frame_at (msg, d + 5);
+    json_t *content = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
+    const char *text = json_string_value (json_object_get (content, "text"));
+    if (text) {
+        size_t n = strlen (text) < (size_t) room ? strlen (text) : (size_t) room;
+        while (n > 0 && ((unsigned char) text[n] & 0xC0) == 0x80)
+            n--;
+        json_object_set_new (content, "text", json_stringn (text, n));
+        char *dumped = json_dumps (content, JSON_COMPACT);
+        zframe_reset (content_frame, dumped, strlen (dumped));
+        free (dumped);
+    }
+    json_decref (content);
+}
+
+/* Output accounting and truncation for iopub messages of the running
+   request: false = drop. *marker: send the truncation marker after it. */
+bool
+iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
+{
+    static const char *outputs[] = {"stream", "display_data", "update_display_data", "execute_result", "error", NULL};
+    int i;
+    for (i = 0; outputs[i] && !streq (outputs[i], msg_type); i++)
+        ;
+    if (!outputs[i])
+        return true;
+    gw_exec_t *e = exec_head (self);
+    bool admit = true;
+    if (e && pid && streq (pid, e->msg_id) && e->timed_out && streq (msg_type, "error"))
+        admit = false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
+    else if (e && pid && streq (pid, e->msg_id)) {
+        int d = delimiter_index (msg);
+        int64_t bytes = (int64_t) zframe_size (frame_at (msg, d + 5));
+        int64_t limit = gw_conv_policy (self->conv)->output_bytes;
+        int64_t room = limit - e->output_bytes;
+        e->output_bytes += bytes;
+        if (limit != GW_UNLIMITED && e->output_bytes > limit) {
+            admit = !e->truncated && room > 0 && streq (msg_type, "stream");
+            if (admit)
+                stream_cut (msg, room);
+            if (!e->truncated) {
+                e->truncated = true;
+                *marker = true;
+                gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", gw_conv_id (self->conv), "msg_id",
+                        e->msg_id, "limit", (json_int_t) limit);
+            }
+        }
+    }
+    return admit;
+}
+
+void
+publish_marker (gw_relay_t *self)
+{
+    gw_exec_t *e = exec_head (self);
+    char text[200];
+    snprintf (text, sizeof text, "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
+              (long long) gw_conv_policy (self->conv)->output_bytes);
+    publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
+}
+
+/* A client's execute_request as the relay tracks it (not yet queued). */
+gw_exec_t *
+exec_new (zmsg_t *msg, json_t *header)
+{
+    zmsg_t *ids = zmsg_new ();
+    int d = delimiter_index (msg);
+    zframe_t *f = zmsg_first (msg);
+    for (int i = 0; i < d; i++, f = zmsg_next (msg))
+        zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
+    gw_exec_t *e = wire_xcalloc (1, sizeof *e);
+    e->usage.stat_fd = e->usage.status_fd = -1;
+    e->msg_id = wire_xstrdup (json_string_value (json_object_get (header, "msg_id")));
+    e->header = json_incref (header);
+    e->ids = ids;
+    /* the protocol's default is true; false means no client answers stdin */
+    json_t *content = frame_json (msg, 5, NULL);
+    json_t *allow = json_object_get (content, "allow_stdin");
+    e->allow_stdin = !json_is_false (allow);
+    json_decref (content);
+    return e;
+}
+
+void
+track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
+{
+    int limit = self->server->config->queue_limit;
+    gw_exec_t *e = exec_new (*msg_p, header);
+    if ((int) zlistx_size (self->execs) > limit) {
+        char evalue[160];
+        snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
+                  (int) zlistx_size (self->execs) - 1, limit);
+        gw_log ("queue_full", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+        exec_fail (self, e, "QueueFull", evalue, "kept", true);
+        exec_destroy (&e);
+        zmsg_destroy (msg_p);
+        return;
+    }
+    zlistx_add_end (self->execs, e);
+    to_kernel (self, WIRE_SHELL, msg_p);
+    exec_start_head (self);
+}
+
+/* The running request and those queued behind it each get an answer, in
+   order, none is silently lost: the running one's evalue is cause, a queued
+   one's "not run: <queued> (cause)"; state goes to metadata.kennel. */
+void
+execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const char *queued, const char *state)
+{
+    gw_exec_t *e;
+    bool first = true;
+    while ((e = zlistx_first (self->execs))) {
+        exec_stop_timers (self, e);
+        char evalue[512];
+        if (first)
+            snprintf (evalue, sizeof evalue, "%s", cause);
+        else
+            snprintf (evalue, sizeof evalue, "not run: %s (%s)", queued, cause);
+        if (e->reply) {
+            /* it had finished; only its idle was missing */
+            zmsg_t *msg = e->reply;
+            e->reply = NULL;
+            reply_rewrite (self, msg, e);
+            client_deliver (self, WIRE_SHELL, &msg);
+            publish_status (self, e->header, "idle");
+        }
+        else
+            exec_fail (self, e, ename, evalue, state, !first || !e->started);
+        gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
+                e->msg_id, "status", "error", "reason", evalue);
+        self->executions++;
+        zlistx_delete (self->execs, zlistx_cursor (self->execs));
+        first = false;
+    }
+}

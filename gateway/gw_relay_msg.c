@@ -1,0 +1,151 @@
+/*  gw_relay_msg.c - the relay's frames and messages: fields read in place
+    (gw_peek), signing toward the kernel, delivery to the peers (unsigned,
+    gw_front.h), and the gateway's own messages (status, error) on behalf
+    of a conversation.
+*/
+#include "gw_relay_private.h"
+
+#include <string.h>
+
+/* Index of the delimiter frame, or -1. */
+int
+delimiter_index (zmsg_t *msg)
+{
+    int i = 0;
+    for (zframe_t *f = zmsg_first (msg); f; f = zmsg_next (msg), i++)
+        if (zframe_streq (f, WIRE_DELIMITER))
+            return i;
+    return -1;
+}
+
+zframe_t *
+frame_at (zmsg_t *msg, int index)
+{
+    zframe_t *f = zmsg_first (msg);
+    for (int i = 0; f && i < index; i++)
+        f = zmsg_next (msg);
+    return f;
+}
+
+const char *
+frame_peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
+{
+    pk->heap = NULL;
+    int n = gw_peek_frame (msg, offset, key, pk->buf, sizeof pk->buf);
+    pk->text = n < 0 ? NULL : pk->buf;
+    if (n >= (int) sizeof pk->buf) {
+        pk->heap = wire_xmalloc ((size_t) n + 1);
+        pk->text = gw_peek_frame (msg, offset, key, pk->heap, (size_t) n + 1) == n ? pk->heap : NULL;
+    }
+    return pk->text;
+}
+
+void
+frame_peek_free (peek_t *pk)
+{
+    free (pk->heap);
+    pk->heap = NULL;
+}
+
+/* Signs the four JSON frames of an already verified message with key. */
+static void
+resign (zmsg_t *msg, const wire_key_t *key)
+{
+    zframe_t *sig = gw_front_msg_sign (msg, key);
+    (void) sig; /* a message verified has the frames */
+}
+
+void
+log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
+{
+    gw_log_bad_message (gw_conv_id (self->conv), channel, err, from);
+}
+
+/* Sends to the kernel without ever blocking the loop: a kernel that stops
+   reading fills its DEALER's queue (sndtimeo 0), and what does not fit is
+   dropped and logged rather than stalling every other conversation. */
+void
+kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
+{
+    zsock_t *sock = self->kernel[channel];
+    resign (*msg_p, self->kernel_key);
+    int rc = zmsg_send (msg_p, sock);
+    gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
+    if (rc == 0 && !*msg_p)
+        return;
+    zmsg_destroy (msg_p);
+    gw_log_dropped (gw_conv_id (self->conv), gw_channel_name (channel));
+}
+
+/* To the peers, unsigned (gw_front.h): the signature frame goes empty. */
+void
+client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
+{
+    zframe_t *sig = gw_front_msg_sign (*msg_p, NULL);
+    if (sig)
+        gw_peers_deliver (self->peers, channel, msg_p);
+    zmsg_destroy (msg_p);
+}
+
+/* A message from the gateway itself on behalf of the conversation, with
+   req as parent (and its identities, unless ids is given). */
+wire_msg_t *
+own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids)
+{
+    wire_msg_t *m = wire_msg_new (self->session, msg_type, NULL);
+    if (parent_header) {
+        json_decref (m->parent_header);
+        m->parent_header = json_deep_copy (parent_header);
+    }
+    if (ids) {
+        zmsg_destroy (&m->identities);
+        m->identities = zmsg_dup (ids);
+    }
+    return m;
+}
+
+/* A message of the gateway's own to the peers, as relayed ones go. */
+void
+client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
+{
+    zmsg_t *msg = wire_msg_encode (m, NULL);
+    if (msg)
+        client_deliver (self, ch, &msg);
+}
+
+void
+publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
+{
+    wire_msg_t *m = own_msg (self, msg_type, parent_header, NULL);
+    char topic[200];
+    snprintf (topic, sizeof topic, "kernel.%s.%s", gw_conv_id (self->conv), msg_type);
+    zmsg_addstr (m->identities, topic);
+    wire_msg_set_content (m, content);
+    client_send_own (self, m, WIRE_IOPUB);
+    wire_msg_destroy (&m);
+}
+
+void
+publish_status (gw_relay_t *self, const json_t *parent_header, const char *state)
+{
+    publish (self, "status", parent_header, json_pack ("{s:s}", "execution_state", state));
+}
+
+void
+publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
+{
+    char *line = wire_xasprintf ("%s: %s", ename, evalue);
+    publish (self, "error", parent_header,
+             json_pack ("{s:s, s:s, s:[s]}", "ename", ename, "evalue", evalue, "traceback", line));
+    free (line);
+}
+
+json_t *
+frame_json (zmsg_t *msg, int offset, size_t *bytes)
+{
+    int d = delimiter_index (msg);
+    zframe_t *f = frame_at (msg, d + offset);
+    if (bytes)
+        *bytes = f ? zframe_size (f) : 0;
+    return f ? json_loadb ((const char *) zframe_data (f), zframe_size (f), 0, NULL) : NULL;
+}
