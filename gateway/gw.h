@@ -451,32 +451,10 @@ void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
 bool gw_conv_idle_expired (const gw_conv_t *self, double now);
 /* Internal to gw_conv.c and gw_relay.c */
 void gw_conv_kernel_start (gw_conv_t *self);
-/* The launch spec of a kernel (confine policy from the config and policy,
-   the builtin kernel's settings with tools). */
-json_t *gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *policy,
-                        json_t *tools, const char *workspace, const char *run_dir);
-/* A fresh run dir under runs (short random name, its own small tmpfs:
-   gw_quota_apply) with a kernel.json of a fresh kernel key. 0, or -1 with
-   *errmsg. */
-int gw_kernel_files_new (const gw_config_t *config, const char *runs, const char *kernel_name, char **run_dir,
-                         wire_connection_t **kconn, char **errmsg);
 
 /* ---- gw_pool: the warm pool ------------------------------------------- */
 
-/* A kernel started and confined ahead of need, with no identity: default
-   policy, no tools, a workspace in dir (state/pool/<random>/workspace, its
-   log beside it). A conversation that claims it renames dir to its own. */
-typedef struct {
-    void *pool;
-    char *dir;
-    char *run_dir;
-    wire_connection_t *kconn;
-    gw_launch_t *launch;
-    double started;
-    zsock_t *probe; /* DEALER asking the kernel for kernel_info until it answers */
-    bool ready;     /* confined and answering: a claim only binds, never waits for Python */
-} gw_warm_t;
-
+typedef struct gw_kernel gw_kernel_t; /* gw_kernel.h */
 typedef struct gw_pool gw_pool_t;
 /* Starts filling in the background (one launch at a time, after the
    conversations' own launches). */
@@ -485,10 +463,11 @@ void gw_pool_destroy (gw_pool_t **self_p);
 /* Whether a conversation of this kernel and policy can take a pooled kernel:
    the sandbox and settings fixed at pool time must be the defaults. */
 bool gw_pool_fits (const gw_config_t *config, const char *kernel, const gw_policy_t *policy);
-/* A ready kernel, detached from the pool (which refills), or NULL. */
-gw_warm_t *gw_pool_claim (gw_pool_t *self);
-/* Kills the launch (if any) and removes what is left of the dirs. */
-void gw_warm_destroy (gw_warm_t **self_p);
+/* A ready kernel, the caller's from now (the pool refills), or NULL. It was
+   started and confined ahead of need with no identity: default policy, no
+   tools, a workspace in *dir (state/pool/<random>/workspace, its log
+   beside it; malloc'd), which the caller renames to its own. */
+gw_kernel_t *gw_pool_claim (gw_pool_t *self, char **dir);
 /* {size, ready, starting, claimed} */
 json_t *gw_pool_info (gw_pool_t *self);
 

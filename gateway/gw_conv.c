@@ -16,6 +16,7 @@
     and death.
 */
 #include "gw_core.h"
+#include "gw_kernel.h"
 #include "gw_peers.h"
 #include "kernel-launcher/kennel_launch.h"
 
@@ -42,11 +43,9 @@ struct gw_conv {
     char *dir;
     char *workspace;
     char *runs;    /* state/run */
-    char *run_dir; /* state/run/<random>: a fresh one for every kernel */
-    wire_connection_t *kconn; /* the current kernel's connection (its key) */
+    gw_kernel_t *kernel; /* the current kernel (its run dir state/run/<random>, a fresh one each), or NULL */
     char *log_path;
     gw_relay_t *relay;
-    gw_launch_t *launch;
     kernel_state_t kstate;
     double created;       /* wall clock */
     double last_activity; /* monotonic */
@@ -58,7 +57,7 @@ struct gw_conv {
     bool holds_slot; /* one of the server's parallel launch slots */
     bool queued;     /* waiting for a slot in server->launch_queue */
     bool claimed;    /* the kernel starting is a claimed pooled one */
-    gw_warm_t *warm; /* claimed, adopted by gw_conv_start */
+    bool pooled;     /* kernel is a claimed pooled one, adopted by gw_conv_start */
 };
 
 const char *
@@ -94,7 +93,7 @@ gw_conv_policy (const gw_conv_t *self)
 gw_launch_t *
 gw_conv_launch (gw_conv_t *self)
 {
-    return self->launch;
+    return gw_kernel_launch_of (self->kernel);
 }
 bool
 gw_conv_kernel_alive (const gw_conv_t *self)
@@ -224,7 +223,7 @@ kernel_failed (gw_conv_t *self, const char *reason)
     launch_timer_stop (self);
     slot_release (self);
     gw_log ("kernel_failed", "{s:s, s:s}", "conversation", self->id, "reason", reason);
-    gw_launch_abandon (&self->launch);
+    gw_kernel_end (self->kernel);
     self->kstate = K_DEAD;
     gw_relay_kernel_detach (self->relay, "KernelStartFailed", reason, true);
     gw_relay_event (self->relay, GW_EVENT_KERNEL_DIED, reason);
@@ -247,7 +246,8 @@ on_launch_status (gw_launch_t *launch, void *arg)
     }
     /* from memory, never read back from the run dir: the kernel owns it */
     char *errmsg = NULL;
-    int rc = gw_relay_kernel_attach (self->relay, self->run_dir, self->kconn, &errmsg);
+    int rc = gw_relay_kernel_attach (self->relay, gw_kernel_run_dir (self->kernel), gw_kernel_conn (self->kernel),
+                                     &errmsg);
     if (rc < 0) {
         kernel_failed (self, errmsg ? errmsg : "cannot connect to the kernel");
         free (errmsg);
@@ -264,7 +264,8 @@ gw_conv_kernel_ready (gw_conv_t *self)
     self->kstate = K_RUNNING;
     self->last_activity = gw_clock_mono (); /* idle time counts from a usable kernel */
     gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
-            (int) gw_launch_kernel_pid (self->launch), "launcher_pid", (int) gw_launch_pid (self->launch));
+            (int) gw_launch_kernel_pid (gw_conv_launch (self)), "launcher_pid",
+            (int) gw_launch_pid (gw_conv_launch (self)));
     gw_relay_event (self->relay, GW_EVENT_KERNEL_READY, NULL);
     waiters_notify (self, true, NULL);
 }
@@ -296,7 +297,7 @@ on_launch_exit (gw_launch_t *launch, void *arg)
        take its cause (kernel_ended) */
     gw_relay_kernel_detach (self->relay, ename, cause, true);
     gw_relay_event (self->relay, GW_EVENT_KERNEL_DIED, cause);
-    gw_launch_abandon (&self->launch);
+    gw_kernel_end (self->kernel);
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = self->kill_cause = NULL;
 }
@@ -313,63 +314,7 @@ on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-json_t *
-gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_policy_t *p, json_t *tools,
-                const char *workspace, const char *run_dir)
-{
-    json_t *policy = gw_confine_policy_json (config, p);
-    json_t *kernel;
-    json_t *configured = json_object_get (config->kernels, kernel_name);
-    if (configured)
-        kernel = json_pack ("{s:O}", LAUNCH_KERNEL_ARGV, json_object_get (configured, "argv"));
-    else {
-        json_t *settings = json_pack ("{s:s, s:f, s:O}", "builtins", p->builtins, "tool_timeout", p->tool_timeout,
-                                      "tools", tools);
-        if (p->imports)
-            json_object_set (settings, "imports", p->imports);
-        kernel = json_pack ("{s:s, s:o}", LAUNCH_KERNEL_BUILTIN, LAUNCH_BUILTIN_PYTHON, LAUNCH_KERNEL_SETTINGS, settings);
-    }
-    return json_pack ("{s:o, s:s, s:s, s:o, s:O}", LAUNCH_SPEC_POLICY, policy, LAUNCH_SPEC_WORKSPACE, workspace,
-                      LAUNCH_SPEC_RUN_DIR, run_dir, LAUNCH_SPEC_KERNEL, kernel, LAUNCH_SPEC_ENV, p->env);
-}
-
 static int make_dir (const char *path, mode_t mode, char **errmsg);
-
-int
-gw_kernel_files_new (const gw_config_t *config, const char *runs, const char *kernel_name, char **run_dir,
-                     wire_connection_t **kconn, char **errmsg)
-{
-    char rnd[WIRE_ID_SIZE];
-    wire_id_new (rnd);
-    rnd[GW_SHORT_ID_LEN] = 0;
-    *run_dir = path_join (runs, rnd);
-    *kconn = NULL;
-    if ((int) (strlen (*run_dir) + strlen ("/" LAUNCH_KERNEL_IP_NAME "-65535")) > GW_SUN_PATH_MAX) {
-        *errmsg = wire_xasprintf ("the state dir of %s is too long for ipc socket paths (%d bytes)", runs,
-                                  GW_SUN_PATH_MAX);
-        return -1;
-    }
-    if (make_dir (*run_dir, 0700, errmsg) < 0
-        || gw_quota_apply (config, *run_dir, GW_RUN_DIR_BYTES, GW_RUN_DIR_FILES, errmsg) < 0)
-        return -1;
-    wire_key_t *key = wire_key_new_random ();
-    wire_connection_t *kc = wire_connection_new ();
-    gw_set_string (&kc->transport, "ipc");
-    gw_set_string (&kc->ip, LAUNCH_KERNEL_IP);
-    kc->shell_port = 1, kc->iopub_port = 2, kc->stdin_port = 3, kc->control_port = 4, kc->hb_port = 5;
-    gw_set_string (&kc->key, wire_key_text (key));
-    gw_set_string (&kc->kernel_name, kernel_name);
-    wire_key_destroy (&key);
-    char *kpath = path_join (*run_dir, LAUNCH_CONNECTION_NAME);
-    int rc = wire_connection_save (kc, kpath);
-    free (kpath);
-    *kconn = kc;
-    if (rc < 0) {
-        *errmsg = wire_xstrdup ("cannot write the kernel's connection file");
-        return -1;
-    }
-    return 0;
-}
 
 /* Starts a kernel now if a launch slot is free, else when one is. */
 void
@@ -414,6 +359,17 @@ conv_dir_remove (gw_conv_t *self, const char *path)
     free (graveyard);
 }
 
+/* The previous kernel: its process gone (if not yet), its run dir removed. */
+static void
+kernel_forget (gw_conv_t *self)
+{
+    if (!self->kernel)
+        return;
+    gw_kernel_end (self->kernel);
+    conv_dir_remove (self, gw_kernel_run_dir (self->kernel));
+    gw_kernel_destroy (&self->kernel);
+}
+
 /* A fresh run dir, kernel key and kernel.json; the launcher started. The
    previous run dir belonged to a kernel (which may still be dying) and is
    removed, never reused, so nothing it left there (a symlink named
@@ -422,24 +378,20 @@ static void
 kernel_launch (gw_conv_t *self)
 {
     char *errmsg = NULL;
-    if (self->run_dir)
-        conv_dir_remove (self, self->run_dir);
-    free (self->run_dir);
-    self->run_dir = NULL;
-    wire_connection_destroy (&self->kconn);
-    if (gw_kernel_files_new (self->server->config, self->runs, self->kernel_name, &self->run_dir, &self->kconn,
-                             &errmsg) < 0) {
+    kernel_forget (self);
+    self->kernel = gw_kernel_new (self->server->config, self->runs, self->kernel_name, &errmsg);
+    if (!self->kernel) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
         free (errmsg);
         return;
     }
     json_t *spec = gw_kernel_spec (self->server->config, self->kernel_name, &self->policy, self->tools,
-                                   self->workspace, self->run_dir);
+                                   self->workspace, gw_kernel_run_dir (self->kernel));
     gw_zygote_apply (self->server->zygote, spec);
-    self->launch = gw_launch_start (self->server->loop, self->server->config->launcher, spec, self->log_path,
-                                    on_launch_status, on_launch_exit, self, &errmsg);
+    int rc = gw_kernel_launch (self->kernel, self->server->loop, self->server->config->launcher, spec, self->log_path,
+                               on_launch_status, on_launch_exit, self, &errmsg);
     json_decref (spec);
-    if (!self->launch) {
+    if (rc < 0) {
         kernel_failed (self, errmsg ? errmsg : "launch failed");
         free (errmsg);
         return;
@@ -452,7 +404,7 @@ kernel_launch (gw_conv_t *self)
     self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
                                          on_launch_timeout, self);
     gw_log ("kernel_launch", "{s:s, s:i}", "conversation", self->id, "launcher_pid",
-            (int) gw_launch_pid (self->launch));
+            (int) gw_launch_pid (gw_conv_launch (self)));
 }
 
 /* The sandbox's host uid opens the workspace and run dir by path, so the
@@ -476,52 +428,44 @@ make_dir (const char *path, mode_t mode, char **errmsg)
    at /workspace, and the launcher's log fd follows the file. A conversation
    whose directory already exists (a workspace kept at close) starts cold. */
 
-static gw_warm_t *
+static bool
 warm_claim (gw_conv_t *self, bool pooled)
 {
     struct stat st;
+    char *dir = NULL;
     if (!pooled || !self->server->pool || !gw_pool_fits (self->server->config, self->kernel_name, &self->policy)
-        || lstat (self->dir, &st) == 0)
-        return NULL;
-    gw_warm_t *warm = gw_pool_claim (self->server->pool);
-    if (warm && rename (warm->dir, self->dir) < 0) {
+        || lstat (self->dir, &st) == 0 || !(self->kernel = gw_pool_claim (self->server->pool, &dir)))
+        return false;
+    if (rename (dir, self->dir) < 0) {
         gw_log ("warning", "{s:s, s:s, s:s}", "conversation", self->id, "what", "cannot adopt a pooled kernel's directory",
                 "reason", strerror (errno));
-        gw_warm_destroy (&warm);
+        kernel_forget (self);
+        conv_dir_remove (self, dir);
     }
-    if (warm) {
-        free (warm->dir);
-        warm->dir = NULL; /* now ours */
-    }
-    return warm;
+    free (dir);
+    self->pooled = self->kernel != NULL;
+    return self->pooled;
 }
 
 /* The kernel is ours from here: its events come to us, the relay's
    handshake makes it ready, and kennel_configure_request (queued before
    anything of the client's) binds the tools and tool timeout. */
 static void
-warm_adopt (gw_conv_t *self, gw_warm_t *warm)
+warm_adopt (gw_conv_t *self)
 {
-    self->run_dir = warm->run_dir;
-    self->kconn = warm->kconn;
-    self->launch = warm->launch;
-    warm->run_dir = NULL;
-    warm->kconn = NULL;
-    warm->launch = NULL;
-    double age = gw_clock_mono () - warm->started;
-    gw_warm_destroy (&warm);
-    gw_launch_rebind (self->launch, on_launch_status, on_launch_exit, self);
+    double age = gw_clock_mono () - gw_kernel_started (self->kernel);
+    gw_kernel_adopt (self->kernel, on_launch_status, on_launch_exit, self);
     self->kstate = K_STARTING;
     self->claimed = true;
     self->kernels_started = 1;
     self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
                                          on_launch_timeout, self);
     gw_log ("kernel_claimed", "{s:s, s:i, s:f}", "conversation", self->id, "pid",
-            (int) gw_launch_kernel_pid (self->launch), "pool_age", age);
+            (int) gw_launch_kernel_pid (gw_conv_launch (self)), "pool_age", age);
     double default_timeout = self->server->config->defaults.tool_timeout;
     if (json_array_size (self->tools) > 0 || self->policy.tool_timeout != default_timeout)
         gw_relay_configure (self->relay, self->tools, self->policy.tool_timeout);
-    on_launch_status (self->launch, self);
+    on_launch_status (gw_conv_launch (self), self);
 }
 
 gw_conv_t *
@@ -545,8 +489,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->log_path = path_join (self->dir, "kernel.log");
     int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0;
     free (convs);
-    gw_warm_t *warm = rc ? NULL : warm_claim (self, pooled);
-    if (!rc && !warm)
+    if (!rc && !warm_claim (self, pooled))
         rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
              || gw_quota_apply (server->config, self->workspace, self->policy.workspace_bytes,
                                 self->policy.workspace_files, errmsg) < 0;
@@ -555,19 +498,17 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
         return NULL;
     }
     self->relay = gw_relay_new (self, server);
-    self->warm = warm;
     return self;
 }
 
 void
 gw_conv_start (gw_conv_t *self)
 {
-    gw_warm_t *warm = self->warm;
-    self->warm = NULL;
-    if (warm)
-        warm_adopt (self, warm);
+    if (self->pooled)
+        warm_adopt (self);
     else
         gw_conv_kernel_start (self);
+    self->pooled = false;
 }
 
 void
@@ -578,13 +519,11 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
         return;
     launch_timer_stop (self);
     slot_release (self);
-    gw_launch_abandon (&self->launch);
-    gw_warm_destroy (&self->warm);
+    gw_kernel_end (self->kernel);
     waiters_notify (self, false, "the conversation was closed");
     zlistx_destroy (&self->waiters);
     gw_relay_destroy (&self->relay);
-    if (self->run_dir)
-        conv_dir_remove (self, self->run_dir);
+    kernel_forget (self);
     if (!keep_workspace && self->dir) {
         gw_quota_unmount (self->workspace);
         conv_dir_remove (self, self->dir);
@@ -597,9 +536,7 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     gw_policy_clear (&self->policy);
     free (self->dir);
     free (self->workspace);
-    free (self->run_dir);
     free (self->runs);
-    wire_connection_destroy (&self->kconn);
     free (self->log_path);
     free (self->kill_ename);
     free (self->kill_cause);
@@ -612,7 +549,7 @@ gw_conv_restart (gw_conv_t *self, const char *reason)
 {
     gw_log ("restart", "{s:s, s:s}", "conversation", self->id, "reason", reason);
     launch_timer_stop (self);
-    gw_launch_abandon (&self->launch);
+    gw_kernel_end (self->kernel);
     char cause[256];
     snprintf (cause, sizeof cause, "the kernel was restarted (%s); variables are lost", reason);
     gw_relay_kernel_detach (self->relay, "KernelRestarted", cause, true);
@@ -624,18 +561,19 @@ gw_conv_restart (gw_conv_t *self, const char *reason)
 int
 gw_conv_interrupt (gw_conv_t *self)
 {
-    return self->launch && self->kstate == K_RUNNING ? gw_launch_signal (self->launch, SIGINT) : -1;
+    gw_launch_t *launch = gw_conv_launch (self);
+    return launch && self->kstate == K_RUNNING ? gw_launch_signal (launch, SIGINT) : -1;
 }
 
 void
 gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
 {
-    if (!self->launch || self->kstate != K_RUNNING)
+    if (!gw_conv_launch (self) || self->kstate != K_RUNNING)
         return;
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = wire_xstrdup (ename);
     self->kill_cause = wire_xstrdup (cause);
-    gw_launch_kill (self->launch);
+    gw_launch_kill (gw_conv_launch (self));
 }
 
 void
@@ -677,7 +615,8 @@ gw_conv_list_entry (const gw_conv_t *self)
 {
     double cpu = 0;
     int64_t rss = 0, hwm = 0;
-    pid_t pid = self->launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (self->launch) : 0;
+    gw_launch_t *launch = gw_kernel_launch_of (self->kernel);
+    pid_t pid = launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (launch) : 0;
     gw_proc_usage (pid, &cpu, &rss, &hwm);
     int64_t tree_bytes, files;
     if (!gw_quota_usage (self->workspace, &tree_bytes, &files))

@@ -15,7 +15,7 @@
     launch (fork, cgroup move, namespaces: tens of ms of CPU on a small
     host) competing with them made warm starts 2-5x slower.
 */
-#include "gw.h"
+#include "gw_kernel.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -25,6 +25,15 @@
 #define POOL_CHECK_MS 100
 #define POOL_RETRY_S 5.0
 #define POOL_QUIET_S 0.25
+
+/* A pooled kernel and what the pool keeps of it. */
+typedef struct {
+    gw_pool_t *pool;
+    char *dir;          /* state/pool/<random>: workspace, kernel.log */
+    gw_kernel_t *kernel;
+    zsock_t *probe; /* DEALER asking the kernel for kernel_info until it answers */
+    bool ready;     /* confined and answering: a claim only binds, never waits for Python */
+} gw_warm_t;
 
 struct gw_pool {
     gw_server_t *server;
@@ -51,18 +60,20 @@ warm_probe_close (gw_warm_t *self, zloop_t *loop)
     zsock_destroy (&self->probe);
 }
 
-void
-gw_warm_destroy (gw_warm_t **self_p)
+/* Kills the launch (if any) and removes what is left of the dirs. */
+static void
+warm_destroy (gw_warm_t **self_p)
 {
     gw_warm_t *self = *self_p;
     if (!self)
         return;
     if (self->probe)
-        warm_probe_close (self, ((gw_pool_t *) self->pool)->server->loop);
-    gw_launch_abandon (&self->launch);
-    if (self->run_dir) {
-        gw_quota_unmount (self->run_dir);
-        gw_fs_remove_tree (self->run_dir);
+        warm_probe_close (self, self->pool->server->loop);
+    if (self->kernel) {
+        gw_kernel_end (self->kernel);
+        gw_quota_unmount (gw_kernel_run_dir (self->kernel));
+        gw_fs_remove_tree (gw_kernel_run_dir (self->kernel));
+        gw_kernel_destroy (&self->kernel);
     }
     if (self->dir) {
         char *workspace = wire_xasprintf ("%s/workspace", self->dir);
@@ -70,9 +81,7 @@ gw_warm_destroy (gw_warm_t **self_p)
         free (workspace);
         gw_fs_remove_tree (self->dir);
     }
-    free (self->run_dir);
     free (self->dir);
-    wire_connection_destroy (&self->kconn);
     free (self);
     *self_p = NULL;
 }
@@ -83,7 +92,7 @@ warm_remove (gw_pool_t *self, gw_warm_t *warm)
     void *handle = zlistx_find (self->kernels, warm);
     if (handle)
         zlistx_detach (self->kernels, handle);
-    gw_warm_destroy (&warm);
+    warm_destroy (&warm);
 }
 
 /* The kernel answered our kernel_info_request: Python is up. */
@@ -95,8 +104,8 @@ on_warm_answer (zloop_t *loop, zsock_t *sock, void *arg)
     zmsg_destroy (&msg);
     warm_probe_close (warm, loop);
     warm->ready = true;
-    gw_log ("pool_ready", "{s:i, s:f}", "pid", (int) gw_launch_kernel_pid (warm->launch), "seconds",
-            gw_clock_mono () - warm->started);
+    gw_log ("pool_ready", "{s:i, s:f}", "pid", (int) gw_launch_kernel_pid (gw_kernel_launch_of (warm->kernel)),
+            "seconds", gw_clock_mono () - gw_kernel_started (warm->kernel));
     return 0;
 }
 
@@ -106,7 +115,8 @@ static int
 warm_probe (gw_warm_t *warm, zloop_t *loop)
 {
     wire_error_t err;
-    wire_key_t *key = wire_connection_key (warm->kconn, &err);
+    const wire_connection_t *conn = gw_kernel_conn (warm->kernel);
+    wire_key_t *key = wire_connection_key (conn, &err);
     warm->probe = zsock_new (ZMQ_DEALER);
     if (!key || !warm->probe) {
         wire_key_destroy (&key);
@@ -118,7 +128,8 @@ warm_probe (gw_warm_t *warm, zloop_t *loop)
     char session[WIRE_ID_SIZE];
     wire_id_new (session);
     wire_msg_t *m = wire_msg_new (session, "kernel_info_request", NULL);
-    int rc = zsock_connect (warm->probe, "ipc://%s/" LAUNCH_KERNEL_SOCKET, warm->run_dir, warm->kconn->shell_port);
+    int rc = zsock_connect (warm->probe, "ipc://%s/" LAUNCH_KERNEL_SOCKET, gw_kernel_run_dir (warm->kernel),
+                            conn->shell_port);
     if (rc == 0)
         rc = wire_msg_send (m, zsock_resolve (warm->probe), key);
     wire_msg_destroy (&m);
@@ -168,7 +179,6 @@ pool_launch (gw_pool_t *self)
 {
     gw_warm_t *warm = wire_xcalloc (1, sizeof *warm);
     warm->pool = self;
-    warm->started = gw_clock_mono ();
     char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
     rnd[GW_SHORT_ID_LEN] = 0;
@@ -184,25 +194,27 @@ pool_launch (gw_pool_t *self)
     }
     else if (gw_quota_apply (self->server->config, workspace, self->server->config->defaults.workspace_bytes,
                              self->server->config->defaults.workspace_files, &errmsg) == 0
-             && gw_kernel_files_new (self->server->config, runs, "python", &warm->run_dir, &warm->kconn, &errmsg) == 0) {
+             && (warm->kernel = gw_kernel_new (self->server->config, runs, "python", &errmsg))) {
         const gw_config_t *config = self->server->config;
         json_t *tools = json_array ();
-        json_t *spec = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, warm->run_dir);
+        json_t *spec
+            = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, gw_kernel_run_dir (warm->kernel));
         gw_zygote_apply (self->server->zygote, spec);
         json_decref (tools);
-        warm->launch = gw_launch_start (self->server->loop, config->launcher, spec, log_path, on_warm_status,
-                                        on_warm_exit, warm, &errmsg);
+        gw_kernel_launch (warm->kernel, self->server->loop, config->launcher, spec, log_path, on_warm_status,
+                          on_warm_exit, warm, &errmsg);
         json_decref (spec);
     }
     free (top), free (workspace), free (log_path), free (runs);
-    if (!warm->launch) {
+    gw_launch_t *launch = gw_kernel_launch_of (warm->kernel);
+    if (!launch) {
         gw_log ("pool_failed", "{s:s}", "reason", errmsg ? errmsg : "launch failed");
         free (errmsg);
         self->retry_at = gw_clock_mono () + POOL_RETRY_S;
-        gw_warm_destroy (&warm);
+        warm_destroy (&warm);
         return;
     }
-    gw_log ("pool_launch", "{s:i}", "launcher_pid", (int) gw_launch_pid (warm->launch));
+    gw_log ("pool_launch", "{s:i}", "launcher_pid", (int) gw_launch_pid (launch));
     zlistx_add_end (self->kernels, warm);
 }
 
@@ -244,7 +256,7 @@ gw_pool_destroy (gw_pool_t **self_p)
         gw_timer_end (self->server->loop, self->timer);
     gw_warm_t *warm;
     while ((warm = zlistx_detach (self->kernels, NULL)))
-        gw_warm_destroy (&warm);
+        warm_destroy (&warm);
     zlistx_destroy (&self->kernels);
     char *top = pool_path (self, NULL);
     if (top)
@@ -264,15 +276,20 @@ gw_pool_fits (const gw_config_t *config, const char *kernel, const gw_policy_t *
            && (p->imports == d->imports || (p->imports && d->imports && json_equal (p->imports, d->imports)));
 }
 
-gw_warm_t *
-gw_pool_claim (gw_pool_t *self)
+gw_kernel_t *
+gw_pool_claim (gw_pool_t *self, char **dir)
 {
     for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
-        if (w->ready && gw_launch_state (w->launch) == GW_LAUNCH_CONFINED) {
+        if (w->ready && gw_launch_state (gw_kernel_launch_of (w->kernel)) == GW_LAUNCH_CONFINED) {
             zlistx_detach_cur (self->kernels);
             self->claimed++;
             self->claimed_at = gw_clock_mono ();
-            return w;
+            gw_kernel_t *kernel = w->kernel;
+            *dir = w->dir;
+            w->kernel = NULL;
+            w->dir = NULL;
+            warm_destroy (&w);
+            return kernel;
         }
     return NULL;
 }
