@@ -1,9 +1,11 @@
 /*  gw.h - the gateway daemon's internal types, shared by the gateway sources.
 
     One single-threaded czmq event loop (gw_server) owns a control socket and
-    a table of conversations (gw_conv). Each conversation owns five
-    client-facing sockets, the kernel-facing ipc sockets (gw_relay), and at
-    most one running kernel process (gw_launch). Nothing here blocks on a
+    the table of conversations (gw_core.h). Each conversation (gw_conv) has
+    the peers that fronts attached to it (gw_front.h: the ZeroMQ front's
+    five client sockets, gw_zmq_front.c), its relay to the kernel
+    (gw_relay.c and its family, gw_relay_private.h) and at most one running
+    kernel (gw_kernel, launched by gw_launch). Nothing here blocks on a
     kernel: processes are watched through pidfds in the loop.
 */
 #ifndef GW_H_INCLUDED
@@ -226,6 +228,8 @@ size_t gw_text_chars (const char *s, size_t bytes);
 /* How many bytes of s to print ("%.*s") to show at most max bytes of it
    without splitting a character: a message must stay valid UTF-8. */
 int gw_text_fit (const char *s, int max);
+/* Replaces a malloc'd string field (wire_connection_new fills defaults). */
+void gw_set_string (char **field, const char *value);
 
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 
@@ -452,6 +456,23 @@ bool gw_conv_idle_expired (const gw_conv_t *self, double now);
 /* Internal to gw_conv.c and gw_relay.c */
 void gw_conv_kernel_start (gw_conv_t *self);
 
+/* ---- gw_slots: the launch scheduler ------------------------------------- */
+
+/* At most max kernels launch at a time, the others wait in order. */
+typedef struct gw_slots gw_slots_t;
+/* Called when a waiter's turn came: it holds a slot from then. */
+typedef void (gw_slots_fn) (void *arg);
+gw_slots_t *gw_slots_new (int max);
+void gw_slots_destroy (gw_slots_t **self_p);
+/* true: a slot is the caller's now; false: fn (arg) is called when one is. */
+bool gw_slots_take (gw_slots_t *self, gw_slots_fn *fn, void *arg);
+/* arg waits no longer. */
+void gw_slots_cancel (gw_slots_t *self, void *arg);
+/* A held slot is given back (to the first waiter, at once). */
+void gw_slots_release (gw_slots_t *self);
+/* Whether every slot is taken or someone waits. */
+bool gw_slots_busy (const gw_slots_t *self);
+
 /* ---- gw_pool: the warm pool ------------------------------------------- */
 
 typedef struct gw_kernel gw_kernel_t; /* gw_kernel.h */
@@ -508,47 +529,53 @@ json_t *gw_zygote_info (const gw_zygote_t *self, const gw_config_t *config);
 
 /* ---- gw_server: the loop, the control socket, the table --------------- */
 
-struct gw_server {
-    zloop_t *loop;
-    gw_config_t *config;
-    char *state_dir;
-    char *ip;
-    char *transport;
-    /* tcp client sockets are CURVE servers (gw_curve.c); false for ipc,
-       --insecure-tcp and kernelspec mode (Jupyter's connection file) */
-    bool curve;
-    gw_zap_t *zap;           /* the ZAP handler while curve */
-    gw_curve_keys_t control_keys;
-    char *connection_file;
-    wire_key_t *key;
-    wire_replay_t *replay;
-    wire_limits_t limits;
-    zsock_t *control;
-    int control_port;
-    zhashx_t *conversations; /* id -> gw_conv_t* (not owning; gw_core.c) */
-    zhashx_t *kernel_ids;    /* kernel id -> gw_conv_t* (not owning; gw_core.c) */
-    char session[WIRE_ID_SIZE];
-    json_t *last_layers; /* the most recent confined layer report, or NULL */
-    json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */
-    gw_launch_t *probe;  /* the start-up confinement probe while it runs */
-    int probe_timer;     /* its launch_timeout */
-    double probe_started; /* monotonic */
-    char *startup_error; /* why the probe failed (conversations refused), or NULL */
-    char *startup_layer; /* the layer (launcher stage) it failed at */
-    json_t *connection_info; /* the gateway connection file's content */
-    bool ready;              /* the probe ended: file written, control answered */
-    int launching;           /* launch slots in use (gw_conv.c) */
-    zlistx_t *launch_queue;  /* gw_conv_t* waiting for a slot */
-    gw_pool_t *pool;         /* NULL when warm_pool is 0 or in kernelspec mode */
-    gw_capacity_t capacity;  /* what the fd and socket limits allow */
-    gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
-    char *probe_dir;
-    gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
-    gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
-    bool kernel_mode;    /* one conversation; exit when it closes */
-    int exit_code;
-    bool stopping;
-};
+/* The server's fields are its own (gw_server_private.h: gw_server.c and
+   the control socket's handler, gw_control.c); the rest of the gateway
+   reads them through these. */
+zloop_t *gw_server_loop (const gw_server_t *self);
+const gw_config_t *gw_server_config (const gw_server_t *self);
+const char *gw_server_state_dir (const gw_server_t *self);
+gw_io_t *gw_server_io (const gw_server_t *self);
+/* What a message may weigh (frames and total): the config's maximum. */
+const wire_limits_t *gw_server_limits (const gw_server_t *self);
+/* Kernelspec mode or the selftest: one conversation, the loop ends with it. */
+bool gw_server_kernel_mode (const gw_server_t *self);
+void gw_server_set_kernel_mode (gw_server_t *self);
+/* The loop is ending. */
+bool gw_server_stopping (const gw_server_t *self);
+/* Ends the loop with exit code code. */
+void gw_server_exit (gw_server_t *self, int code);
+gw_zygote_t *gw_server_zygote (const gw_server_t *self); /* NULL when none */
+gw_pool_t *gw_server_pool (const gw_server_t *self);     /* NULL when none */
+gw_capacity_t *gw_server_capacity (gw_server_t *self);
+gw_slots_t *gw_server_slots (const gw_server_t *self);
+/* The conversation table (gw_core.c's): id -> conv, kernel id -> conv. */
+zhashx_t *gw_server_table (const gw_server_t *self);
+zhashx_t *gw_server_kernel_table (const gw_server_t *self);
+/* The start-up probe ended: the connection file is written, the control
+   socket answers. */
+bool gw_server_ready (const gw_server_t *self);
+/* Why the start-up probe failed (conversations are refused) and at which
+   layer, or NULL. */
+const char *gw_server_startup_error (const gw_server_t *self, const char **layer);
+/* The client sockets' transport and ip; whether tcp ones are CURVE
+   servers (false for ipc, --insecure-tcp and kernelspec mode) and the ZAP
+   handler that admits their clients. */
+const char *gw_server_transport (const gw_server_t *self);
+const char *gw_server_ip (const gw_server_t *self);
+bool gw_server_curve (const gw_server_t *self);
+void gw_server_set_insecure (gw_server_t *self); /* --insecure-tcp: no CURVE */
+gw_zap_t *gw_server_zap (const gw_server_t *self);
+const char *gw_server_connection_file (const gw_server_t *self);
+int gw_server_control_port (const gw_server_t *self);
+/* The most recent confined layer report, or NULL. */
+json_t *gw_server_last_layers (const gw_server_t *self); /* the server's */
+/* The gateway connection file's content: a front adds its address to it
+   before gw_server_run writes the file. */
+json_t *gw_server_connection_info (gw_server_t *self);
+/* gateway_info's content (docs/PROTOCOL.md section 3). */
+json_t *gw_server_info (gw_server_t *self);
+
 
 gw_server_t *gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, const char *transport,
                             char **errmsg);
@@ -567,8 +594,6 @@ void gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pi
 int gw_server_run (gw_server_t *self);
 /* Asks the loop to end after the current handler. */
 void gw_server_stop (gw_server_t *self);
-/* Replaces a malloc'd string field (wire_connection_new fills defaults). */
-void gw_set_string (char **field, const char *value);
 
 /* ---- gw_selftest: `kennel selftest` ------------------------------------ */
 

@@ -27,7 +27,7 @@ tool_log (gw_relay_t *self, const char *msg_id, const char *name, size_t bytes, 
         json_object_set_new (line, "ename", json_string (ename));
     if (reason)
         json_object_set_new (line, "reason", json_string (reason));
-    if (arguments && self->server->config->log_tool_arguments)
+    if (arguments && gw_server_config (self->server)->log_tool_arguments)
         json_object_set (line, "arguments", arguments);
     gw_log ("tool_call", "O", line);
     json_decref (line);
@@ -55,7 +55,7 @@ call_destroy (gw_call_t **self_p)
     if (!self)
         return;
     if (self->timer_id)
-        gw_timer_end (self->relay->server->loop, self->timer_id);
+        gw_timer_end (gw_server_loop (self->relay->server), self->timer_id);
     free (self->call_id);
     free (self->name);
     free (self->exec_msg_id);
@@ -75,7 +75,8 @@ call_destructor (void **item)
 static void
 call_end (gw_relay_t *self, gw_call_t *call, const char *status, const char *ename, const char *reason)
 {
-    tool_log (self, call->exec_msg_id, call->name, call->bytes, gw_clock_mono () - call->started_at, status, ename, reason,
+    tool_log (self, call->exec_msg_id, call->name, call->bytes, gw_clock_mono () - call->started_at, status, ename,
+              reason,
               call->arguments);
     zhashx_delete (self->calls, call->call_id);
 }
@@ -116,7 +117,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
 {
     const char *name = json_string_value (json_object_get (content, "name"));
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
-    int max_calls = self->server->config->max_tool_calls;
+    int max_calls = gw_server_config (self->server)->max_tool_calls;
     const json_t *tool = NULL;
     char problem[300];
     if (!e || !e->started) {
@@ -178,13 +179,14 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->name = wire_xstrdup (name);
     call->exec_msg_id = wire_xstrdup (e->msg_id);
     call->header = json_incref (header);
-    if (self->server->config->log_tool_arguments)
+    if (gw_server_config (self->server)->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();
     double timeout = gw_conv_policy (self->conv)->tool_timeout;
     if (timeout != GW_UNLIMITED)
-        call->timer_id = gw_timer_start (self->server->loop, gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
+        call->timer_id
+            = gw_timer_start (gw_server_loop (self->server), gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
     zhashx_insert (self->calls, call->call_id, call);
     json_decref (content);
     return true;

@@ -9,8 +9,8 @@
     gw_core.h, their client sockets are the ZeroMQ front's.
 */
 #include "gw_core.h"
+#include "gw_server_private.h"
 #include "gw_zmq_front.h"
-#include "config.h"
 
 #include <string.h>
 
@@ -42,34 +42,15 @@ reply_error (gw_server_t *self, wire_msg_t *req, const char *ename, const char *
 static void
 do_gateway_info (gw_server_t *self, wire_msg_t *req)
 {
-    json_t *kernels = json_pack ("[s]", "python");
-    const char *name;
-    json_t *k;
-    json_object_foreach (self->config->kernels, name, k)
-        json_array_append_new (kernels, json_string (name));
-    /* answered only once the start-up probe has ended (gw_server.c): a
-       report, or the probe's failure, is always there */
-    json_t *layers = self->last_layers ? json_deep_copy (self->last_layers) : json_object ();
-    json_t *pool = self->pool ? gw_pool_info (self->pool)
-                              : json_pack ("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "starting", 0, "claimed", 0);
-    json_t *content = json_pack (
-        "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
-        "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
-        self->startup_error == NULL, "confinement", layers, "confinement_taken", self->layers_taken, "limits",
-        gw_config_limits_json (self->config), "conversations", gw_core_count (self), "transport",
-        self->transport, "curve", self->curve, "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity),
-        "fork_server", gw_zygote_info (self->zygote, self->config));
-    if (self->startup_error)
-        json_object_set_new (content, "startup_error",
-                             json_pack ("{s:s, s:s}", "layer", self->startup_layer, "reason", self->startup_error));
-    reply_send (self, req, content);
+    reply_send (self, req, gw_server_info (self));
 }
 
 static json_t *
 open_reply_content (gw_conv_t *conv, bool created)
 {
     return json_pack ("{s:s, s:s, s:b, s:o, s:s}", "status", "ok", "conversation_id", gw_conv_id (conv), "created",
-                      created, "connection", gw_zmq_connection_json (gw_zmq_of (conv)), "workspace", gw_conv_workspace (conv));
+                      created, "connection", gw_zmq_connection_json (gw_zmq_of (conv)), "workspace",
+                      gw_conv_workspace (conv));
 }
 
 typedef struct {

@@ -55,7 +55,7 @@ struct gw_conv {
     int launch_timer;
     int kernels_started;
     bool holds_slot; /* one of the server's parallel launch slots */
-    bool queued;     /* waiting for a slot in server->launch_queue */
+    bool queued;     /* waiting for a launch slot */
     bool claimed;    /* the kernel starting is a claimed pooled one */
     bool pooled;     /* kernel is a claimed pooled one, adopted by gw_conv_start */
 };
@@ -181,39 +181,34 @@ static void
 launch_timer_stop (gw_conv_t *self)
 {
     if (self->launch_timer)
-        gw_timer_end (self->server->loop, self->launch_timer);
+        gw_timer_end (gw_server_loop (self->server), self->launch_timer);
     self->launch_timer = 0;
 }
 
-/* ---- launch slots ----------------------------------------------------------
-   Kernels start at most config->max_parallel_launches at a time: fifty
-   conversations opened at once would otherwise confine and initialize
-   fifty interpreters together on two cores, and each launch timeout would
-   measure the crowd, not the launch. A slot is held from the launch until
-   the kernel answered (or failed). */
+/* ---- launch slots (gw_slots.c) ------------------------------------------- */
 
 static void kernel_launch (gw_conv_t *self);
 
 static void
 slot_release (gw_conv_t *self)
 {
-    if (self->queued) {
-        void *handle = zlistx_find (self->server->launch_queue, self);
-        if (handle)
-            zlistx_detach (self->server->launch_queue, handle);
-        self->queued = false;
-    }
+    if (self->queued)
+        gw_slots_cancel (gw_server_slots (self->server), self);
+    self->queued = false;
     if (!self->holds_slot)
         return;
     self->holds_slot = false;
-    self->server->launching--;
-    gw_conv_t *next = zlistx_detach (self->server->launch_queue, NULL);
-    if (next) {
-        next->queued = false;
-        next->holds_slot = true;
-        self->server->launching++;
-        kernel_launch (next);
-    }
+    gw_slots_release (gw_server_slots (self->server));
+}
+
+/* Our turn came: a slot is ours. */
+static void
+on_slot (void *arg)
+{
+    gw_conv_t *self = arg;
+    self->queued = false;
+    self->holds_slot = true;
+    kernel_launch (self);
 }
 
 /* The kernel could not be started: nothing runs, every waiter is told why. */
@@ -309,9 +304,17 @@ on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
     self->launch_timer = 0;
     char reason[128];
     snprintf (reason, sizeof reason, "the launcher sent no status line within %g s",
-              self->server->config->launch_timeout);
+              gw_server_config (self->server)->launch_timeout);
     kernel_failed (self, reason);
     return 0;
+}
+
+/* A launch that sends no status line in time has failed. */
+static void
+launch_timer_start (gw_conv_t *self)
+{
+    size_t ms = (size_t) (gw_server_config (self->server)->launch_timeout * 1000);
+    self->launch_timer = gw_timer_start (gw_server_loop (self->server), ms, 1, on_launch_timeout, self);
 }
 
 static int make_dir (const char *path, mode_t mode, char **errmsg);
@@ -328,14 +331,12 @@ gw_conv_kernel_start (gw_conv_t *self)
     }
     if (self->queued)
         return;
-    if (self->server->launching < self->server->config->max_parallel_launches) {
+    if (gw_slots_take (gw_server_slots (self->server), on_slot, self)) {
         self->holds_slot = true;
-        self->server->launching++;
         kernel_launch (self);
         return;
     }
     self->queued = true;
-    zlistx_add_end (self->server->launch_queue, self);
 }
 
 /* Removes a directory a kernel could write. What cannot be removed (a
@@ -346,7 +347,7 @@ gw_conv_kernel_start (gw_conv_t *self)
 static void
 conv_dir_remove (gw_conv_t *self, const char *path)
 {
-    char *graveyard = path_join (self->server->state_dir, "graveyard");
+    char *graveyard = path_join (gw_server_state_dir (self->server), "graveyard");
     gw_quota_unmount (path); /* a run dir's tmpfs */
     int rc = gw_fs_remove_or_bury (path, graveyard);
     if (rc != 0)
@@ -379,16 +380,17 @@ kernel_launch (gw_conv_t *self)
 {
     char *errmsg = NULL;
     kernel_forget (self);
-    self->kernel = gw_kernel_new (self->server->config, self->runs, self->kernel_name, &errmsg);
+    self->kernel = gw_kernel_new (gw_server_config (self->server), self->runs, self->kernel_name, &errmsg);
     if (!self->kernel) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
         free (errmsg);
         return;
     }
-    json_t *spec = gw_kernel_spec (self->server->config, self->kernel_name, &self->policy, self->tools,
-                                   self->workspace, gw_kernel_run_dir (self->kernel));
-    gw_zygote_apply (self->server->zygote, spec);
-    int rc = gw_kernel_launch (self->kernel, self->server->loop, self->server->config->launcher, spec, self->log_path,
+    const gw_config_t *config = gw_server_config (self->server);
+    json_t *spec = gw_kernel_spec (config, self->kernel_name, &self->policy, self->tools, self->workspace,
+                                   gw_kernel_run_dir (self->kernel));
+    gw_zygote_apply (gw_server_zygote (self->server), spec);
+    int rc = gw_kernel_launch (self->kernel, gw_server_loop (self->server), config->launcher, spec, self->log_path,
                                on_launch_status, on_launch_exit, self, &errmsg);
     json_decref (spec);
     if (rc < 0) {
@@ -401,8 +403,7 @@ kernel_launch (gw_conv_t *self)
         gw_relay_announce_starting (self->relay);
         gw_relay_event (self->relay, GW_EVENT_KERNEL_STARTING, NULL);
     }
-    self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
-                                         on_launch_timeout, self);
+    launch_timer_start (self);
     gw_log ("kernel_launch", "{s:s, s:i}", "conversation", self->id, "launcher_pid",
             (int) gw_launch_pid (gw_conv_launch (self)));
 }
@@ -433,12 +434,13 @@ warm_claim (gw_conv_t *self, bool pooled)
 {
     struct stat st;
     char *dir = NULL;
-    if (!pooled || !self->server->pool || !gw_pool_fits (self->server->config, self->kernel_name, &self->policy)
-        || lstat (self->dir, &st) == 0 || !(self->kernel = gw_pool_claim (self->server->pool, &dir)))
+    gw_pool_t *pool = gw_server_pool (self->server);
+    if (!pooled || !pool || !gw_pool_fits (gw_server_config (self->server), self->kernel_name, &self->policy)
+        || lstat (self->dir, &st) == 0 || !(self->kernel = gw_pool_claim (pool, &dir)))
         return false;
     if (rename (dir, self->dir) < 0) {
-        gw_log ("warning", "{s:s, s:s, s:s}", "conversation", self->id, "what", "cannot adopt a pooled kernel's directory",
-                "reason", strerror (errno));
+        gw_log ("warning", "{s:s, s:s, s:s}", "conversation", self->id, "what",
+                "cannot adopt a pooled kernel's directory", "reason", strerror (errno));
         kernel_forget (self);
         conv_dir_remove (self, dir);
     }
@@ -458,11 +460,10 @@ warm_adopt (gw_conv_t *self)
     self->kstate = K_STARTING;
     self->claimed = true;
     self->kernels_started = 1;
-    self->launch_timer = gw_timer_start (self->server->loop, (size_t) (self->server->config->launch_timeout * 1000), 1,
-                                         on_launch_timeout, self);
+    launch_timer_start (self);
     gw_log ("kernel_claimed", "{s:s, s:i, s:f}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (gw_conv_launch (self)), "pool_age", age);
-    double default_timeout = self->server->config->defaults.tool_timeout;
+    double default_timeout = gw_server_config (self->server)->defaults.tool_timeout;
     if (json_array_size (self->tools) > 0 || self->policy.tool_timeout != default_timeout)
         gw_relay_configure (self->relay, self->tools, self->policy.tool_timeout);
     on_launch_status (gw_conv_launch (self), self);
@@ -482,8 +483,8 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->created = gw_clock_wall (); /* shown as a date, never measured */
     self->last_activity = gw_clock_mono ();
     kernel_id_new (self->kernel_id);
-    char *convs = path_join (server->state_dir, "conv");
-    self->runs = path_join (server->state_dir, "run");
+    char *convs = path_join (gw_server_state_dir (server), "conv");
+    self->runs = path_join (gw_server_state_dir (server), "run");
     self->dir = path_join (convs, id);
     self->workspace = path_join (self->dir, "workspace");
     self->log_path = path_join (self->dir, "kernel.log");
@@ -491,7 +492,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     free (convs);
     if (!rc && !warm_claim (self, pooled))
         rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
-             || gw_quota_apply (server->config, self->workspace, self->policy.workspace_bytes,
+             || gw_quota_apply (gw_server_config (server), self->workspace, self->policy.workspace_bytes,
                                 self->policy.workspace_files, errmsg) < 0;
     if (rc) {
         gw_conv_destroy (&self, true);

@@ -16,19 +16,19 @@ error_set (gw_core_error_t *err, const char *ename, char *evalue)
 gw_conv_t *
 gw_core_find (gw_server_t *server, const char *id)
 {
-    return zhashx_lookup (server->conversations, id);
+    return zhashx_lookup (gw_server_table (server), id);
 }
 
 gw_conv_t *
 gw_core_find_kernel (gw_server_t *server, const char *kernel_id)
 {
-    return zhashx_lookup (server->kernel_ids, kernel_id);
+    return zhashx_lookup (gw_server_kernel_table (server), kernel_id);
 }
 
 int
 gw_core_count (const gw_server_t *server)
 {
-    return (int) zhashx_size (server->conversations);
+    return (int) zhashx_size (gw_server_table (server));
 }
 
 gw_conv_t *
@@ -41,8 +41,8 @@ gw_core_open_checked (gw_server_t *server, const char *id, const char *kernel, j
         gw_conv_destroy (&conv, false);
     if (!conv)
         return NULL;
-    zhashx_insert (server->conversations, id, conv);
-    zhashx_insert (server->kernel_ids, gw_conv_kernel_id (conv), conv);
+    zhashx_insert (gw_server_table (server), id, conv);
+    zhashx_insert (gw_server_kernel_table (server), gw_conv_kernel_id (conv), conv);
     gw_conv_start (conv);
     return conv;
 }
@@ -78,14 +78,14 @@ reattach (gw_conv_t *conv, const json_t *tools, gw_core_error_t *err)
 static bool
 room_left (gw_server_t *server, gw_core_error_t *err)
 {
-    if (gw_core_count (server) >= server->config->max_conversations) {
+    if (gw_core_count (server) >= gw_server_config (server)->max_conversations) {
         error_set (err, "TooManyConversations",
                    wire_xasprintf ("the gateway already holds its maximum of %d conversations",
-                                   server->config->max_conversations));
+                                   gw_server_config (server)->max_conversations));
         return false;
     }
     char *full = NULL;
-    if (gw_capacity_check (&server->capacity, gw_core_count (server), &full) < 0) {
+    if (gw_capacity_check (gw_server_capacity (server), gw_core_count (server), &full) < 0) {
         error_set (err, "CapacityError", full ? full : wire_xstrdup ("no room for another conversation"));
         return false;
     }
@@ -103,16 +103,18 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
     gw_conv_t *conv = gw_core_find (server, id);
     if (conv)
         return reattach (conv, tools, err);
-    if (server->startup_error) {
+    const char *layer;
+    const char *startup_error = gw_server_startup_error (server, &layer);
+    if (startup_error) {
         error_set (err, "ConfinementUnavailable",
                    wire_xasprintf ("this host cannot confine kernels as configured: the start-up probe failed "
                                    "at %s: %s (fix it and restart kennel)",
-                                   server->startup_layer, server->startup_error));
+                                   layer, startup_error));
         return NULL;
     }
     json_t *kernel = json_object_get (request, "kernel");
     const char *kname = kernel ? gw_text (kernel) : "python";
-    if (!kname || (!streq (kname, "python") && !json_object_get (server->config->kernels, kname))) {
+    if (!kname || (!streq (kname, "python") && !json_object_get (gw_server_config (server)->kernels, kname))) {
         error_set (err, "UnknownKernel",
                    wire_xstrdup ("kernel must be \"python\" or a kernel named in the config file"));
         return NULL;
@@ -124,7 +126,7 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
     char *errmsg = NULL;
     if (!room_left (server, err))
         conv = NULL;
-    else if (gw_policy_lower (server->config, json_object_get (request, "policy"), &policy, &errmsg) < 0)
+    else if (gw_policy_lower (gw_server_config (server), json_object_get (request, "policy"), &policy, &errmsg) < 0)
         error_set (err, "PolicyError", errmsg ? errmsg : wire_xstrdup ("bad policy"));
     else {
         conv = gw_core_open_checked (server, id, kname, checked, &policy, true, attach, arg, &errmsg);
@@ -143,10 +145,10 @@ gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, const c
     gw_conv_t *conv = gw_core_find (server, id);
     if (!conv)
         return;
-    zhashx_delete (server->kernel_ids, gw_conv_kernel_id (conv));
-    zhashx_delete (server->conversations, id);
+    zhashx_delete (gw_server_kernel_table (server), gw_conv_kernel_id (conv));
+    zhashx_delete (gw_server_table (server), id);
     gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
-    if (server->kernel_mode)
+    if (gw_server_kernel_mode (server))
         gw_server_stop (server); /* first: what the close tells waiters is not a failure */
     gw_conv_closing (conv, why);
     gw_conv_destroy (&conv, keep_workspace);
@@ -176,7 +178,7 @@ gw_core_close_later (gw_server_t *server, const char *id, const char *why)
     c->server = server;
     c->id = wire_xstrdup (id);
     c->why = wire_xstrdup (why);
-    gw_timer_start (server->loop, 1, 1, on_close_later, c);
+    gw_timer_start (gw_server_loop (server), 1, 1, on_close_later, c);
 }
 
 void
@@ -195,7 +197,7 @@ json_t *
 gw_core_list (gw_server_t *server)
 {
     json_t *list = json_array ();
-    for (gw_conv_t *conv = zhashx_first (server->conversations); conv; conv = zhashx_next (server->conversations))
+    for (gw_conv_t *conv = zhashx_first (gw_server_table (server)); conv; conv = zhashx_next (gw_server_table (server)))
         json_array_append_new (list, gw_conv_list_entry (conv));
     return list;
 }

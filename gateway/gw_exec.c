@@ -51,7 +51,7 @@ exec_start_head (gw_relay_t *self)
     gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
     double timeout = gw_conv_policy (self->conv)->execution_timeout;
     if (timeout != GW_UNLIMITED)
-        e->timer_id = gw_timer_start (self->server->loop, gw_limit_ms (timeout), 1, on_exec_timeout, self);
+        e->timer_id = gw_timer_start (gw_server_loop (self->server), gw_limit_ms (timeout), 1, on_exec_timeout, self);
     gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
 }
 
@@ -59,11 +59,11 @@ void
 exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
 {
     if (e->timer_id)
-        gw_timer_end (self->server->loop, e->timer_id);
+        gw_timer_end (gw_server_loop (self->server), e->timer_id);
     if (e->grace_timer_id)
-        gw_timer_end (self->server->loop, e->grace_timer_id);
+        gw_timer_end (gw_server_loop (self->server), e->grace_timer_id);
     if (e->idle_timer_id)
-        gw_timer_end (self->server->loop, e->idle_timer_id);
+        gw_timer_end (gw_server_loop (self->server), e->idle_timer_id);
     e->timer_id = e->grace_timer_id = e->idle_timer_id = 0;
 }
 
@@ -137,7 +137,7 @@ on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
     gw_launch_t *launch = gw_conv_launch (self->conv);
     if (launch)
         gw_launch_signal (launch, SIGINT);
-    e->grace_timer_id = gw_timer_start (loop, (size_t) (self->server->config->interrupt_grace * 1000) + 1, 1,
+    e->grace_timer_id = gw_timer_start (loop, (size_t) (gw_server_config (self->server)->interrupt_grace * 1000) + 1, 1,
                                         on_grace_over, self);
     return 0;
 }
@@ -248,7 +248,7 @@ exec_new (zmsg_t *msg, json_t *header)
 void
 track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
 {
-    int limit = self->server->config->queue_limit;
+    int limit = gw_server_config (self->server)->queue_limit;
     gw_exec_t *e = exec_new (*msg_p, header);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];

@@ -29,7 +29,8 @@ gw_kernel_spec (const gw_config_t *config, const char *kernel_name, const gw_pol
                                       "tools", tools);
         if (p->imports)
             json_object_set (settings, "imports", p->imports);
-        kernel = json_pack ("{s:s, s:o}", LAUNCH_KERNEL_BUILTIN, LAUNCH_BUILTIN_PYTHON, LAUNCH_KERNEL_SETTINGS, settings);
+        kernel
+            = json_pack ("{s:s, s:o}", LAUNCH_KERNEL_BUILTIN, LAUNCH_BUILTIN_PYTHON, LAUNCH_KERNEL_SETTINGS, settings);
     }
     return json_pack ("{s:o, s:s, s:s, s:o, s:O}", LAUNCH_SPEC_POLICY, policy, LAUNCH_SPEC_WORKSPACE, workspace,
                       LAUNCH_SPEC_RUN_DIR, run_dir, LAUNCH_SPEC_KERNEL, kernel, LAUNCH_SPEC_ENV, p->env);

@@ -29,7 +29,7 @@ probe_send (gw_relay_t *self)
 {
     wire_msg_t *m = wire_msg_new (self->session, "kernel_info_request", NULL);
     wire_msg_send (m, self->kernel[WIRE_SHELL], self->kernel_key);
-    gw_io_sent (self->server->io, self->kernel[WIRE_SHELL]);
+    gw_io_sent (gw_server_io (self->server), self->kernel[WIRE_SHELL]);
     wire_msg_destroy (&m);
 }
 
@@ -57,7 +57,7 @@ static void
 probe_stop (gw_relay_t *self)
 {
     if (self->probe_timer)
-        gw_timer_end (self->server->loop, self->probe_timer);
+        gw_timer_end (gw_server_loop (self->server), self->probe_timer);
     self->probe_timer = 0;
 }
 
@@ -101,10 +101,10 @@ kernel_monitor_stop (gw_relay_t *self, int ch)
 {
     if (!self->monitor[ch])
         return;
-    gw_io_reader_end (self->server->io, self->monitor[ch]);
+    gw_io_reader_end (gw_server_io (self->server), self->monitor[ch]);
     if (self->kernel[ch]) {
         zmq_socket_monitor (zsock_resolve (self->kernel[ch]), NULL, 0);
-        gw_io_sent (self->server->io, self->kernel[ch]); /* any call on it may take its wake-up */
+        gw_io_sent (gw_server_io (self->server), self->kernel[ch]); /* any call on it may take its wake-up */
     }
     zsock_destroy (&self->monitor[ch]);
 }
@@ -120,13 +120,13 @@ on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
         snprintf (cause, sizeof cause,
                   "the gateway cut the kernel's %s connection: %s (%zu bytes, %d frames a message); it was killed "
                   "and the next request starts a fresh kernel, variables are lost",
-                  gw_channel_name (self->dropped_channel), cut, 2 * self->server->limits.max_message_bytes,
+                  gw_channel_name (self->dropped_channel), cut, 2 * gw_server_limits (self->server)->max_message_bytes,
                   GW_ZMTP_FRAMES_MAX);
     else
         snprintf (cause, sizeof cause,
                   "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
                   "killed and the next request starts a fresh kernel, variables are lost",
-                  gw_channel_name (self->dropped_channel), 2 * self->server->limits.max_message_bytes);
+                  gw_channel_name (self->dropped_channel), 2 * gw_server_limits (self->server)->max_message_bytes);
     gw_conv_kill_kernel (self->conv, "KernelDied", cause);
     return 0;
 }
@@ -175,7 +175,7 @@ kernel_monitor_start (gw_relay_t *self, int ch, zsock_t *s)
         return -1;
     self->monitor[ch] = zsock_new (ZMQ_PAIR);
     if (!self->monitor[ch] || zsock_connect (self->monitor[ch], "%s", endpoint) < 0
-        || gw_io_reader (self->server->io, self->monitor[ch], on_kernel_monitor, self) < 0) {
+        || gw_io_reader (gw_server_io (self->server), self->monitor[ch], on_kernel_monitor, self) < 0) {
         zmq_socket_monitor (zsock_resolve (s), NULL, 0);
         zsock_destroy (&self->monitor[ch]);
         return -1;
@@ -188,9 +188,9 @@ kernel_timers_stop (gw_relay_t *self)
 {
     probe_stop (self);
     if (self->bound_timer)
-        gw_timer_end (self->server->loop, self->bound_timer);
+        gw_timer_end (gw_server_loop (self->server), self->bound_timer);
     if (self->drop_timer)
-        gw_timer_end (self->server->loop, self->drop_timer);
+        gw_timer_end (gw_server_loop (self->server), self->drop_timer);
     self->bound_timer = self->drop_timer = 0;
 }
 
@@ -204,7 +204,7 @@ kernel_sockets_drop (gw_relay_t *self)
     for (int ch = 0; ch < 4; ch++) {
         kernel_monitor_stop (self, ch);
         if (self->kernel[ch]) {
-            gw_io_reader_end (self->server->io, self->kernel[ch]);
+            gw_io_reader_end (gw_server_io (self->server), self->kernel[ch]);
             zsock_destroy (&self->kernel[ch]);
         }
         gw_zmtp_guard_destroy (&self->guard[ch]);
@@ -242,9 +242,9 @@ kernel_guard_connect (gw_relay_t *self, int ch, zsock_t *s)
 {
     char path[GW_PATH_MAX], endpoint[64];
     snprintf (path, sizeof path, "%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[ch]);
-    size_t max = self->server->limits.max_message_bytes;
+    size_t max = gw_server_limits (self->server)->max_message_bytes;
     gw_zmtp_limits_t limits = {max && max <= UINT64_MAX / 2 ? 2 * (uint64_t) max : UINT64_MAX, GW_ZMTP_FRAMES_MAX};
-    self->guard[ch] = gw_zmtp_guard_new (self->server->io, path, &limits, gw_conv_id (self->conv),
+    self->guard[ch] = gw_zmtp_guard_new (gw_server_io (self->server), path, &limits, gw_conv_id (self->conv),
                                          gw_channel_name (ch), endpoint, sizeof endpoint);
     return self->guard[ch] ? zsock_connect (s, "%s", endpoint) : -1;
 }
@@ -259,7 +259,7 @@ kernel_socket_open (gw_relay_t *self, int ch)
     zsock_set_linger (s, 0);
     zsock_set_sndtimeo (s, 0);
     zsock_set_reconnect_ivl (s, -1);
-    gw_io_bound (s, self->server->limits.max_message_bytes, GW_QUEUE_CONVERSATION);
+    gw_io_bound (s, gw_server_limits (self->server)->max_message_bytes, GW_QUEUE_CONVERSATION);
     if (ch == WIRE_IOPUB)
         zsock_set_subscribe (s, "");
     else
@@ -269,7 +269,7 @@ kernel_socket_open (gw_relay_t *self, int ch)
     if (kernel_guard_connect (self, ch, s) < 0)
         return -1;
     static zloop_reader_fn *readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
-    return gw_io_reader (self->server->io, s, readers[ch], self);
+    return gw_io_reader (gw_server_io (self->server), s, readers[ch], self);
 }
 
 /* Connects the four sockets and starts the readiness probe. */
@@ -290,7 +290,7 @@ kernel_connect (gw_relay_t *self)
        probe's busy/idle can be published before our SUB's subscription
        reached the kernel (a warm kernel answers at once) */
     probe_send (self);
-    self->probe_timer = gw_timer_start (self->server->loop, 10, 0, on_probe_timer, self);
+    self->probe_timer = gw_timer_start (gw_server_loop (self->server), 10, 0, on_probe_timer, self);
     return 0;
 }
 
@@ -314,7 +314,8 @@ kernel_connect_or_wait (gw_relay_t *self)
 {
     if (kernel_connect (self) == 0 || self->bound_timer)
         return;
-    self->bound_timer = gw_timer_start (self->server->loop, KERNEL_CONNECT_AGAIN_MS, 0, on_kernel_bound_check, self);
+    self->bound_timer
+        = gw_timer_start (gw_server_loop (self->server), KERNEL_CONNECT_AGAIN_MS, 0, on_kernel_bound_check, self);
 }
 
 int
@@ -334,6 +335,6 @@ gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connec
     if (kernel_bound (self))
         return kernel_connect (self) < 0 ? (*errmsg = wire_xstrdup ("cannot connect to the kernel's sockets"), -1) : 0;
     /* a cold kernel binds a moment after the status line */
-    self->bound_timer = gw_timer_start (self->server->loop, 2, 0, on_kernel_bound_check, self);
+    self->bound_timer = gw_timer_start (gw_server_loop (self->server), 2, 0, on_kernel_bound_check, self);
     return 0;
 }

@@ -15,6 +15,7 @@
     launch (fork, cgroup move, namespaces: tens of ms of CPU on a small
     host) competing with them made warm starts 2-5x slower.
 */
+#include "gw_core.h"
 #include "gw_kernel.h"
 #include "kernel-launcher/kennel_launch.h"
 
@@ -48,7 +49,7 @@ struct gw_pool {
 static char *
 pool_path (const gw_pool_t *self, const char *leaf)
 {
-    return wire_xasprintf ("%s/pool%s%s", self->server->state_dir, leaf ? "/" : "", leaf ? leaf : "");
+    return wire_xasprintf ("%s/pool%s%s", gw_server_state_dir (self->server), leaf ? "/" : "", leaf ? leaf : "");
 }
 
 static void
@@ -68,7 +69,7 @@ warm_destroy (gw_warm_t **self_p)
     if (!self)
         return;
     if (self->probe)
-        warm_probe_close (self, self->pool->server->loop);
+        warm_probe_close (self, gw_server_loop (self->pool->server));
     if (self->kernel) {
         gw_kernel_end (self->kernel);
         gw_quota_unmount (gw_kernel_run_dir (self->kernel));
@@ -150,7 +151,7 @@ on_warm_status (gw_launch_t *launch, void *arg)
         warm_remove (self, warm);
         return;
     }
-    if (warm_probe (warm, self->server->loop) < 0) {
+    if (warm_probe (warm, gw_server_loop (self->server)) < 0) {
         gw_log ("pool_failed", "{s:s}", "reason", "cannot ask the pooled kernel for kernel_info");
         self->retry_at = gw_clock_mono () + POOL_RETRY_S;
         warm_remove (self, warm);
@@ -186,22 +187,22 @@ pool_launch (gw_pool_t *self)
     warm->dir = pool_path (self, rnd);
     char *workspace = wire_xasprintf ("%s/workspace", warm->dir);
     char *log_path = wire_xasprintf ("%s/kernel.log", warm->dir);
-    char *runs = wire_xasprintf ("%s/run", self->server->state_dir);
+    char *runs = wire_xasprintf ("%s/run", gw_server_state_dir (self->server));
+    const gw_config_t *config = gw_server_config (self->server);
     char *errmsg = NULL;
     if (make_dir (top, 0711) < 0 || make_dir (runs, 0711) < 0 || make_dir (warm->dir, 0711) < 0
              || make_dir (workspace, 0700) < 0) {
         errmsg = wire_xasprintf ("cannot create %s: %s", warm->dir, strerror (errno));
     }
-    else if (gw_quota_apply (self->server->config, workspace, self->server->config->defaults.workspace_bytes,
-                             self->server->config->defaults.workspace_files, &errmsg) == 0
-             && (warm->kernel = gw_kernel_new (self->server->config, runs, "python", &errmsg))) {
-        const gw_config_t *config = self->server->config;
+    else if (gw_quota_apply (config, workspace, config->defaults.workspace_bytes, config->defaults.workspace_files,
+                             &errmsg) == 0
+             && (warm->kernel = gw_kernel_new (config, runs, "python", &errmsg))) {
         json_t *tools = json_array ();
         json_t *spec
             = gw_kernel_spec (config, "python", &config->defaults, tools, workspace, gw_kernel_run_dir (warm->kernel));
-        gw_zygote_apply (self->server->zygote, spec);
+        gw_zygote_apply (gw_server_zygote (self->server), spec);
         json_decref (tools);
-        gw_kernel_launch (warm->kernel, self->server->loop, config->launcher, spec, log_path, on_warm_status,
+        gw_kernel_launch (warm->kernel, gw_server_loop (self->server), config->launcher, spec, log_path, on_warm_status,
                           on_warm_exit, warm, &errmsg);
         json_decref (spec);
     }
@@ -223,10 +224,11 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_pool_t *self = arg;
     gw_server_t *server = self->server;
-    if (server->stopping || (int) zlistx_size (self->kernels) >= self->size || gw_clock_mono () < self->retry_at
+    if (gw_server_stopping (server) || (int) zlistx_size (self->kernels) >= self->size
+        || gw_clock_mono () < self->retry_at
         || gw_clock_mono () < self->claimed_at + POOL_QUIET_S
-        || server->launching >= server->config->max_parallel_launches || zlistx_size (server->launch_queue) > 0
-        || !gw_capacity_fds_room (&server->capacity, (int) zhashx_size (server->conversations)))
+        || gw_slots_busy (gw_server_slots (server))
+        || !gw_capacity_fds_room (gw_server_capacity (server), gw_core_count (server)))
         return 0;
     for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
         if (!w->ready)
@@ -242,7 +244,7 @@ gw_pool_new (gw_server_t *server, int size)
     self->server = server;
     self->size = size;
     self->kernels = zlistx_new ();
-    self->timer = gw_timer_start (server->loop, POOL_CHECK_MS, 0, on_pool_check, self);
+    self->timer = gw_timer_start (gw_server_loop (server), POOL_CHECK_MS, 0, on_pool_check, self);
     return self;
 }
 
@@ -253,7 +255,7 @@ gw_pool_destroy (gw_pool_t **self_p)
     if (!self)
         return;
     if (self->timer)
-        gw_timer_end (self->server->loop, self->timer);
+        gw_timer_end (gw_server_loop (self->server), self->timer);
     gw_warm_t *warm;
     while ((warm = zlistx_detach (self->kernels, NULL)))
         warm_destroy (&warm);

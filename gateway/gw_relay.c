@@ -54,7 +54,7 @@ recv_from_kernel (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     zmsg_t *msg = zmsg_recv (sock);
     if (!msg)
         return NULL;
-    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, gw_server_limits (self->server));
     if (err == WIRE_OK)
         err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
@@ -138,7 +138,7 @@ on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     zmsg_t *msg = zmsg_recv (sock);
     if (!msg)
         return 0;
-    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, &self->server->limits);
+    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, gw_server_limits (self->server));
     if (err == WIRE_OK)
         err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
@@ -197,7 +197,7 @@ static json_t *
 client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
 {
     json_t *header = NULL;
-    wire_error_t err = wire_frames_verify (msg, NULL, NULL, &self->server->limits);
+    wire_error_t err = wire_frames_verify (msg, NULL, NULL, gw_server_limits (self->server));
     if (err == WIRE_OK)
         header = wire_frames_peek (msg, 0, &err);
     if (header && (!json_is_string (json_object_get (header, "msg_type"))
@@ -228,7 +228,7 @@ static void
 control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
 {
     wire_error_t err;
-    wire_msg_t *req = wire_msg_decode (msg_p, NULL, NULL, &self->server->limits, &err);
+    wire_msg_t *req = wire_msg_decode (msg_p, NULL, NULL, gw_server_limits (self->server), &err);
     if (!req)
         return;
     publish_status (self, req->header, "busy");
@@ -254,7 +254,7 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
            end's kernel manager starts the next process */
         publish_status (self, req->header, "idle");
         wire_msg_destroy (&req);
-        if (restart && !self->server->kernel_mode)
+        if (restart && !gw_server_kernel_mode (self->server))
             gw_conv_restart (self->conv, "shutdown_request with restart");
         else
             gw_conv_request_close (self->conv);

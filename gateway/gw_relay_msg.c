@@ -70,7 +70,7 @@ kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
     zsock_t *sock = self->kernel[channel];
     resign (*msg_p, self->kernel_key);
     int rc = zmsg_send (msg_p, sock);
-    gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
+    gw_io_sent (gw_server_io (self->server), sock); /* a send may take the socket's wake-up (gw_io.c) */
     if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);

@@ -129,5 +129,5 @@ reply_hold (gw_relay_t *self, void *handle, zmsg_t *msg)
     if (e->idle_seen)
         reply_complete (self, handle, e);
     else if (!e->idle_timer_id)
-        e->idle_timer_id = gw_timer_start (self->server->loop, IDLE_WAIT_MS, 1, on_idle_wait_over, self);
+        e->idle_timer_id = gw_timer_start (gw_server_loop (self->server), IDLE_WAIT_MS, 1, on_idle_wait_over, self);
 }

@@ -237,7 +237,7 @@ static void
 on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
 {
     selftest_t *self = arg;
-    json_t *layers = self->server->last_layers;
+    json_t *layers = gw_server_last_layers (self->server);
     if (layers) {
         printf ("layers:\n");
         const char *name;
@@ -261,11 +261,11 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     gw_client_connect (self->shell, c, (int) json_integer_value (json_object_get (c, "shell_port")));
     gw_client_connect (self->iopub, c, (int) json_integer_value (json_object_get (c, "iopub_port")));
     json_decref (c);
-    zloop_reader (self->server->loop, self->shell, on_shell, self);
-    zloop_reader (self->server->loop, self->iopub, on_iopub, self);
+    zloop_reader (gw_server_loop (self->server), self->shell, on_shell, self);
+    zloop_reader (gw_server_loop (self->server), self->iopub, on_iopub, self);
     /* the host paths the kernel must not see: secrets and our own state */
     json_t *paths = json_pack ("[s, s, s, s, s]", "/etc/shadow", "/root/.ssh", "/home", "/var/lib/kennel",
-                               self->server->state_dir);
+                               gw_server_state_dir (self->server));
     char *plist = json_dumps (paths, JSON_COMPACT);
     json_decref (paths);
     char *code = wire_xasprintf ("HOST_PATHS = %s\nTCP_PORT = %d\nUDP_PORT = %d\n%s", plist, self->listeners.tcp_port,
@@ -324,9 +324,9 @@ gw_selftest_run (const char *config_path)
         rmdir (tmpl);
         return 1;
     }
-    server->kernel_mode = true; /* one conversation; the loop ends with it */
+    gw_server_set_kernel_mode (server); /* one conversation; the loop ends with it */
     gw_policy_t policy;
-    gw_policy_copy (&policy, &server->config->defaults);
+    gw_policy_copy (&policy, &gw_server_config (server)->defaults);
     gw_conv_t *conv
         = gw_core_open_checked (server, "selftest", "python", NULL, &policy, false, gw_zmq_open, NULL, &errmsg);
     gw_policy_clear (&policy);
@@ -337,12 +337,12 @@ gw_selftest_run (const char *config_path)
     else {
         self.conv = conv;
         gw_conv_when_ready (conv, on_ready, &self);
-        gw_timer_start (server->loop, 60000, 1, on_deadline, &self);
+        gw_timer_start (gw_server_loop (server), 60000, 1, on_deadline, &self);
         gw_server_run (server);
     }
     if (self.shell) {
-        zloop_reader_end (server->loop, self.shell);
-        zloop_reader_end (server->loop, self.iopub);
+        zloop_reader_end (gw_server_loop (server), self.shell);
+        zloop_reader_end (gw_server_loop (server), self.iopub);
     }
     zsock_destroy (&self.shell);
     zsock_destroy (&self.iopub);

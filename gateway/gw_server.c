@@ -1,11 +1,13 @@
 /*  gw_server.c - the daemon's loop: control socket, connection file, the
-    conversation table, idle culling, clean shutdown.
+    start-up probe, idle culling, clean shutdown. The conversation table it
+    holds is gw_core.c's to change.
 
     Shutdown (SIGTERM or SIGINT, caught by czmq) ends the loop; every
     conversation is then closed: kernels killed and reaped, sockets and
     directories removed, the connection file deleted.
 */
 #include "gw_core.h"
+#include "gw_server_private.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -14,13 +16,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-void
-gw_set_string (char **field, const char *value)
-{
-    free (*field);
-    *field = value ? wire_xstrdup (value) : NULL;
-}
 
 /* mkdir -p; what we create is 0711: the sandbox's host uid must traverse
    it to reach a conversation's workspace and run dir (gw_conv.c). */
@@ -135,7 +130,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->limits.max_message_bytes = self->config->max_message_bytes;
     self->conversations = zhashx_new ();
     self->kernel_ids = zhashx_new ();
-    self->launch_queue = zlistx_new ();
+    self->slots = gw_slots_new (self->config->max_parallel_launches);
     wire_id_new (self->session);
     gw_capacity_init (&self->capacity, self->config);
     gw_log ("capacity", "{s:o}", "capacity", gw_capacity_json (&self->capacity));
@@ -457,7 +452,7 @@ gw_server_destroy (gw_server_t **self_p)
     gw_zygote_destroy (&self->zygote); /* after the kernels: it would end them */
     zhashx_destroy (&self->conversations);
     zhashx_destroy (&self->kernel_ids);
-    zlistx_destroy (&self->launch_queue);
+    gw_slots_destroy (&self->slots);
     if (self->control) {
         if (self->ready)
             gw_io_reader_end (self->io, self->control);

@@ -11,6 +11,7 @@
     so: jansson refuses to encode anything else, and a reply holding such a
     message would go out with an empty content. Lengths a client sees are in characters (code
     points), and a string cut to fit a message is cut between characters.
+    A malloc'd string field is replaced through gw_set_string.
 */
 #include "gw.h"
 
@@ -79,4 +80,11 @@ gw_text_fit (const char *s, int max)
     while (max > 0 && ((unsigned char) s[max] & 0xC0) == 0x80)
         max--; /* s[max] continues the character that would be cut */
     return max;
+}
+
+void
+gw_set_string (char **field, const char *value)
+{
+    free (*field);
+    *field = value ? wire_xstrdup (value) : NULL;
 }

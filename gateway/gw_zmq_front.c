@@ -49,7 +49,7 @@ client_recv (gw_zmq_t *self, zsock_t *sock, wire_channel_t channel)
     zmsg_t *msg = zmsg_recv (sock);
     if (!msg)
         return NULL;
-    wire_error_t err = wire_frames_verify (msg, self->key, self->replay, &self->server->limits);
+    wire_error_t err = wire_frames_verify (msg, self->key, self->replay, gw_server_limits (self->server));
     if (err != WIRE_OK) {
         gw_log_bad_message (self->conv_id, gw_channel_name (channel), err, "client");
         zmsg_destroy (&msg);
@@ -127,7 +127,7 @@ zmq_deliver (void *arg, wire_channel_t channel, zmsg_t **msg_p)
     client_sent (self, sig);
     zsock_t *sock = self->client[channel];
     int rc = zmsg_send (msg_p, sock);
-    gw_io_sent (self->server->io, sock); /* a send may take the socket's wake-up (gw_io.c) */
+    gw_io_sent (gw_server_io (self->server), sock); /* a send may take the socket's wake-up (gw_io.c) */
     if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);
@@ -177,14 +177,14 @@ bind_client (gw_zmq_t *self, wire_channel_t ch, int port, char **errmsg)
     zsock_set_sndtimeo (s, 0);
     /* zmq refuses frames far above the limit before they are buffered;
        those between 1x and 2x reach the wire check and are logged */
-    size_t max = self->server->limits.max_message_bytes;
+    size_t max = gw_server_limits (self->server)->max_message_bytes;
     if (max > 0 && max < INT32_MAX / 2)
         zsock_set_maxmsgsize (s, (int) (2 * max));
     if (self->curve)
         gw_curve_server (s, &self->curve_keys);
     /* a peer naming another's identity takes its routing: only among
        authenticated peers; kernelspec mode keeps ipykernel's choice */
-    if (types[ch] == ZMQ_ROUTER && (gw_server_authenticates (self->server) || self->server->kernel_mode))
+    if (types[ch] == ZMQ_ROUTER && (gw_server_authenticates (self->server) || gw_server_kernel_mode (self->server)))
         zsock_set_router_handover (s, 1);
     int rc;
     if (streq (transport, "ipc"))
@@ -227,11 +227,11 @@ bind_client (gw_zmq_t *self, wire_channel_t ch, int port, char **errmsg)
 static int
 curve_start (gw_zmq_t *self, char **errmsg)
 {
-    if (!self->server->zap || gw_curve_keys_new (&self->curve_keys) < 0) {
+    if (!gw_server_zap (self->server) || gw_curve_keys_new (&self->curve_keys) < 0) {
         *errmsg = wire_xstrdup ("cannot set up CurveZMQ for the client sockets (no ZAP handler or no CURVE in libzmq)");
         return -1;
     }
-    gw_zap_allow (self->server->zap, &self->curve_keys);
+    gw_zap_allow (gw_server_zap (self->server), &self->curve_keys);
     self->curve = true;
     return 0;
 }
@@ -244,7 +244,7 @@ ipc_prefix (gw_server_t *server)
     char rnd[WIRE_ID_SIZE];
     wire_id_new (rnd);
     rnd[GW_SHORT_ID_LEN] = 0;
-    return wire_xasprintf ("%s/sock/%s", server->state_dir, rnd);
+    return wire_xasprintf ("%s/sock/%s", gw_server_state_dir (server), rnd);
 }
 
 static gw_zmq_t *
@@ -252,9 +252,11 @@ zmq_new (gw_server_t *server, const wire_connection_t *fixed, char **errmsg)
 {
     gw_zmq_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
-    self->transport = wire_xstrdup (fixed ? fixed->transport : server->transport);
-    self->ip = fixed ? wire_xstrdup (fixed->ip) : streq (self->transport, "ipc") ? ipc_prefix (server)
-                                                                                  : wire_xstrdup (server->ip);
+    self->transport = wire_xstrdup (fixed ? fixed->transport : gw_server_transport (server));
+    if (fixed)
+        self->ip = wire_xstrdup (fixed->ip);
+    else
+        self->ip = streq (self->transport, "ipc") ? ipc_prefix (server) : wire_xstrdup (gw_server_ip (server));
     wire_error_t err;
     self->key = fixed ? wire_connection_key (fixed, &err) : wire_key_new_random ();
     if (!self->key) {
@@ -272,7 +274,7 @@ zmq_new (gw_server_t *server, const wire_connection_t *fixed, char **errmsg)
     else if (streq (self->transport, "ipc"))
         for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
             ports[ch] = ch + 1;
-    if (!fixed && server->curve && curve_start (self, errmsg) < 0) {
+    if (!fixed && gw_server_curve (server) && curve_start (self, errmsg) < 0) {
         zmq_destroy (&self);
         return NULL;
     }
@@ -284,7 +286,7 @@ zmq_new (gw_server_t *server, const wire_connection_t *fixed, char **errmsg)
     /* read from the loop's next turn on, once attached (gw_zmq_attach) */
     static zloop_reader_fn *readers[] = {on_client_shell, NULL, on_client_stdin, on_client_control, on_client_hb};
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        if (readers[ch] && gw_io_reader (server->io, self->client[ch], readers[ch], self) < 0) {
+        if (readers[ch] && gw_io_reader (gw_server_io (server), self->client[ch], readers[ch], self) < 0) {
             *errmsg = wire_xasprintf ("cannot watch the client sockets (epoll): %s", strerror (errno));
             zmq_destroy (&self);
             return NULL;
@@ -318,7 +320,7 @@ zmq_destroy (gw_zmq_t **self_p)
     gw_front_detach (&self->peer);
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
         if (self->client[ch]) {
-            gw_io_reader_end (self->server->io, self->client[ch]);
+            gw_io_reader_end (gw_server_io (self->server), self->client[ch]);
             zsock_destroy (&self->client[ch]);
             if (streq (self->transport, "ipc")) {
                 char path[GW_PATH_MAX];
@@ -327,7 +329,7 @@ zmq_destroy (gw_zmq_t **self_p)
             }
         }
     if (self->curve)
-        gw_zap_forget (self->server->zap, &self->curve_keys);
+        gw_zap_forget (gw_server_zap (self->server), &self->curve_keys);
     wire_key_destroy (&self->key);
     wire_replay_destroy (&self->replay);
     free (self->transport);

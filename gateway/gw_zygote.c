@@ -63,7 +63,7 @@ err_close (gw_zygote_t *self)
 {
     if (self->err_item.fd < 0)
         return;
-    zloop_poller_end (self->server->loop, &self->err_item);
+    zloop_poller_end (gw_server_loop (self->server), &self->err_item);
     close (self->err_item.fd);
     self->err_item.fd = -1;
     self->line_len = 0;
@@ -144,7 +144,7 @@ on_exit_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     err_close (self);
     char cause[80];
     describe_status (status, cause, sizeof cause);
-    bool retry = self->restarts < ZYGOTE_MAX_RESTARTS && !self->server->stopping;
+    bool retry = self->restarts < ZYGOTE_MAX_RESTARTS && !gw_server_stopping (self->server);
     gw_log ("fork_server_exited", "{s:i, s:s, s:b, s:i}", "pid", (int) self->pid, "cause", cause, "restarting",
             retry, "restarts", self->restarts);
     self->pid = 0;
@@ -176,11 +176,11 @@ zygote_spawn (gw_zygote_t *self)
         return;
     }
     if (pid == 0)
-        child_exec (self->server->config->launcher, self->socket_path, self->preload, err_pipe[1]);
+        child_exec (gw_server_config (self->server)->launcher, self->socket_path, self->preload, err_pipe[1]);
     close (err_pipe[1]);
     fcntl (err_pipe[0], F_SETFL, O_NONBLOCK);
     self->err_item = (zmq_pollitem_t){NULL, err_pipe[0], ZMQ_POLLIN, 0};
-    zloop_poller (self->server->loop, &self->err_item, on_err_readable, self);
+    zloop_poller (gw_server_loop (self->server), &self->err_item, on_err_readable, self);
     int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
     if (pidfd < 0) {
         gw_log ("fork_server_failed", "{s:s, s:s}", "step", "pidfd_open", "message", strerror (errno));
@@ -190,7 +190,7 @@ zygote_spawn (gw_zygote_t *self)
     }
     self->pid = pid;
     self->pid_item = (zmq_pollitem_t){NULL, pidfd, ZMQ_POLLIN, 0};
-    zloop_poller (self->server->loop, &self->pid_item, on_exit_readable, self);
+    zloop_poller (gw_server_loop (self->server), &self->pid_item, on_exit_readable, self);
     gw_log ("fork_server_start", "{s:i, s:s, s:s}", "pid", (int) pid, "socket", self->socket_path, "preload",
             self->preload ? self->preload : "");
 }
@@ -202,10 +202,10 @@ gw_zygote_new (gw_server_t *server)
     self->server = server;
     self->pid_item.fd = -1;
     self->err_item.fd = -1;
-    self->socket_path = wire_xasprintf ("%s/zygote.sock", server->state_dir);
-    size_t n = json_array_size (server->config->fork_preload);
+    self->socket_path = wire_xasprintf ("%s/zygote.sock", gw_server_state_dir (server));
+    size_t n = json_array_size (gw_server_config (server)->fork_preload);
     for (size_t i = 0; i < n; i++) {
-        const char *mod = json_string_value (json_array_get (server->config->fork_preload, i));
+        const char *mod = json_string_value (json_array_get (gw_server_config (server)->fork_preload, i));
         char *joined = wire_xasprintf ("%s%s%s", self->preload ? self->preload : "", self->preload ? "," : "", mod);
         free (self->preload);
         self->preload = joined;
@@ -222,7 +222,7 @@ gw_zygote_destroy (gw_zygote_t **self_p)
     gw_zygote_t *self = *self_p;
     if (!self)
         return;
-    zloop_t *loop = self->server->loop;
+    zloop_t *loop = gw_server_loop (self->server);
     if (self->restart_timer)
         gw_timer_end (loop, self->restart_timer);
     if (self->pid) {

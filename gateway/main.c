@@ -202,7 +202,7 @@ cmd_serve (int argc, char **argv)
     gw_config_destroy (&config);
     free (state_dir);
     if (server && o.insecure_tcp)
-        server->curve = false;
+        gw_server_set_insecure (server);
     http_front_t *front = NULL;
     if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0
         || (!http_off && !(front = http_front_new (server, &http, &errmsg)))) {
@@ -212,9 +212,9 @@ cmd_serve (int argc, char **argv)
         gw_server_destroy (&server);
         return 1;
     }
-    gw_log ("serve", "{s:s, s:s, s:i, s:s, s:i}", "connection_file", server->connection_file, "state_dir",
-            server->state_dir, "control_port", server->control_port, "launcher", server->config->launcher, "pid",
-            (int) getpid ());
+    gw_log ("serve", "{s:s, s:s, s:i, s:s, s:i}", "connection_file", gw_server_connection_file (server), "state_dir",
+            gw_server_state_dir (server), "control_port", gw_server_control_port (server), "launcher",
+            gw_server_config (server)->launcher, "pid", (int) getpid ());
     int rc = gw_server_run (server);
     http_front_destroy (&front); /* its sockets on the conversations go first */
     gw_server_destroy (&server);
@@ -250,10 +250,9 @@ static void
 on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
 {
     gw_server_t *server = arg;
-    if (!ok && !server->stopping) {
+    if (!ok && !gw_server_stopping (server)) {
         fprintf (stderr, "kennel: the kernel could not be started: %s\n", errmsg ? errmsg : "?");
-        server->exit_code = 1;
-        gw_server_stop (server);
+        gw_server_exit (server, 1);
     }
 }
 
@@ -321,10 +320,10 @@ cmd_kernel (int argc, char **argv)
     gw_config_destroy (&config);
     int rc = 1;
     if (server) {
-        server->kernel_mode = true;
-        server->curve = false; /* Jupyter's connection file has no CURVE keys: its own model */
+        /* no CURVE either: Jupyter's connection file has no CURVE keys, its own model */
+        gw_server_set_kernel_mode (server);
         gw_policy_t policy;
-        gw_policy_copy (&policy, &server->config->defaults);
+        gw_policy_copy (&policy, &gw_server_config (server)->defaults);
         /* declared exactly as conversation_open with these tools would */
         gw_conv_t *conv
             = gw_core_open_checked (server, "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);

@@ -18,12 +18,14 @@ bool
 http_api_ready (const http_front_t *front, const char **why)
 {
     const gw_server_t *s = front->server;
+    const char *layer;
+    const char *startup_error = gw_server_startup_error (s, &layer);
     *why = NULL;
-    if (!s->ready)
+    if (!gw_server_ready (s))
         *why = "the gateway is still probing confinement";
-    else if (s->startup_error)
-        *why = s->startup_error;
-    else if (s->config->fork_server && !gw_zygote_socket (s->zygote))
+    else if (startup_error)
+        *why = startup_error;
+    else if (gw_server_config (s)->fork_server && !gw_zygote_socket (gw_server_zygote (s)))
         *why = "the fork server is starting";
     return *why == NULL;
 }
@@ -45,7 +47,7 @@ specs_all (http_front_t *front)
     json_object_set_new (specs, "python3", spec_model ("python3", "Python 3 (kennel)", "python"));
     const char *name;
     json_t *k;
-    json_object_foreach (front->server->config->kernels, name, k) {
+    json_object_foreach (gw_server_config (front->server)->kernels, name, k) {
         const char *lang = gw_text (json_object_get (k, "language"));
         json_object_set_new (specs, name, spec_model (name, name, lang ? lang : "unknown"));
     }
@@ -58,7 +60,7 @@ spec_kernel (http_front_t *front, const char *name)
 {
     if (streq (name, "python3") || streq (name, "python"))
         return "python";
-    return json_object_get (front->server->config->kernels, name) ? name : NULL;
+    return json_object_get (gw_server_config (front->server)->kernels, name) ? name : NULL;
 }
 
 static int
@@ -353,7 +355,7 @@ kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
     if (req->method != LWSHUMETH_GET)
         return http_reply_error (wsi, req, 405, "GET or POST");
     json_t *list = json_array ();
-    zhashx_t *table = req->front->server->conversations;
+    zhashx_t *table = gw_server_table (req->front->server);
     for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
         json_array_append_new (list, http_kernel_model (req->front, conv));
     return http_reply_write (wsi, req, 200, list, NULL);

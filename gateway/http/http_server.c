@@ -274,7 +274,7 @@ url_publish (http_front_t *self)
     bool v6 = strchr (self->settings.ip, ':') != NULL;
     self->url = wire_xasprintf ("%s://%s%s%s:%d/", self->settings.certfile ? "https" : "http", v6 ? "[" : "",
                                 self->settings.ip, v6 ? "]" : "", port);
-    json_t *info = self->server->connection_info;
+    json_t *info = gw_server_connection_info (self->server);
     json_object_set_new (info, "http_url", json_string (self->url));
     /* the connection file is 0600: a generated token is found there and
        never in a log */
@@ -298,7 +298,7 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
     self->websockets = zlistx_new ();
     self->waits = zlistx_new ();
     self->sessions = http_sessions_new ();
-    self->uv = http_loop_new (server->loop);
+    self->uv = http_loop_new (gw_server_loop (server));
     if (!self->uv) {
         *errmsg = wire_xstrdup ("cannot set up the HTTP front's event loop (libuv)");
         http_front_destroy (&self);

@@ -239,7 +239,7 @@ ws_conn_receive (ws_conn_t *self, const void *data, size_t len)
 {
     if (self->close_code)
         return 0;
-    size_t max = self->front->server->config->max_message_bytes;
+    size_t max = gw_server_config (self->front->server)->max_message_bytes;
     if (self->rx_len + len > max) {
         char why[120];
         snprintf (why, sizeof why, "a message larger than %zu bytes (max_message_bytes)", max);

@@ -30,6 +30,7 @@
     - the table never holds more than max_conversations; nothing leaks.
 */
 #include "gateway/gw_core.h"
+#include "gateway/gw_server_private.h"
 #include "gateway/gw_zmq_front.h"
 #include "fuzz_check.h"
 #include <stdlib.h>

@@ -22,7 +22,7 @@ tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
 # the control handler with the parts of the gateway it calls, the
 # conversation layer and the ZeroMQ front excepted (stubbed in the target)
-GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_core.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
+GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_core.c gateway/gw_server_access.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
 	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c
 tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
 	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h $(GW_FUZZ_CONTROL_GW)
@@ -57,7 +57,7 @@ GW_FUZZ_CFLAGS = $(FUZZ_CFLAGS) -I$(top_srcdir)/confine
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
-	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
+	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
 	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c
 GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
@@ -68,7 +68,7 @@ GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp
 GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
 	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz
-GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/tests/fuzz/fuzz_check.h
+GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
 	tests/fuzz/corpus-ws

@@ -1,0 +1,51 @@
+/*  gw_server_private.h - the server's fields: for gw_server.c and the
+    handler of its control socket (gw_control.c) only; everyone else uses
+    the accessors of gw.h.
+*/
+#ifndef GW_SERVER_PRIVATE_H_INCLUDED
+#define GW_SERVER_PRIVATE_H_INCLUDED
+
+#include "gw.h"
+
+struct gw_server {
+    zloop_t *loop;
+    gw_config_t *config;
+    char *state_dir;
+    char *ip;
+    char *transport;
+    /* tcp client sockets are CURVE servers (gw_curve.c); false for ipc,
+       --insecure-tcp and kernelspec mode (Jupyter's connection file) */
+    bool curve;
+    gw_zap_t *zap;           /* the ZAP handler while curve */
+    gw_curve_keys_t control_keys;
+    char *connection_file;
+    wire_key_t *key;
+    wire_replay_t *replay;
+    wire_limits_t limits;
+    zsock_t *control;
+    int control_port;
+    zhashx_t *conversations; /* id -> gw_conv_t* (not owning; gw_core.c) */
+    zhashx_t *kernel_ids;    /* kernel id -> gw_conv_t* (not owning; gw_core.c) */
+    char session[WIRE_ID_SIZE];
+    json_t *last_layers; /* the most recent confined layer report, or NULL */
+    json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */
+    gw_launch_t *probe;  /* the start-up confinement probe while it runs */
+    int probe_timer;     /* its launch_timeout */
+    double probe_started; /* monotonic */
+    char *startup_error; /* why the probe failed (conversations refused), or NULL */
+    char *startup_layer; /* the layer (launcher stage) it failed at */
+    json_t *connection_info; /* the gateway connection file's content */
+    bool ready;              /* the probe ended: file written, control answered */
+    gw_slots_t *slots;       /* the launch scheduler (gw_slots.c) */
+    gw_pool_t *pool;         /* NULL when warm_pool is 0 or in kernelspec mode */
+    gw_capacity_t capacity;  /* what the fd and socket limits allow */
+    gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
+    char *probe_dir;
+    gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
+    gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
+    bool kernel_mode;    /* one conversation; exit when it closes */
+    int exit_code;
+    bool stopping;
+};
+
+#endif
