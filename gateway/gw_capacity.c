@@ -18,7 +18,7 @@
    counted): its five client listeners and its kernel-facing ipc sockets
    with their mailboxes, the monitors of the four kernel sockets (two
    ZeroMQ sockets and two fds each: a dropped kernel connection is acted
-   on, gw_relay.c), the ZMTP guard of each kernel connection (two fds:
+   on, gw_kernel_link.c), the ZMTP guard of each kernel connection (two fds:
    its connection to the kernel and ZeroMQ's to it, gw_zmtp_guard.c), the
    launcher's pipes and pidfd. A client that connects adds one fd per
    channel, which the slack below and the live count absorb. */
