@@ -300,15 +300,22 @@ json_t *gw_config_limits_json (const gw_config_t *config);
    gateway owns is made 0700 before it is read). 0 when path is gone, else
    -1 with errno. Callable from any thread. */
 int gw_fs_remove_tree (const char *path);
-/* Removes path or, when that fails, renames it into graveyard (made 0700)
-   under a fresh name: 0 removed, 1 moved aside (nothing stays at path; see
-   gw_fs_graveyard_empty), -1 with errno when neither worked. */
-int gw_fs_remove_or_bury (const char *path, const char *graveyard);
 /* Retries the removal of what graveyard holds (removed once empty);
    returns how many entries are left. */
 int gw_fs_graveyard_empty (const char *graveyard);
 /* Disk usage (allocated blocks) of a tree, symlinks not followed. */
 int64_t gw_fs_tree_bytes (const char *path);
+
+/* ---- gw_remove.c: removal off the event loop ---------------------------- */
+typedef struct gw_remover gw_remover_t;
+/* The worker thread that empties graveyard (starting with what an earlier
+   run left there), reporting to the loop of io. NULL with *errmsg. */
+gw_remover_t *gw_remover_new (gw_io_t *io, const char *graveyard, char **errmsg);
+/* Renames path into the graveyard (its id is free at once) for the worker
+   to remove: 0 (also when path is gone), or -1 with errno, path in place. */
+int gw_remover_bury (gw_remover_t *self, const char *path);
+/* One last pass of the worker (everything removable is removed), then ends it. */
+void gw_remover_destroy (gw_remover_t **self_p);
 
 /* ---- gw_quota.c: a workspace's limits (a tmpfs mounted on it) ---------- */
 /* Once, before any thread: an unprivileged gateway enters a user and mount
@@ -330,6 +337,10 @@ GW_MUST_CHECK int gw_quota_apply (const gw_config_t *config, const char *dir, in
 /* Detaches the tmpfs on dir, if any; its pages go when the kernel's last
    process has left it. */
 void gw_quota_unmount (const char *dir);
+/* At start: unmounts what a gateway of this state dir that did not stop
+   cleanly (SIGKILL) left mounted: the probe's, pooled kernels' and run
+   dirs' tmpfs. Conversations' workspaces stay (kept ones are reused). */
+void gw_quota_sweep (const char *state_dir);
 /* Bytes and files in use on dir's tmpfs: false when dir has none. */
 bool gw_quota_usage (const char *dir, int64_t *bytes, int64_t *files);
 
@@ -548,6 +559,7 @@ void gw_server_exit (gw_server_t *self, int code);
 gw_zygote_t *gw_server_zygote (const gw_server_t *self); /* NULL when none */
 gw_pool_t *gw_server_pool (const gw_server_t *self);     /* NULL when none */
 gw_capacity_t *gw_server_capacity (gw_server_t *self);
+gw_remover_t *gw_server_remover (const gw_server_t *self); /* empties state/graveyard off the loop */
 gw_slots_t *gw_server_slots (const gw_server_t *self);
 /* The conversation table (gw_core.c's): id -> conv, kernel id -> conv. */
 zhashx_t *gw_server_table (const gw_server_t *self);

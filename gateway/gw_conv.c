@@ -339,25 +339,18 @@ gw_conv_kernel_start (gw_conv_t *self)
     self->queued = true;
 }
 
-/* Removes a directory a kernel could write. What cannot be removed (a
-   process of the kernel still writing, an entry the gateway may not
-   delete) is moved aside into state/graveyard, so a conversation opened
-   later with the same id never finds it; the graveyard is retried at every
-   removal. */
+/* Removes a directory a kernel could write, off the loop: it is moved into
+   state/graveyard at once (a conversation opened later with the same id
+   never finds it) and emptied by the remover's thread (gw_remove.c). A run
+   dir's tmpfs (64 inodes at most) is unmounted here: a mount point cannot
+   be renamed. */
 static void
 conv_dir_remove (gw_conv_t *self, const char *path)
 {
-    char *graveyard = path_join (gw_server_state_dir (self->server), "graveyard");
-    gw_quota_unmount (path); /* a run dir's tmpfs */
-    int rc = gw_fs_remove_or_bury (path, graveyard);
-    if (rc != 0)
+    gw_quota_unmount (path);
+    if (gw_remover_bury (gw_server_remover (self->server), path) < 0)
         gw_log ("remove_failed", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "path", path, "reason",
-                strerror (errno), "outcome",
-                rc > 0 ? "moved into the graveyard; retried at each removal" : "left in place: cannot move it");
-    int left = gw_fs_graveyard_empty (graveyard);
-    if (left > 0)
-        gw_log ("graveyard", "{s:s, s:i}", "path", graveyard, "left", left);
-    free (graveyard);
+                strerror (errno), "outcome", "left in place: cannot move it into the graveyard");
 }
 
 /* The previous kernel: its process gone (if not yet), its run dir removed. */
@@ -525,10 +518,8 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     zlistx_destroy (&self->waiters);
     gw_relay_destroy (&self->relay);
     kernel_forget (self);
-    if (!keep_workspace && self->dir) {
-        gw_quota_unmount (self->workspace);
-        conv_dir_remove (self, self->dir);
-    }
+    if (!keep_workspace && self->dir)
+        conv_dir_remove (self, self->dir); /* the workspace's tmpfs goes with it */
     else if (self->log_path)
         gw_launch_log_remove (self->log_path);
     free (self->id);
@@ -619,9 +610,8 @@ gw_conv_list_entry (const gw_conv_t *self)
     gw_launch_t *launch = gw_kernel_launch_of (self->kernel);
     pid_t pid = launch && self->kstate == K_RUNNING ? gw_launch_kernel_pid (launch) : 0;
     gw_proc_usage (pid, &cpu, &rss, &hwm);
-    int64_t tree_bytes, files;
-    if (!gw_quota_usage (self->workspace, &tree_bytes, &files))
-        tree_bytes = gw_fs_tree_bytes (self->workspace);
+    int64_t ws_bytes, ws_files;
+    bool measured = gw_quota_usage (self->workspace, &ws_bytes, &ws_files);
     const char *state = self->kstate == K_STARTING ? "starting"
                         : self->kstate == K_DEAD   ? "dead"
                         : gw_relay_pending (self->relay) ? "busy"
@@ -629,8 +619,14 @@ gw_conv_list_entry (const gw_conv_t *self)
     char created[40], last[40];
     gw_iso_time (self->created, created);
     gw_iso_time (gw_clock_wall_of (self->last_activity), last);
-    return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:I}", "conversation_id", self->id, "kernel",
-                      self->kernel_name, "state", state, "created", created, "last_activity", last, "executions",
-                      gw_relay_executions (self->relay), "pid", (int) pid, "rss_bytes", (json_int_t) rss,
-                      "cpu_seconds", cpu, "workspace_bytes", (json_int_t) tree_bytes);
+    json_t *entry = json_pack ("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f}", "conversation_id", self->id,
+                               "kernel", self->kernel_name, "state", state, "created", created, "last_activity", last,
+                               "executions", gw_relay_executions (self->relay), "pid", (int) pid, "rss_bytes",
+                               (json_int_t) rss, "cpu_seconds", cpu);
+    /* a workspace without its tmpfs is not walked here: that is the loop */
+    if (measured) {
+        json_object_set_new (entry, "workspace_bytes", json_integer ((json_int_t) ws_bytes));
+        json_object_set_new (entry, "workspace_files", json_integer ((json_int_t) ws_files));
+    }
+    return entry;
 }

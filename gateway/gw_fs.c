@@ -251,25 +251,6 @@ gw_fs_remove_tree (const char *path)
 }
 
 int
-gw_fs_remove_or_bury (const char *path, const char *graveyard)
-{
-    if (gw_fs_remove_tree (path) == 0)
-        return 0;
-    int saved = errno;
-    char rnd[WIRE_ID_SIZE];
-    wire_id_new (rnd);
-    if (mkdir (graveyard, 0700) < 0 && errno != EEXIST) {
-        errno = saved;
-        return -1;
-    }
-    char *grave = wire_xasprintf ("%s/%s", graveyard, rnd);
-    int rc = rename (path, grave) == 0 ? 1 : -1;
-    free (grave);
-    errno = rc < 0 ? errno : saved;
-    return rc;
-}
-
-int
 gw_fs_graveyard_empty (const char *graveyard)
 {
     DIR *dir = opendir (graveyard);

@@ -200,3 +200,35 @@ gw_quota_usage (const char *dir, int64_t *bytes, int64_t *files)
     *files = (int64_t) (fs.f_files - fs.f_ffree);
     return true;
 }
+
+/* Whether a mount point is one a gateway of state_dir left behind: the
+   probe's workspace, a pooled kernel's, a run dir, a buried one. A
+   conversation's workspace is not: it may be a kept one. */
+static bool
+sweep_wanted (const char *point, const char *state_dir)
+{
+    size_t n = strlen (state_dir);
+    if (strncmp (point, state_dir, n) != 0 || point[n] != '/')
+        return false;
+    const char *rest = point + n + 1;
+    return streq (rest, "probe") || strncmp (rest, "pool/", 5) == 0 || strncmp (rest, "run/", 4) == 0
+           || strncmp (rest, "graveyard/", 10) == 0;
+}
+
+void
+gw_quota_sweep (const char *state_dir)
+{
+    FILE *f = fopen ("/proc/self/mountinfo", "re");
+    if (!f)
+        return;
+    char line[GW_PATH_MAX + 512];
+    while (fgets (line, sizeof line, f)) {
+        char point[GW_PATH_MAX];
+        /* id parent major:minor root point ... (a point with a space is
+           octal-escaped: never one of ours, whose names we chose) */
+        if (sscanf (line, "%*s %*s %*s %*s %4095s", point) == 1 && sweep_wanted (point, state_dir)
+            && quota_mounted (point) && umount2 (point, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+            gw_log ("quota_swept", "{s:s}", "path", point);
+    }
+    fclose (f);
+}

@@ -107,6 +107,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     *config_p = NULL;
     self->state_dir = realpath (state_dir, NULL);
     check_traversable (self->state_dir);
+    gw_quota_sweep (self->state_dir);
     self->ip = wire_xstrdup (ip);
     self->transport = wire_xstrdup (transport);
     self->curve = streq (transport, "tcp");
@@ -134,7 +135,10 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     wire_id_new (self->session);
     gw_capacity_init (&self->capacity, self->config);
     gw_log ("capacity", "{s:o}", "capacity", gw_capacity_json (&self->capacity));
-    if (streq (transport, "ipc") && sock_dir_make (self, errmsg) < 0) {
+    char *graveyard = wire_xasprintf ("%s/graveyard", self->state_dir);
+    self->remover = gw_remover_new (self->io, graveyard, errmsg);
+    free (graveyard);
+    if (!self->remover || (streq (transport, "ipc") && sock_dir_make (self, errmsg) < 0)) {
         gw_server_destroy (&self);
         return NULL;
     }
@@ -450,6 +454,7 @@ gw_server_destroy (gw_server_t **self_p)
     gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);
     gw_zygote_destroy (&self->zygote); /* after the kernels: it would end them */
+    gw_remover_destroy (&self->remover); /* after every conversation was buried */
     zhashx_destroy (&self->conversations);
     zhashx_destroy (&self->kernel_ids);
     gw_slots_destroy (&self->slots);

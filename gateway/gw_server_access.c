@@ -81,6 +81,12 @@ gw_server_capacity (gw_server_t *self)
     return &self->capacity;
 }
 
+gw_remover_t *
+gw_server_remover (const gw_server_t *self)
+{
+    return self->remover;
+}
+
 gw_slots_t *
 gw_server_slots (const gw_server_t *self)
 {

@@ -42,6 +42,7 @@ struct gw_server {
     gw_zygote_t *zygote;     /* NULL when disabled or in kernelspec mode */
     char *probe_dir;
     gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
+    gw_remover_t *remover;   /* empties state/graveyard off the loop (gw_remove.c) */
     gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
     int exit_code;

@@ -1,7 +1,7 @@
 """Fixtures for the gateway's tests; the helpers are in gwtest.py."""
 import pytest
 
-from gwtest import Gateway
+from gwtest import Gateway, unmount_below
 
 
 @pytest.fixture
@@ -10,6 +10,8 @@ def gateway(tmp_path):
     yield gw
     if gw.proc.poll() is None:
         assert gw.stop() == 0
+    else:
+        unmount_below(gw.state)
 
 
 @pytest.fixture
@@ -27,3 +29,5 @@ def make_gateway(tmp_path):
     for gw in made:
         if gw.proc.poll() is None:
             gw.stop()
+        else:
+            unmount_below(gw.state)

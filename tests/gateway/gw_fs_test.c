@@ -140,8 +140,9 @@ buried (const char *base)
     snprintf (graveyard, sizeof graveyard, "%s/graveyard", base);
     int before = failures;
     CHECK (gw_fs_remove_tree (root) == -1);
-    CHECK (gw_fs_remove_or_bury (root, graveyard) == 1);
-    CHECK (!exists (root));
+    char grave[4300];
+    snprintf (grave, sizeof grave, "%s/x", graveyard);
+    CHECK (mkdir (graveyard, 0700) == 0 && rename (root, grave) == 0); /* as gw_remover_bury does */
     CHECK (gw_fs_graveyard_empty (graveyard) == 1); /* still not ours to remove */
     return failures > before;
 }

@@ -113,6 +113,20 @@ def unprivileged_gateway(prefix):
         shutil.rmtree(home, ignore_errors=True)
 
 
+def mounts_below(path):
+    """The mount points under path in this mount namespace, sorted."""
+    prefix = str(path) + "/"
+    with open("/proc/self/mountinfo") as f:
+        return sorted(line.split()[4] for line in f if line.split()[4].startswith(prefix))
+
+
+def unmount_below(path):
+    """What a daemon killed without its clean stop left mounted under its
+    state dir (a root gateway's tmpfs workspaces and run dirs)."""
+    for point in reversed(mounts_below(path)):
+        subprocess.run(["umount", "-l", point], check=False)
+
+
 def remove_kept(conv_dir):
     """Removes a conversation directory closed with keep_workspace: its
     workspace is still the gateway's tmpfs (mounted in this namespace when

@@ -15,7 +15,7 @@ import pytest
 
 import gwtest
 import hostprobe
-from gwtest import Control, built, become, execute, serve, stdout_of, traversable_dir
+from gwtest import Control, built, become, execute, mounts_below, remove_kept, serve, stdout_of, traversable_dir
 from kennel_testlib import wait_until
 
 MIB = 1 << 20
@@ -218,3 +218,35 @@ except OSError as e:
     assert words[0] == "run" and int(words[1]) <= 1 and words[2] == "28", words   # 1 MiB, ENOSPC
     assert words[3] == "inodes" and words[5] == "28", words
     assert int(words[4]) == 64 - 1 - 1 - 5, words   # the root, kernel.json, the five sockets
+
+
+def test_mounts_a_killed_gateway_left_are_swept_by_the_next(make_gateway):
+    """A root gateway killed with SIGKILL cannot unmount: its probe's,
+    pooled kernels' and run dirs' tmpfs stay in the host's namespace until
+    the next gateway of that state dir starts and unmounts them; a
+    conversation's workspace stays (it may be a kept one, reused at open)."""
+    if os.geteuid() != 0:
+        pytest.skip("an unprivileged gateway's mounts end with its own namespace")
+    first = make_gateway("first")
+    wait_until(lambda: first.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] >= 2, 30)
+    first.open_client("c", policy={"workspace_bytes": 8 * MIB})
+    first.proc.kill()
+    first.proc.wait(20)
+    left = mounts_below(first.state)
+    state = str(first.state)
+    assert state + "/probe" in left and state + "/conv/c/workspace" in left, left
+    assert any("/run/" in p for p in left) and any("/pool/" in p for p in left), left
+    conn = first.dir / "second.json"
+    second = serve(first.state, first.config_file, first.dir / "second.log", conn)
+    control = Control(conn)
+    try:
+        assert control.request("gateway_info_request")["content"]["ready"] is True
+        swept = [json.loads(line)["path"] for line in (first.dir / "second.log").read_text().splitlines()
+                 if json.loads(line)["event"] == "quota_swept"]
+        assert sorted(swept) == sorted(p for p in left if not p.startswith(state + "/conv/")), (swept, left)
+        assert state + "/conv/c/workspace" in mounts_below(first.state)
+    finally:
+        control.close()
+        second.terminate()
+        assert second.wait(20) == 0
+        remove_kept(first.state / "conv" / "c")
