@@ -79,13 +79,23 @@ class Http:
         return ws
 
     @staticmethod
+    def receive(ws):
+        """The next message; a close from the server is an error naming its
+        code and reason."""
+        opcode, frame = ws.recv_data_frame()
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            code = int.from_bytes(frame.data[:2], "big") if len(frame.data) >= 2 else None
+            raise ConnectionError(f"the server closed the websocket: {code} {frame.data[2:]!r}")
+        return json.loads(frame.data)
+
+    @staticmethod
     def roundtrip(ws, code="x = 1"):
         """Seconds from sending code to having its execute_reply and idle."""
         start = time.perf_counter()
         msg_id, text = shell_request(code)
         ws.send(text)
         state = [False, False]
-        while not done_with(state, json.loads(ws.recv()), msg_id):
+        while not done_with(state, Http.receive(ws), msg_id):
             pass
         return time.perf_counter() - start
 
