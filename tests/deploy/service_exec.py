@@ -51,6 +51,8 @@ import subprocess
 import sys
 
 LIBC = ctypes.CDLL(None, use_errno=True)
+MS_BIND = 0x1000
+MS_REC = 0x4000
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x04000000, 0x10000000, 0x40000000
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 NAMESPACE_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080]
@@ -117,12 +119,32 @@ def private_devices():
     mount("--move", "/run/service_exec_dev", "/dev")
 
 
+def tree_under_test():
+    """The source and build trees the test runs from: a service's binaries
+    are installed under /usr, these may stand under /tmp (a clone there)."""
+    return [os.path.realpath(os.environ[v]) for v in ("KENNEL_BUILDDIR", "KENNEL_SRCDIR") if v in os.environ]
+
+
+def private_tmp(keep):
+    """A fresh /tmp and /var/tmp as PrivateTmp gives, with the trees in keep
+    that stood under them bound back at their paths (held by an O_PATH fd
+    across the tmpfs mount, then bound from /proc/self/fd by mount(2):
+    mount(8) would resolve the fd's link to the path, now the new /tmp's)."""
+    held = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in keep if under(path, ["/tmp", "/var/tmp"])]
+    for d in ["/tmp", "/var/tmp"]:
+        mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", d)
+    for path, fd in held:
+        os.makedirs(path, exist_ok=True)
+        check(LIBC.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+              f"bind {path} back over the private /tmp")
+        os.close(fd)
+
+
 def apply_mounts(p):
     check(LIBC.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     mount("--make-rprivate", "/")
     if p.get("PrivateTmp"):
-        for d in ["/tmp", "/var/tmp"]:
-            mount("-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", d)
+        private_tmp(tree_under_test())
     if p.get("PrivateDevices"):
         private_devices()
     if p.get("ProtectSystem") == "strict":
