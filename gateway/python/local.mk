@@ -3,7 +3,7 @@
 # (Debian: PREFIX/lib/pythonX.Y/dist-packages, on sys.path for /usr and
 # /usr/local).
 kennelpydir = $(prefix)/lib/python$(PYTHON_VERSION)/dist-packages/kennel
-dist_kennelpy_DATA = gateway/python/kennel/__init__.py
+dist_kennelpy_DATA = gateway/python/kennel/__init__.py gateway/python/kennel/loopsafe.py
 
 # tests/tools: host tools end to end (the kernel side and this module)
 EXTRA_DIST += gateway/python/README.md \

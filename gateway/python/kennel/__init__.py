@@ -24,6 +24,8 @@ import zmq.asyncio
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
+from . import loopsafe
+
 __all__ = ["Gateway", "Conversation", "Result", "GatewayError", "client_context", "endpoint"]
 
 #: the CURVE fields of a connection info (`kennel serve --transport tcp`),
@@ -45,9 +47,11 @@ def client_context(info: Dict[str, Any], base: Optional[zmq.Context] = None) -> 
     thread), whose sockets are CURVE clients with the info's keys when it
     has them (a gateway serving `--transport tcp`). For plain
     jupyter_client: BlockingKernelClient(context=client_context(info,
-    zmq.asyncio.Context.instance()))."""
+    zmq.asyncio.Context.instance())). An asyncio base is shadowed by a
+    loopsafe.Context: a client may be used from more than one thread."""
     base = base if base is not None else zmq.Context.instance()
-    ctx = type(base).shadow(base.underlying)
+    shadow = loopsafe.Context if isinstance(base, zmq.asyncio.Context) else type(base)
+    ctx = shadow.shadow(base.underlying)
     if any(k in info for k in CURVE_FIELDS):
         if not zmq.has("curve"):
             raise GatewayError("NoCurve", "the gateway serves CurveZMQ and this libzmq has no CURVE support")
