@@ -52,6 +52,10 @@ http_loop_t *http_loop_new (zloop_t *loop);
 /* Runs what libuv has due and re-arms the timer for its next deadline:
    call after anything that may have given libwebsockets work. */
 void http_loop_run (http_loop_t *self);
+/* The same from the loop's next turn: what a core callback (a delivery, an
+   event) calls, since a pass there could run a request that closes the
+   conversation being delivered, which gw_front.h forbids inside a callback. */
+void http_loop_run_soon (http_loop_t *self);
 /* An lws callback ran (it may have asked for a write): run once more. */
 void http_loop_note (http_loop_t *self);
 /* The uv_loop_t* for lws_context_creation_info.foreign_loops. */

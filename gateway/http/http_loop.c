@@ -74,6 +74,18 @@ http_loop_run (http_loop_t *self)
     timer_follow (self);
 }
 
+void
+http_loop_run_soon (http_loop_t *self)
+{
+    if (self->timer && self->timer_ms == 0)
+        return;
+    if (self->timer)
+        gw_timer_end (self->loop, self->timer);
+    /* zloop runs a due timer on its next turn; the pass re-arms it for libuv's deadline */
+    self->timer = gw_timer_start (self->loop, 0, 0, on_timer, self);
+    self->timer_ms = 0;
+}
+
 static int
 on_timer (zloop_t *loop, int timer_id, void *arg)
 {

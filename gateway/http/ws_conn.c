@@ -131,7 +131,7 @@ on_deliver (void *arg, wire_channel_t channel, zmsg_t **msg_p)
     zmsg_destroy (&parts);
     if (data)
         queue (self, data, size, binary);
-    http_loop_run (self->front->uv);
+    http_loop_run_soon (self->front->uv);
 }
 
 /* iopub status as the core would publish it, for an event of ours */
@@ -167,7 +167,7 @@ on_event (void *arg, gw_event_t event, const char *detail)
         self->conv = NULL;
         ws_conn_close (self, LWS_CLOSE_STATUS_GOINGAWAY, "the kernel was shut down");
     }
-    http_loop_run (self->front->uv);
+    http_loop_run_soon (self->front->uv);
 }
 
 static const gw_front_fns_t ws_fns = {on_deliver, on_event};

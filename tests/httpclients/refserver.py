@@ -27,6 +27,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def ready_or_stopped(server):
+    """server once it answers GET /api/kernelspecs; stopped when it never does."""
+    try:
+        wait_ready(server.base_url, server.token, server.proc, server.log)
+    except Exception:
+        server.stop()
+        raise
+    return server
+
+
 def wait_ready(base_url, token, proc, log, timeout=60):
     """Polls GET /api/kernelspecs as smolagents does until it answers 200."""
     deadline = time.monotonic() + timeout
@@ -111,12 +121,7 @@ def start_notebook(root, token=None, extra=(), name="notebook"):
     server = Server("notebook", f"http://127.0.0.1:{port}", token, proc, log)
     server.root = root
     server.notebook_dir = nbdir
-    try:
-        wait_ready(server.base_url, token, proc, log)
-    except Exception:
-        server.stop()
-        raise
-    return server
+    return ready_or_stopped(server)
 
 
 def start_gateway_client(root, gateway):
@@ -156,12 +161,7 @@ def start_kennel(root, token=None, name="kennel"):
     proc = serve(state, cfg, log, conn_file, ["--http", "127.0.0.1:0"], env=env, stdin=subprocess.DEVNULL)
     server = Server("kennel", json.loads(conn_file.read_text())["http_url"].rstrip("/"), token, proc, log)
     server.root, server.state = root, state
-    try:
-        wait_ready(server.base_url, token, proc, log)
-    except Exception:
-        server.stop()
-        raise
-    return server
+    return ready_or_stopped(server)
 
 
 if __name__ == "__main__":
