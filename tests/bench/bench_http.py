@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import time
 import uuid
@@ -248,20 +249,27 @@ def executes_per_s(http, ids, warmup, duration, pids):
     return asyncio.new_event_loop().run_until_complete(run_all())
 
 
-def added_latency(server, warmup, n):
-    """The HTTP front's added latency on one kernel: a conversation opened
-    over ZeroMQ, driven alternately by jupyter_client's Session on plain
-    sockets (benchlib.SessionClient) and by the websocket client, in blocks
-    of 50, so load changes fall on both paths."""
+def zmq_conversation(server, name):
+    """A conversation opened over ZeroMQ: its open reply and its kernel id,
+    found in GET /api/kernels."""
     before = set(server.http.listed())
-    reply = server.gw.open(["bench-http-zmq"])[0]
+    reply = server.gw.open([name])[0]
     if reply.get("status") != "ok":
         raise RuntimeError(f"conversation_open: {reply}")
     new = [k for k in server.http.listed() if k not in before]
     if len(new) != 1:
         raise RuntimeError(f"the ZeroMQ conversation is not listed once in GET /api/kernels: {new}")
+    return reply, new[0]
+
+
+def added_latency(server, warmup, n):
+    """The HTTP front's added latency on one kernel: a conversation opened
+    over ZeroMQ, driven alternately by jupyter_client's Session on plain
+    sockets (benchlib.SessionClient) and by the websocket client, in blocks
+    of 50, so load changes fall on both paths."""
+    reply, kernel_id = zmq_conversation(server, "bench-http-zmq")
     zmq_client = B.SessionClient(reply["connection"])
-    ws = server.http.connect(new[0])
+    ws = server.http.connect(kernel_id)
     try:
         zmq_client.roundtrip("x = 1", 30)
         Http.roundtrip(ws, "x = 1")
@@ -279,6 +287,29 @@ def added_latency(server, warmup, n):
     zmq_s, ws_s = B.summary(via_zmq, 1e6), B.summary(via_ws, 1e6)
     return {"zmq_session_us": zmq_s, "websocket_us": ws_s, "median": ws_s["median"] - zmq_s["median"],
             "p99": ws_s["p99"] - zmq_s["p99"]}
+
+
+def added_latency_c(run, server):
+    """The same with one C client for both paths (bench_front: czmq + libwire
+    signing over ZeroMQ, libwebsockets with the v1 subprotocol over the
+    websocket), alternated blocks of 50 on one conversation opened over
+    ZeroMQ: the front's own added latency, without Python's costs."""
+    reply, kernel_id = zmq_conversation(server, "bench-http-c")
+    conn_file = run.workdir / "http-front-connection.json"
+    conn_file.write_text(json.dumps(reply["connection"]))
+    cmd = [run.builddir("tests/bench/bench_front"), "-n", str(run.c["c_rtt"]), "-w", str(run.c["c_warmup"]),
+           "--http", server.http.base_url, "--token", server.http.token, "--kernel", kernel_id, str(conn_file)]
+    try:
+        cpu_before = B.cpu_seconds(server.pid)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=run.env)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr[-2000:]}")
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        trips = 2 * (res["zmq"]["n"] + run.c["c_warmup"] + 1)
+        res["gateway_cpu_us_per_rtt_both_paths"] = (B.cpu_seconds(server.pid) - cpu_before) * 1e6 / trips
+        return res
+    finally:
+        server.gw.close(["bench-http-c"])
 
 
 # ---- the section ---------------------------------------------------------------------
@@ -320,6 +351,7 @@ def section_http(run):
                 res[server.http.kind] = measure(server, c, [])
         if kennel is not None:
             res["added_latency_us"] = added_latency(kennel, c["http_rtt_warmup"], c["http_rtt"])
+            res["added_latency_c_us"] = added_latency_c(run, kennel)
         else:
             res["note"] = NO_HTTP
         run.put("http", res)
@@ -363,6 +395,14 @@ def table_rows(res, num, ratio):
     added = h.get("added_latency_us")
     rows.append(("H5 HTTP front's added latency over ZeroMQ, same kernel (us)",
                  num(added["median"]) if added else h.get("note", "-"), num(added and added["p99"]), "", "", ""))
+    c_added = h.get("added_latency_c_us")
+    if c_added:
+        for label, key in (("ZeroMQ", "zmq"), ("websocket, v1", "websocket")):
+            rows.append((f"H6 C client round trip, same conversation, over {label} (us)",
+                         num(c_added[key]["p50_us"]), num(c_added[key]["p99_us"]), "", "", ""))
+    rows.append(("H6 HTTP front's added latency, C client (us)",
+                 num(c_added["added_p50_us"]) if c_added else h.get("note", "-"),
+                 num(c_added and c_added["added_p99_us"]), "", "", ""))
     return rows
 
 
@@ -380,6 +420,7 @@ def smoke_problems(res, need):
     if "kennel" in h:
         need("http.kennel.rtt_ms.median", (h["kennel"].get("rtt_ms") or {}).get("median"))
         need("http.added_latency_us.median", (h.get("added_latency_us") or {}).get("median"))
+        need("http.added_latency_c_us.added_p50_us", (h.get("added_latency_c_us") or {}).get("added_p50_us"))
     elif h.get("note") != NO_HTTP:
         problems.append(f"http: neither kennel numbers nor '{NO_HTTP}'")
     return problems

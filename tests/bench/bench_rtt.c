@@ -53,34 +53,14 @@ s_parse (int argc, char **argv, options_t *opt)
     return 0;
 }
 
-static int
-s_cmp (const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted samples. */
-static double
-s_percentile_us (const int64_t *sorted, long n, double p)
-{
-    long rank = (long) (p / 100.0 * (double) n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    return (double) sorted[(rank > n ? n : rank) - 1] / 1000.0;
-}
-
 static void
 s_report (int64_t *samples, long n)
 {
-    qsort (samples, (size_t) n, sizeof *samples, s_cmp);
-    double sum = 0;
-    for (long i = 0; i < n; i++)
-        sum += (double) samples[i];
-    printf ("{\"n\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f, \"min_us\": %.1f, "
-            "\"max_us\": %.1f}\n",
-            n, s_percentile_us (samples, n, 50), s_percentile_us (samples, n, 99), sum / (double) n / 1000.0,
-            (double) samples[0] / 1000.0, (double) samples[n - 1] / 1000.0);
+    json_t *stats = rtt_stats (samples, n);
+    char *text = json_dumps (stats, JSON_REAL_PRECISION (7));
+    printf ("%s\n", text);
+    free (text);
+    json_decref (stats);
 }
 
 /* Warm-up, then n timed round trips into samples. 0 or -1. */
@@ -98,18 +78,6 @@ s_measure (rtt_client_t *client, const options_t *opt, int64_t *samples)
     return 0;
 }
 
-static wire_connection_t *
-s_load (const char *path)
-{
-    wire_error_t err;
-    char *why = NULL;
-    wire_connection_t *conn = wire_connection_load (path, &err, &why);
-    if (!conn)
-        fprintf (stderr, "bench_rtt: %s\n", why ? why : wire_strerror (err));
-    free (why);
-    return conn;
-}
-
 int
 main (int argc, char **argv)
 {
@@ -119,7 +87,7 @@ main (int argc, char **argv)
     zsys_init ();
     zsys_set_linger (0);
     rtt_kernel_t *kernel = opt.launcher ? rtt_kernel_start (opt.launcher) : NULL;
-    wire_connection_t *loaded = opt.connection_file ? s_load (opt.connection_file) : NULL;
+    wire_connection_t *loaded = opt.connection_file ? rtt_connection_load (opt.connection_file) : NULL;
     const wire_connection_t *conn = kernel ? rtt_kernel_connection (kernel) : loaded;
     json_t *info = opt.connection_file ? json_load_file (opt.connection_file, 0, NULL) : NULL;
     rtt_client_t *client = conn ? rtt_client_new (conn, info) : NULL;

@@ -6,12 +6,22 @@
 # The C client for the gateway's own added latency (raw ZeroMQ + libwire).
 check_PROGRAMS += tests/bench/bench_rtt
 tests_bench_bench_rtt_SOURCES = tests/bench/bench_rtt.h tests/bench/bench_rtt.c \
-	tests/bench/rtt_client.c tests/bench/rtt_kernel.c
+	tests/bench/rtt_common.c tests/bench/rtt_client.c tests/bench/rtt_kernel.c
 tests_bench_bench_rtt_LDADD = $(WIRE_LIBS)
+
+# The C client for the HTTP front's own added latency (ZeroMQ and websocket
+# alternately): built by `make bench` and `make bench-smoke` only.
+EXTRA_PROGRAMS += tests/bench/bench_front
+tests_bench_bench_front_SOURCES = tests/bench/bench_rtt.h tests/bench/bench_front.c \
+	tests/bench/rtt_common.c tests/bench/rtt_client.c tests/bench/rtt_ws.c
+tests_bench_bench_front_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS)
+tests_bench_bench_front_LDADD = $(WIRE_LIBS) $(LWS_LIBS)
+CLEANFILES += tests/bench/bench_front$(EXEEXT)
 EXTRA_DIST += tests/bench/README.md tests/bench/bench.py tests/bench/benchlib.py tests/bench/bench_http.py
 
 BENCH_ARGS ?=
-BENCH_DEPS = gateway/kennel$(EXEEXT) kernel-launcher/kennel-launch$(EXEEXT) tests/bench/bench_rtt$(EXEEXT)
+BENCH_DEPS = gateway/kennel$(EXEEXT) kernel-launcher/kennel-launch$(EXEEXT) tests/bench/bench_rtt$(EXEEXT) \
+	tests/bench/bench_front$(EXEEXT)
 
 # bench.py refuses to report numbers from a --enable-sanitizers build
 # (it reads config.status) unless BENCH_ARGS=--allow-sanitized.

@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 struct rtt_client {
     zsock_t *shell;
@@ -17,14 +16,6 @@ struct rtt_client {
     wire_key_t *key;
     char session[33];
 };
-
-static int64_t
-s_now_ns (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* A socket of type connected to endpoint, a CURVE client when info has
    the keys of a gateway serving tcp (gateway/README.md). */
@@ -100,23 +91,9 @@ s_send (rtt_client_t *self, const char *msg_type, json_t *content, char id[33])
     return rc;
 }
 
-static bool
-s_is_child_of (const wire_msg_t *msg, const char *id)
-{
-    const char *parent = json_string_value (json_object_get (msg->parent_header, "msg_id"));
-    return parent && streq (parent, id);
-}
-
-/* What one request is waiting for. */
-typedef struct {
-    const char *id;
-    const char *reply_type;
-    bool replied, idle, failed, any_iopub;
-} wait_t;
-
 /* Receives one message from sock and records what it means for w. */
 static void
-s_receive (rtt_client_t *self, zsock_t *sock, wait_t *w)
+s_receive (rtt_client_t *self, zsock_t *sock, rtt_wait_t *w)
 {
     zmsg_t *raw = zmsg_recv (sock);
     wire_error_t err;
@@ -125,27 +102,17 @@ s_receive (rtt_client_t *self, zsock_t *sock, wait_t *w)
         fprintf (stderr, "bench_rtt: dropped a message: %s\n", wire_error_name (err));
         return;
     }
-    if (sock == self->iopub) {
-        w->any_iopub = true;
-        const char *state = json_string_value (json_object_get (msg->content, "execution_state"));
-        if (streq (wire_msg_type (msg), "status") && state && streq (state, "idle") && s_is_child_of (msg, w->id))
-            w->idle = true;
-    }
-    else if (streq (wire_msg_type (msg), w->reply_type) && s_is_child_of (msg, w->id)) {
-        w->replied = true;
-        const char *status = json_string_value (json_object_get (msg->content, "status"));
-        w->failed = !status || !streq (status, "ok");
-    }
+    rtt_wait_note (w, sock == self->iopub, msg->header, msg->parent_header, msg->content);
     wire_msg_destroy (&msg);
 }
 
 /* Waits until w is complete (reply and idle; any_iopub too when asked) or
    the deadline (monotonic ns) passes. */
 static bool
-s_wait (rtt_client_t *self, wait_t *w, int64_t deadline, bool need_iopub)
+s_wait (rtt_client_t *self, rtt_wait_t *w, int64_t deadline, bool need_iopub)
 {
     while (!(w->replied && w->idle && (!need_iopub || w->any_iopub))) {
-        int64_t left_ms = (deadline - s_now_ns ()) / 1000000;
+        int64_t left_ms = (deadline - rtt_now_ns ()) / 1000000;
         if (left_ms <= 0)
             return false;
         zsock_t *which = zpoller_wait (self->poller, (int) left_ms);
@@ -157,18 +124,27 @@ s_wait (rtt_client_t *self, wait_t *w, int64_t deadline, bool need_iopub)
     return true;
 }
 
+void
+rtt_client_drain (rtt_client_t *self)
+{
+    rtt_wait_t none = {.id = "", .reply_type = ""};
+    zsock_t *which;
+    while ((which = zpoller_wait (self->poller, 0)))
+        s_receive (self, which, &none);
+}
+
 int
 rtt_client_wait_ready (rtt_client_t *self, int timeout_ms)
 {
-    int64_t deadline = s_now_ns () + (int64_t) timeout_ms * 1000000;
+    int64_t deadline = rtt_now_ns () + (int64_t) timeout_ms * 1000000;
     /* A kernel that is still starting or a SUB not yet subscribed misses
        messages: ask again every 200 ms, as jupyter_client's nudge does. */
-    while (s_now_ns () < deadline) {
+    while (rtt_now_ns () < deadline) {
         char id[33];
         if (s_send (self, "kernel_info_request", json_object (), id) != 0)
             return -1;
-        wait_t w = {.id = id, .reply_type = "kernel_info_reply"};
-        int64_t step = s_now_ns () + 200 * 1000000LL;
+        rtt_wait_t w = {.id = id, .reply_type = "kernel_info_reply"};
+        int64_t step = rtt_now_ns () + 200 * 1000000LL;
         if (s_wait (self, &w, step < deadline ? step : deadline, true))
             return 0;
     }
@@ -180,12 +156,10 @@ int64_t
 rtt_client_execute (rtt_client_t *self, const char *code, int timeout_ms)
 {
     char id[33];
-    int64_t start = s_now_ns ();
-    json_t *content = json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
-                                 "user_expressions", "allow_stdin", 0, "stop_on_error", 1);
-    if (s_send (self, "execute_request", content, id) != 0)
+    int64_t start = rtt_now_ns ();
+    if (s_send (self, "execute_request", rtt_execute_content (code), id) != 0)
         return -1;
-    wait_t w = {.id = id, .reply_type = "execute_reply"};
+    rtt_wait_t w = {.id = id, .reply_type = "execute_reply"};
     if (!s_wait (self, &w, start + (int64_t) timeout_ms * 1000000, false)) {
         fprintf (stderr, "bench_rtt: no execute_reply and idle within %d ms\n", timeout_ms);
         return -1;
@@ -194,5 +168,5 @@ rtt_client_execute (rtt_client_t *self, const char *code, int timeout_ms)
         fprintf (stderr, "bench_rtt: execute_reply status is not ok for %s\n", code);
         return -1;
     }
-    return s_now_ns () - start;
+    return rtt_now_ns () - start;
 }
