@@ -231,6 +231,15 @@ int gw_text_fit (const char *s, int max);
 /* Replaces a malloc'd string field (wire_connection_new fills defaults). */
 void gw_set_string (char **field, const char *value);
 
+/* ---- gw_id: kernel and session ids, routable by shard ------------------ */
+
+#define GW_SHARD_MAX 8     /* hex digits: a UUID's first group */
+#define GW_ID_UUID_SIZE 37 /* 8-4-4-4-12 and the NUL */
+/* A random UUID-shaped id whose first group is shard (1 to GW_SHARD_MAX
+   lowercase hex digits: gw_config checks it) zero-padded; "" or NULL: all
+   random. */
+void gw_id_new (const char *shard, char out[GW_ID_UUID_SIZE]);
+
 /* ---- gw_config: the operator's defaults and maxima --------------------- */
 
 /* The value of a limit the operator's config made "unlimited" (a client
@@ -273,6 +282,7 @@ typedef struct {
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
     json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
+    char shard[9];   /* "shard" (KENNEL_SHARD wins): leads every kernel and session id, or "" */
 } gw_config_t;
 
 /* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */

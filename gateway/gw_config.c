@@ -380,6 +380,19 @@ config_number (json_t *file, const char *name, double min, double max, double *o
 
 static int fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errmsg);
 
+/* The shard every id starts with (gw_id.c); from names where it came from. */
+static int
+shard_set (gw_config_t *self, const char *shard, const char *from, char **errmsg)
+{
+    size_t n = shard ? strlen (shard) : 0;
+    if (n < 1 || n > GW_SHARD_MAX || strspn (shard, "0123456789abcdef") != n) {
+        *errmsg = wire_xasprintf ("%s: shard must be 1 to %d lowercase hex digits", from, GW_SHARD_MAX);
+        return -1;
+    }
+    snprintf (self->shard, sizeof self->shard, "%s", shard);
+    return 0;
+}
+
 static int
 config_apply_file (gw_config_t *self, const char *path, char **errmsg)
 {
@@ -396,7 +409,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  NULL};
+                                  "shard", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -492,6 +505,9 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         }
         json_object_update (self->kernels, kernels);
     }
+    json_t *shard = json_object_get (file, "shard");
+    if (shard && shard_set (self, gw_text (shard), path, errmsg) < 0)
+        goto done;
     /* checked by the HTTP front when it starts (http_settings.c) */
     self->http = json_incref (json_object_get (file, "http"));
     rc = 0;
@@ -566,6 +582,11 @@ gw_config_load (const char *path, char **errmsg)
     self->confine = json_pack ("{s:[]}", "allow_degraded");
     self->kernels = json_object ();
     if (path && config_apply_file (self, path, errmsg) < 0)
+        gw_config_destroy (&self);
+    /* the environment wins, as KENNEL_AUTH_TOKEN does: a StatefulSet's
+       pod knows its ordinal, its config map does not */
+    const char *env_shard = getenv ("KENNEL_SHARD");
+    if (self && env_shard && shard_set (self, env_shard, "environment KENNEL_SHARD", errmsg) < 0)
         gw_config_destroy (&self);
     return self;
 }

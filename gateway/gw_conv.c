@@ -36,7 +36,7 @@ typedef struct {
 struct gw_conv {
     gw_server_t *server;
     char *id;
-    char kernel_id[37]; /* a UUID: 8-4-4-4-12 hex digits */
+    char kernel_id[GW_ID_UUID_SIZE]; /* gw_id.c: names the gateway's shard */
     char *kernel_name;
     json_t *tools;
     gw_policy_t policy;
@@ -134,15 +134,6 @@ static char *
 path_join (const char *a, const char *b)
 {
     return wire_xasprintf ("%s/%s", a, b);
-}
-
-/* wire_id_new's 32 hex digits as a UUID's 8-4-4-4-12 */
-static void
-kernel_id_new (char out[37])
-{
-    char hex[WIRE_ID_SIZE];
-    wire_id_new (hex);
-    snprintf (out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
 }
 
 static void
@@ -475,7 +466,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     self->waiters = zlistx_new ();
     self->created = gw_clock_wall (); /* shown as a date, never measured */
     self->last_activity = gw_clock_mono ();
-    kernel_id_new (self->kernel_id);
+    gw_id_new (gw_server_config (server)->shard, self->kernel_id);
     char *convs = path_join (gw_server_state_dir (server), "conv");
     self->runs = path_join (gw_server_state_dir (server), "run");
     self->dir = path_join (convs, id);

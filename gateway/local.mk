@@ -12,7 +12,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \
 	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
 	gateway/gw_zmq_front.h gateway/gw_zmq_front.c gateway/gw_quota.c \
-	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c
+	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 

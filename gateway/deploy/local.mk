@@ -35,4 +35,5 @@ uninstall-kennel-conf:
 	-rmdir '$(DESTDIR)$(kennelconfdir)'
 .PHONY: install-kennel-conf uninstall-kennel-conf
 
-EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/deploy/kennel.conf
+EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/deploy/kennel.conf \
+	gateway/deploy/haproxy/kennel.cfg

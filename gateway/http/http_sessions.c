@@ -89,9 +89,7 @@ static session_t *
 session_add (http_front_t *front, const char *conv_id, json_t *fields)
 {
     session_t *s = wire_xcalloc (1, sizeof *s);
-    char r[WIRE_ID_SIZE];
-    wire_id_new (r);
-    snprintf (s->id, sizeof s->id, "%.8s-%.4s-%.4s-%.4s-%.12s", r, r + 8, r + 12, r + 16, r + 20);
+    gw_id_new (gw_server_config (front->server)->shard, s->id); /* routed as its kernel is */
     s->conv_id = wire_xstrdup (conv_id);
     s->fields = fields;
     zhashx_insert (front->sessions->table, s->id, s);

@@ -165,10 +165,39 @@ test_config_refusals (void)
     CHECK (config_refused ("{\"defaults\": ", "line"));
 }
 
+/* The shard every id starts with (gw_id.c): from the config, or from
+   KENNEL_SHARD, which wins; anything but 1 to 8 lowercase hex digits is
+   refused, naming where it came from. */
+static void
+test_shard (void)
+{
+    char *errmsg = NULL;
+    unsetenv ("KENNEL_SHARD");
+    gw_config_t *config = config_from_text ("{}", &errmsg);
+    CHECK (config && streq (config->shard, ""));
+    gw_config_destroy (&config);
+    config = config_from_text ("{\"shard\": \"0a\"}", &errmsg);
+    CHECK (config && streq (config->shard, "0a"));
+    gw_config_destroy (&config);
+    CHECK (config_refused ("{\"shard\": \"0A\"}", "shard must be 1 to 8 lowercase hex digits"));
+    CHECK (config_refused ("{\"shard\": \"123456789\"}", "shard must be"));
+    CHECK (config_refused ("{\"shard\": \"\"}", "shard must be"));
+    CHECK (config_refused ("{\"shard\": 3}", "shard must be"));
+    setenv ("KENNEL_SHARD", "ff", 1);
+    config = config_from_text ("{\"shard\": \"0a\"}", &errmsg);
+    CHECK (config && streq (config->shard, "ff"));
+    gw_config_destroy (&config);
+    setenv ("KENNEL_SHARD", "kennel-3", 1);
+    CHECK (config_refused ("{}", "environment KENNEL_SHARD: shard must be"));
+    unsetenv ("KENNEL_SHARD");
+    free (errmsg);
+}
+
 int
 main (void)
 {
     test_builtin_defaults ();
+    test_shard ();
     char *errmsg = NULL;
     gw_config_t *config = config_from_text (OPERATOR, &errmsg);
     CHECK (config && !errmsg);

@@ -1,0 +1,238 @@
+"""Three `kennel serve --http` gateways behind HAProxy with the shipped
+config (gateway/deploy/haproxy/kennel.cfg): ids carry their gateway's
+shard, the agent frameworks' clients run through the balancer, 300
+conversations each stay on their gateway, a killed gateway's conversations
+answer 404 at once while the others never notice, a fourth gateway moves
+nothing, a drained one gets no new conversation. The numbers (conversations
+per gateway, the balancer's added latency) go to BUILDDIR/fleet-numbers.json
+for README's "Many machines"."""
+import asyncio
+import concurrent.futures as cf
+import json
+import secrets
+import signal
+import types
+
+import pytest
+import requests
+import websocket
+
+from agentclients import AG2, Autogen, Smolagents
+from fleetlib import (Balancer, Gateway, auth, create_kernel, elapsed, execute, percentile, round_trip,
+                      upgrade_status)
+from kennel_testlib import BUILDDIR, wait_until
+
+TOKEN = secrets.token_hex(16)
+CONVERSATIONS = 300
+NUMBERS = BUILDDIR / "fleet-numbers.json"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fleet")
+    f = types.SimpleNamespace(root=root, gateways=[], balancer=None)
+    try:
+        for i in range(3):
+            f.gateways.append(Gateway(root, i, TOKEN))
+        f.balancer = Balancer(root, f.gateways, TOKEN)
+        yield f
+    finally:
+        if f.balancer:
+            f.balancer.stop()
+        for g in f.gateways:
+            if g.alive():
+                g.gw.stop()
+
+
+def record(**numbers):
+    old = json.loads(NUMBERS.read_text()) if NUMBERS.exists() else {}
+    NUMBERS.write_text(json.dumps(dict(old, **numbers), indent=1))
+
+
+def holder(fleet, kernel_id):
+    """The gateway whose shard the id names."""
+    shard = kernel_id.split("-")[0]
+    return next(g for g in fleet.gateways if g.shard == shard)
+
+
+def in_parallel(fn, items, workers=6):
+    with cf.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
+
+
+def test_ids_name_their_gateway(fleet):
+    bal = fleet.balancer.target
+    ids = [create_kernel(bal) for _ in range(6)]
+    assert {holder(fleet, k).index for k in ids} == {0, 1, 2}, ids
+    for k in ids:
+        for g in fleet.gateways:
+            assert (k in g.kernel_ids()) == (g is holder(fleet, k))
+        # round robin would send every other request elsewhere: all 200
+        for _ in range(4):
+            assert requests.get(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 200
+    for k in ids:
+        assert requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 204
+
+
+def test_sessions_follow_their_kernel(fleet):
+    bal = fleet.balancer.target
+    made = requests.post(f"{bal.base_url}/api/sessions", headers=auth(TOKEN),
+                         json={"path": "a.ipynb", "type": "notebook", "name": "", "kernel": {"name": "python3"}})
+    assert made.status_code == 201, made.text
+    session = made.json()
+    assert session["id"].split("-")[0] == session["kernel"]["id"].split("-")[0]
+    for _ in range(4):
+        r = requests.get(f"{bal.base_url}/api/sessions/{session['id']}", headers=auth(TOKEN))
+        assert r.status_code == 200 and r.json()["kernel"]["id"] == session["kernel"]["id"]
+    assert execute(bal, session["kernel"]["id"], "1 + 1")[0] == "2"
+    # a session made for an existing kernel (its id in the body) is made
+    # on that kernel's gateway, whichever the balancer's turn
+    kernels = [create_kernel(bal) for _ in range(3)]
+    for k in kernels:
+        r = requests.post(f"{bal.base_url}/api/sessions", headers=auth(TOKEN),
+                          json={"path": f"{k}.ipynb", "type": "notebook", "kernel": {"id": k}})
+        assert r.status_code == 201 and r.json()["kernel"]["id"] == k, r.text
+        assert r.json()["id"].split("-")[0] == k.split("-")[0]
+    assert requests.delete(f"{bal.base_url}/api/sessions/{session['id']}", headers=auth(TOKEN)).status_code == 204
+    for k in kernels:
+        assert requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 204
+
+
+def test_agent_clients_through_the_balancer(fleet):
+    bal = fleet.balancer.target
+    smol = Smolagents(bal)
+    assert smol.wait_for_server()
+    smol.create_kernel()
+    assert smol.run_code("x = 40") == (None, "", False)
+    assert smol.run_code("print('hi'); x + 2") == ("42", "hi\n", False)
+    requests.delete(f"{bal.base_url}/api/kernels/{smol.kernel_id}", headers=auth(TOKEN))
+
+    ag2 = AG2(bal)
+    ag2.start()
+    try:
+        assert [r.output for r in ag2.execute_code_blocks(["y = 5", "print(y + 1)"])] == ["", "6\n"]
+        ag2.restart()
+        after = ag2.execute_code_blocks(["y"])[0]
+        assert not after.is_ok and "NameError" in after.output
+    finally:
+        ag2.stop()
+
+    async def autogen():
+        client = Autogen(bal)
+        await client.start()
+        try:
+            assert (await client.execute_code_blocks(["print('hello')"]))[0].output == "hello\n"
+            await client.restart()
+            assert (await client.execute_code_blocks(["print('again')"]))[0].output == "again\n"
+        finally:
+            await client.stop()
+    asyncio.run(asyncio.wait_for(autogen(), 180))
+
+
+def test_kernel_list_through_the_balancer_is_one_gateways(fleet):
+    """What README documents: GET /api/kernels through the balancer lists
+    the kernels of the one gateway that answered it."""
+    bal = fleet.balancer.target
+    ids = [create_kernel(bal) for _ in range(3)]
+    direct = [g.kernel_ids() for g in fleet.gateways]
+    for _ in range(3):
+        listed = {k["id"] for k in requests.get(f"{bal.base_url}/api/kernels", headers=auth(TOKEN)).json()}
+        assert listed in direct
+    for k in ids:
+        requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN))
+
+
+def check_values(bal, conversations):
+    """Each conversation still holds the x it was given: its requests
+    reached its own kernel."""
+    def check(item):
+        k, i = item
+        return execute(bal, k, "x")[0] == str(i)
+    return all(in_parallel(check, list(conversations.items())))
+
+
+def test_300_conversations_kill_add_drain(fleet):
+    bal = fleet.balancer.target
+    ids = in_parallel(lambda _: create_kernel(bal), range(CONVERSATIONS))
+    conversations = {k: i for i, k in enumerate(ids)}
+    in_parallel(lambda item: execute(bal, item[0], f"x = {item[1]}"), list(conversations.items()))
+    per_gateway = {g.shard: g.kernel_ids() for g in fleet.gateways}
+    for k in ids:
+        assert [s for s, held in per_gateway.items() if k in held] == [k.split("-")[0]]
+    counts = {s: len(held) for s, held in per_gateway.items()}
+    record(conversations_per_gateway=counts)
+    assert all(80 <= n <= 120 for n in counts.values()), counts
+    assert check_values(bal, conversations)
+
+    # kill -9 one gateway: its conversations answer 404 at once, a
+    # websocket open on another's conversation carries on
+    a, b, c = fleet.gateways
+    on = {g.index: {k: i for k, i in conversations.items() if holder(fleet, k) is g} for g in (a, b, c)}
+    survivor = next(iter(on[0]))
+    ws = websocket.create_connection(f"{bal.ws_url}/api/kernels/{survivor}/channels", header=auth(TOKEN))
+    b.gw.proc.kill()
+    b.gw.proc.wait()
+    first = next(iter(on[1]))
+    status, took = elapsed(lambda: requests.get(f"{bal.base_url}/api/kernels/{first}", headers=auth(TOKEN)))
+    assert status.status_code == 404 and "Kernel does not exist" in status.json()["message"], status.text
+    record(killed_first_404_seconds=round(took, 4))
+    assert took < 1.0, took
+    gone = in_parallel(lambda k: requests.get(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code,
+                       list(on[1]))
+    assert set(gone) == {404}
+    assert {upgrade_status(bal, k) for k in list(on[1])[:10]} == {404}
+    assert round_trip(ws, "x")[0] == str(conversations[survivor])
+    alive = {**on[0], **on[2]}
+    assert check_values(bal, alive)
+    assert fleet.balancer.states()[f"kennel-{b.shard}"].startswith("DOWN")
+
+    # a fourth gateway, the balancer restarted with it: nothing moves
+    before = {g.shard: g.kernel_ids() for g in (a, c)}
+    d = Gateway(fleet.root, 3, TOKEN)
+    fleet.gateways.append(d)
+    ws.close()
+    fleet.balancer.restart([a, c, d])
+    assert check_values(bal, alive)
+    assert {g.shard: g.kernel_ids() for g in (a, c)} == before
+    assert d.kernel_ids() == set()
+    new = in_parallel(lambda _: create_kernel(bal), range(30))
+    landed = {g.shard: sum(holder(fleet, k) is g for k in new) for g in (a, c, d)}
+    record(thirty_after_the_fourth=landed)
+    assert landed[d.shard] >= 5 and sum(landed.values()) == 30, landed
+
+    # drain one (SIGTERM): once the balancer sees it go, new
+    # conversations land on the others only
+    c.gw.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: not fleet.balancer.states()[f"kennel-{c.shard}"].startswith("UP"), 30,
+               "the balancer marking the drained gateway down")
+    after = in_parallel(lambda _: create_kernel(bal), range(30))
+    assert {holder(fleet, k).shard for k in after} <= {a.shard, d.shard}
+    assert c.gw.proc.wait(60) == 0
+    assert check_values(bal, on[0])
+
+
+def test_added_latency_side_by_side(fleet):
+    """One kernel, one websocket straight to its gateway and one through
+    the balancer, execute round trips alternated: the balancer's added
+    latency is the difference (median, p99)."""
+    bal = fleet.balancer.target
+    k = create_kernel(bal)
+    gw = holder(fleet, k)
+    direct = websocket.create_connection(f"{gw.direct.ws_url}/api/kernels/{k}/channels", header=auth(TOKEN))
+    through = websocket.create_connection(f"{bal.ws_url}/api/kernels/{k}/channels", header=auth(TOKEN))
+    times = {"direct": [], "balancer": []}
+    for n in range(340):
+        for name, ws in (("direct", direct), ("balancer", through)) if n % 2 else (("balancer", through),
+                                                                                   ("direct", direct)):
+            _, took = elapsed(round_trip, ws, "pass")
+            if n >= 40:  # warm-up
+                times[name].append(took * 1000)
+    direct.close()
+    through.close()
+    summary = {name: {"median_ms": round(percentile(t, 50), 3), "p99_ms": round(percentile(t, 99), 3), "n": len(t)}
+               for name, t in times.items()}
+    summary["added_median_ms"] = round(summary["balancer"]["median_ms"] - summary["direct"]["median_ms"], 3)
+    summary["added_p99_ms"] = round(summary["balancer"]["p99_ms"] - summary["direct"]["p99_ms"], 3)
+    record(execute_round_trip=summary)
+    print(json.dumps(summary))
+    assert summary["balancer"]["n"] == 300
