@@ -9,13 +9,15 @@
     gw_core.h, their client sockets are the ZeroMQ front's.
 */
 #include "gw_core.h"
+#include "gw_files.h"
 #include "gw_server_private.h"
 #include "gw_zmq_front.h"
 
 #include <string.h>
 
+/* buffers: raw frames sent after content (taken), or NULL. */
 static void
-reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
+reply_send_with (gw_server_t *self, wire_msg_t *req, json_t *content, zmsg_t *buffers)
 {
     char type[128];
     const char *req_type = wire_msg_type (req);
@@ -26,9 +28,19 @@ reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
         snprintf (type, sizeof type, "error_reply");
     wire_msg_t *reply = wire_msg_new (self->session, type, req);
     wire_msg_set_content (reply, content);
+    if (buffers) {
+        zmsg_destroy (&reply->buffers);
+        reply->buffers = buffers;
+    }
     wire_msg_send (reply, self->control, self->key);
     gw_io_sent (self->io, self->control); /* often sent from a launch's callback, not the control handler */
     wire_msg_destroy (&reply);
+}
+
+static void
+reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
+{
+    reply_send_with (self, req, content, NULL);
 }
 
 static void
@@ -174,6 +186,20 @@ do_list (gw_server_t *self, wire_msg_t *req)
     reply_send (self, req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", list));
 }
 
+static void
+do_files (gw_server_t *self, wire_msg_t *req, const char *type)
+{
+    gw_files_error_t err;
+    zmsg_t *buffers = zmsg_new ();
+    json_t *content = gw_control_files (self, req, type, buffers, &err);
+    if (content)
+        reply_send_with (self, req, content, buffers);
+    else {
+        zmsg_destroy (&buffers);
+        reply_error (self, req, err.ename, err.evalue);
+    }
+}
+
 int
 gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
 {
@@ -206,6 +232,8 @@ gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
         do_restart (self, &req);
     else if (streq (type, "conversation_list_request"))
         do_list (self, req);
+    else if (gw_control_files_handles (type))
+        do_files (self, req, type);
     else
         reply_error (self, req, "UnknownRequest", "unknown control request type");
     wire_msg_destroy (&req);

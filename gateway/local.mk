@@ -12,7 +12,8 @@ gateway_kennel_SOURCES = \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \
 	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
 	gateway/gw_zmq_front.h gateway/gw_zmq_front.c gateway/gw_quota.c \
-	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c
+	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c \
+	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -25,7 +26,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
 	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py \
 	tests/gateway/test_workspace_removal.py tests/gateway/test_quota.py \
-	tests/gateway/test_client_threads.py
+	tests/gateway/test_client_threads.py tests/gateway/test_files.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv

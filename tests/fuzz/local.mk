@@ -23,7 +23,8 @@ tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
 # the control handler with the parts of the gateway it calls, the
 # conversation layer and the ZeroMQ front excepted (stubbed in the target)
 GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_core.c gateway/gw_server_access.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
-	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c
+	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c \
+	gateway/gw_control_files.c gateway/gw_files.c gateway/gw_base64.c
 tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
 	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h $(GW_FUZZ_CONTROL_GW)
 tests_fuzz_gw_control_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-control"'
@@ -59,7 +60,8 @@ GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
 	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
-	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c
+	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c \
+	$(srcdir)/gateway/gw_control_files.c $(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
 GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
 	$(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
