@@ -147,9 +147,10 @@ class Control:
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
         self.sock = connect(info, "control_port", zmq.DEALER)
 
-    def request(self, msg_type, content=None, timeout=30):
-        """The whole reply message to one request."""
-        msg = self.session.send(self.sock, msg_type, content or {})
+    def request(self, msg_type, content=None, timeout=30, buffers=None):
+        """The whole reply message to one request (buffers: raw frames
+        sent after content; the reply's are in reply["buffers"])."""
+        msg = self.session.send(self.sock, msg_type, content or {}, buffers=buffers)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.sock.poll(100):

@@ -36,7 +36,8 @@ class Gateway:
     """`kennel serve` with transport None: the daemon's default (ipc);
     "tcp" is CURVE, extra_args e.g. ["--insecure-tcp"]."""
 
-    def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=(), user=None):
+    def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=(), user=None,
+                 asan_options=""):
         self.dir = tmp_path
         self.state = traversable_dir("kennel-gw-test-")
         if user is not None:
@@ -55,7 +56,7 @@ class Gateway:
         args = (["--transport", transport] if transport else []) + list(extra_args)
         # in a sanitizer build, every daemon of these tests must exit leak-free
         # (stop() asserts exit status 0)
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" + asan_options,
                    LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}",
                    KENNEL_TEST_SECRET="the gateway's environment never reaches a kernel")
         self.proc = serve(self.state, self.config_file, self.log_file, self.conn_file, args,
@@ -93,7 +94,7 @@ class Gateway:
         return rc
 
 
-def unprivileged_gateway(prefix):
+def unprivileged_gateway(prefix, config=None):
     """Yields `kennel serve` as uid 65534 (it then owns its sandboxes' files)
     with the layers this host cannot give that uid allowed to degrade, and
     stops it: a fixture's body. Skipped, with the probe's detail, where
@@ -103,7 +104,7 @@ def unprivileged_gateway(prefix):
     if not userns.ok:
         pytest.skip(userns.detail)
     home = traversable_dir(prefix)
-    config = {"confine": {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)}}
+    config = dict(config or {}, confine={"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)})
     gw = Gateway(home, config=config, user=hostprobe.NOBODY)
     yield gw
     try:
