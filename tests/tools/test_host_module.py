@@ -194,3 +194,33 @@ def test_two_conversations_see_only_their_own_tools(open_conv):
     assert a.run("beta()").error["ename"] == "NameError"
     assert b.run("tools['alpha']").error["ename"] == "KeyError"
     assert calls == ["alpha", "beta"]
+
+
+def test_upload_download_and_files(open_conv, tmp_path):
+    """conv.upload, conv.files, conv.download: a file of three chunks and a
+    bit (the chunk follows the gateway's max_message_bytes), the kernel
+    sees it, an empty file, a missing one raises GatewayError."""
+    import os
+    import kennel
+    conv = open_conv()
+    chunk = conv.gateway.file_chunk()
+    data = os.urandom(3 * chunk + 1234)
+    (tmp_path / "in.bin").write_bytes(data)
+    (tmp_path / "empty").write_bytes(b"")
+    assert conv.upload(str(tmp_path / "in.bin"), "in.bin") == len(data)
+    assert conv.upload(str(tmp_path / "empty"), "empty") == 0
+    listed = {e["name"]: (e["type"], e["size"]) for e in conv.files()}
+    assert listed == {"in.bin": ("file", len(data)), "empty": ("file", 0)}, listed
+    result = run_ok(conv, "import hashlib; print(hashlib.sha256(open('/workspace/in.bin','rb').read()).hexdigest())")
+    import hashlib
+    assert result.stdout.strip() == hashlib.sha256(data).hexdigest()
+    run_ok(conv, "open('/workspace/out.txt', 'w').write('made by the kernel')")
+    assert conv.download("out.txt", str(tmp_path / "out.txt")) == 18
+    assert (tmp_path / "out.txt").read_text() == "made by the kernel"
+    assert conv.download("in.bin", str(tmp_path / "back.bin")) == len(data)
+    assert (tmp_path / "back.bin").read_bytes() == data
+    try:
+        conv.download("missing", str(tmp_path / "x"))
+        raise AssertionError("no error")
+    except kennel.GatewayError as e:
+        assert e.ename == "NoSuchFile", e

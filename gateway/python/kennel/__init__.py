@@ -28,6 +28,9 @@ from . import loopsafe
 
 __all__ = ["Gateway", "Conversation", "Result", "GatewayError", "client_context", "endpoint"]
 
+#: the largest chunk of file_get and file_put (docs/PROTOCOL.md §3, "Files")
+FILE_CHUNK = 4 << 20
+
 #: the CURVE fields of a connection info (`kennel serve --transport tcp`),
 #: named as pyzmq's socket options
 CURVE_FIELDS = ("curve_serverkey", "curve_publickey", "curve_secretkey")
@@ -139,7 +142,14 @@ class Gateway:
     def request(self, msg_type: str, content: Dict[str, Any]) -> Dict[str, Any]:
         """Sends one control request and returns the reply's content, raising
         GatewayError on status "error"."""
-        sent = self.session.send(self.socket, msg_type, content)
+        return self.request_buffers(msg_type, content)[0]
+
+    def request_buffers(self, msg_type: str, content: Dict[str, Any],
+                        buffers: Iterable[bytes] = ()) -> "tuple[Dict[str, Any], List[bytes]]":
+        """request() with raw frames after the content, both ways: the
+        reply's content and its raw frames (file_get with "encoding":
+        "buffer", file_put of a chunk)."""
+        sent = self.session.send(self.socket, msg_type, content, buffers=list(buffers))
         deadline_ms = int(self.timeout * 1000)
         while True:
             if not self.socket.poll(deadline_ms):
@@ -150,7 +160,15 @@ class Gateway:
         content = reply["content"]
         if content.get("status") == "error":
             raise GatewayError(content.get("ename", "Error"), content.get("evalue", ""))
-        return content
+        return content, [bytes(b) for b in reply.get("buffers", [])]
+
+    def file_chunk(self) -> int:
+        """The bytes of one file chunk: 4 MiB (the gateway's largest), less
+        when the gateway's max_message_bytes would not hold it."""
+        if getattr(self, "_file_chunk", None) is None:
+            limit = self.gateway_info()["limits"]["max_message_bytes"]
+            self._file_chunk = max(4096, min(FILE_CHUNK, limit - 65536))
+        return self._file_chunk
 
     def gateway_info(self) -> Dict[str, Any]:
         return self.request("gateway_info_request", {})
@@ -303,6 +321,43 @@ class Conversation:
                 "seconds": seconds}
         call.update((k, v) for k, v in reply.items() if k != "call_id")
         return call
+
+    def _file(self, kind: str, remote: str, buffers: Iterable[bytes] = (), **content):
+        content.update(conversation_id=self.id, path=remote)
+        return self.gateway.request_buffers(f"file_{kind}_request", content, buffers)
+
+    def upload(self, local: str, remote: str) -> int:
+        """Copies the host file local to remote (relative to /workspace) in
+        chunks, never whole in memory; returns the bytes written. A full
+        workspace raises GatewayError WorkspaceFull."""
+        chunk = self.gateway.file_chunk()
+        offset = 0
+        with open(local, "rb") as f:
+            while True:
+                data = f.read(chunk)
+                if data or offset == 0:
+                    self._file("put", remote, [data], offset=offset)
+                offset += len(data)
+                if len(data) < chunk:
+                    return offset
+
+    def download(self, remote: str, local: str) -> int:
+        """Copies the workspace file remote to the host file local in
+        chunks; returns the bytes read."""
+        chunk = self.gateway.file_chunk()
+        offset = 0
+        with open(local, "wb") as f:
+            while True:
+                reply, frames = self._file("get", remote, offset=offset, length=chunk, encoding="buffer")
+                f.write(frames[0])
+                offset += reply["length"]
+                if reply["eof"] or not reply["length"]:
+                    return offset
+
+    def files(self, path: str = "") -> List[Dict[str, Any]]:
+        """The regular files and directories of a workspace directory: models
+        with name, path, type ("file" or "directory"), size, last_modified."""
+        return self._file("list", path)[0]["entries"]
 
     def interrupt(self) -> None:
         self.client.session.send(self.client.control_channel.socket, "interrupt_request", {})
