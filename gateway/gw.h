@@ -283,11 +283,16 @@ typedef struct {
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
     json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
     char shard[9];   /* "shard" (KENNEL_SHARD wins): leads every kernel and session id, or "" */
+    double drain_grace; /* s that running executions get after SIGTERM (gw_drain.c) */
+    int refs;        /* the server and each conversation opened under it (gw_conv_config) */
 } gw_config_t;
 
 /* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */
 GW_MUST_CHECK gw_config_t *gw_config_load (const char *path, char **errmsg);
+/* One holder less; freed with the last. */
 void gw_config_destroy (gw_config_t **self_p);
+/* One holder more: the same config. */
+gw_config_t *gw_config_ref (const gw_config_t *self);
 /* The operator's defaults lowered by a request's policy object. Returns 0, or
    -1 with *errmsg naming the field (an attempt to raise a limit, a bad type). */
 GW_MUST_CHECK int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg);
@@ -474,6 +479,15 @@ int gw_conv_interrupt (gw_conv_t *self);
 typedef void (gw_conv_ready_fn) (gw_conv_t *conv, bool ok, const char *errmsg, void *arg);
 void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
 bool gw_conv_idle_expired (const gw_conv_t *self, double now);
+/* "starting", "dead", "busy" (executions running or queued) or "idle". */
+const char *gw_conv_state (const gw_conv_t *self);
+/* Executions running or queued. */
+int gw_conv_pending (const gw_conv_t *self);
+/* The gateway stops after a drain: the clients hear iopub status "dead". */
+void gw_conv_announce_stopping (gw_conv_t *self);
+/* The config the conversation was opened under (a reload changes only
+   later conversations'). */
+const gw_config_t *gw_conv_config (const gw_conv_t *self);
 /* Internal to gw_conv.c and gw_relay.c */
 void gw_conv_kernel_start (gw_conv_t *self);
 
@@ -653,6 +667,8 @@ void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);
 void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
 /* Publishes status "starting" (fresh kernel announced to clients). */
 void gw_relay_announce_starting (gw_relay_t *self);
+/* Publishes status "dead" (the gateway stops: the kernel goes with it). */
+void gw_relay_announce_dead (gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);
 int gw_relay_executions (const gw_relay_t *self);
 

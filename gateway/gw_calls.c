@@ -11,6 +11,7 @@
     config asks for them.
 */
 #include "gw_relay_private.h"
+#include "gw_metrics.h"
 
 #include <string.h>
 
@@ -27,10 +28,11 @@ tool_log (gw_relay_t *self, const char *msg_id, const char *name, size_t bytes, 
         json_object_set_new (line, "ename", json_string (ename));
     if (reason)
         json_object_set_new (line, "reason", json_string (reason));
-    if (arguments && gw_server_config (self->server)->log_tool_arguments)
+    if (arguments && gw_conv_config (self->conv)->log_tool_arguments)
         json_object_set (line, "arguments", arguments);
     gw_log ("tool_call", "O", line);
     json_decref (line);
+    gw_metrics_tool_call (status);
 }
 
 /* tool_reply {call_id, status: error, ename, evalue} to the kernel. */
@@ -117,7 +119,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
 {
     const char *name = json_string_value (json_object_get (content, "name"));
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
-    int max_calls = gw_server_config (self->server)->max_tool_calls;
+    int max_calls = gw_conv_config (self->conv)->max_tool_calls;
     const json_t *tool = NULL;
     char problem[300];
     if (!e || !e->started) {
@@ -179,7 +181,7 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->name = wire_xstrdup (name);
     call->exec_msg_id = wire_xstrdup (e->msg_id);
     call->header = json_incref (header);
-    if (gw_server_config (self->server)->log_tool_arguments)
+    if (gw_conv_config (self->conv)->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();

@@ -3,7 +3,7 @@
     The file is JSON:
       {"defaults": {policy fields}, "maxima": {numeric policy fields},
        "max_conversations": 64, "queue_limit": 16, "idle_check_interval": 30,
-       "interrupt_grace": 2, "launch_timeout": 30,
+       "interrupt_grace": 2, "launch_timeout": 30, "drain_grace": 10,
        "max_message_bytes": 67108864, "launcher": "/usr/bin/kennel-launch",
        "confine": {extra confine policy fields, e.g. "allow_degraded"},
        "kernels": {"name": {"argv": ["cmd", "-f", "{connection_file}"]}},
@@ -409,7 +409,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  "shard", NULL};
+                                  "shard", "drain_grace", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -454,7 +454,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     self->queue_limit = (int) v;
     if (config_number (file, "idle_check_interval", 0.01, SECONDS_MAX, &self->idle_check_interval, errmsg) < 0
         || config_number (file, "interrupt_grace", 0, SECONDS_MAX, &self->interrupt_grace, errmsg) < 0
-        || config_number (file, "launch_timeout", 0.1, SECONDS_MAX, &self->launch_timeout, errmsg) < 0)
+        || config_number (file, "launch_timeout", 0.1, SECONDS_MAX, &self->launch_timeout, errmsg) < 0
+        || config_number (file, "drain_grace", 0, SECONDS_MAX, &self->drain_grace, errmsg) < 0)
         goto done;
     v = (double) self->max_message_bytes;
     if (config_number (file, "max_message_bytes", 1024, COUNT_MAX, &v, errmsg) < 0)
@@ -564,6 +565,7 @@ gw_config_t *
 gw_config_load (const char *path, char **errmsg)
 {
     gw_config_t *self = wire_xcalloc (1, sizeof *self);
+    self->refs = 1;
     policy_defaults (&self->defaults);
     maxima_defaults (&self->maxima);
     self->max_conversations = 64;
@@ -572,6 +574,7 @@ gw_config_load (const char *path, char **errmsg)
     self->idle_check_interval = 30;
     self->interrupt_grace = 2;
     self->launch_timeout = 30;
+    self->drain_grace = 10;
     self->max_message_bytes = wire_limits_default.max_message_bytes;
     self->max_tool_calls = 10000;
     self->warm_pool = 2;
@@ -591,11 +594,20 @@ gw_config_load (const char *path, char **errmsg)
     return self;
 }
 
+gw_config_t *
+gw_config_ref (const gw_config_t *self)
+{
+    gw_config_t *held = (gw_config_t *) self; /* the count is the holders', not the config's content */
+    held->refs++;
+    return held;
+}
+
 void
 gw_config_destroy (gw_config_t **self_p)
 {
     gw_config_t *self = *self_p;
-    if (!self)
+    *self_p = NULL;
+    if (!self || --self->refs > 0)
         return;
     gw_policy_clear (&self->defaults);
     gw_policy_clear (&self->maxima);
@@ -605,5 +617,4 @@ gw_config_destroy (gw_config_t **self_p)
     json_decref (self->fork_preload);
     json_decref (self->http);
     free (self);
-    *self_p = NULL;
 }

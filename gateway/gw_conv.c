@@ -19,6 +19,7 @@
 #include "gw_kernel.h"
 #include "gw_peers.h"
 #include "kernel-launcher/kennel_launch.h"
+#include "gw_metrics.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -35,6 +36,7 @@ typedef struct {
 
 struct gw_conv {
     gw_server_t *server;
+    gw_config_t *config; /* the server's when opened: a reload changes later conversations' only */
     char *id;
     char kernel_id[GW_ID_UUID_SIZE]; /* gw_id.c: names the gateway's shard */
     char *kernel_name;
@@ -54,6 +56,7 @@ struct gw_conv {
     zlistx_t *waiters;
     int launch_timer;
     int kernels_started;
+    double start_began; /* monotonic: the kernel's launch, or its claim from the pool */
     bool holds_slot; /* one of the server's parallel launch slots */
     bool queued;     /* waiting for a launch slot */
     bool claimed;    /* the kernel starting is a claimed pooled one */
@@ -249,6 +252,7 @@ gw_conv_kernel_ready (gw_conv_t *self)
     slot_release (self);
     self->kstate = K_RUNNING;
     self->last_activity = gw_clock_mono (); /* idle time counts from a usable kernel */
+    gw_metrics_kernel_started (self->claimed, self->last_activity - self->start_began);
     gw_log ("kernel_start", "{s:s, s:i, s:i}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (gw_conv_launch (self)), "launcher_pid",
             (int) gw_launch_pid (gw_conv_launch (self)));
@@ -278,6 +282,7 @@ on_launch_exit (gw_launch_t *launch, void *arg)
                   gw_launch_cause (launch));
     gw_log ("kernel_exit", "{s:s, s:s, s:s}", "conversation", self->id, "status", gw_launch_cause (launch), "cause",
             cause);
+    gw_metrics_kernel_died (self->kill_ename, gw_launch_cause (launch));
     self->kstate = K_DEAD;
     /* detached while the launch is still ours: the replies' metadata.kennel
        take its cause (kernel_ended) */
@@ -295,7 +300,7 @@ on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
     self->launch_timer = 0;
     char reason[128];
     snprintf (reason, sizeof reason, "the launcher sent no status line within %g s",
-              gw_server_config (self->server)->launch_timeout);
+              self->config->launch_timeout);
     kernel_failed (self, reason);
     return 0;
 }
@@ -304,7 +309,7 @@ on_launch_timeout (zloop_t *loop, int timer_id, void *arg)
 static void
 launch_timer_start (gw_conv_t *self)
 {
-    size_t ms = (size_t) (gw_server_config (self->server)->launch_timeout * 1000);
+    size_t ms = (size_t) (self->config->launch_timeout * 1000);
     self->launch_timer = gw_timer_start (gw_server_loop (self->server), ms, 1, on_launch_timeout, self);
 }
 
@@ -364,13 +369,13 @@ kernel_launch (gw_conv_t *self)
 {
     char *errmsg = NULL;
     kernel_forget (self);
-    self->kernel = gw_kernel_new (gw_server_config (self->server), self->runs, self->kernel_name, &errmsg);
+    self->kernel = gw_kernel_new (self->config, self->runs, self->kernel_name, &errmsg);
     if (!self->kernel) {
         kernel_failed (self, errmsg ? errmsg : "cannot create the run dir");
         free (errmsg);
         return;
     }
-    const gw_config_t *config = gw_server_config (self->server);
+    const gw_config_t *config = self->config;
     json_t *spec = gw_kernel_spec (config, self->kernel_name, &self->policy, self->tools, self->workspace,
                                    gw_kernel_run_dir (self->kernel));
     gw_zygote_apply (gw_server_zygote (self->server), spec);
@@ -383,6 +388,7 @@ kernel_launch (gw_conv_t *self)
         return;
     }
     self->kernels_started++;
+    self->start_began = gw_clock_mono ();
     if (self->kernels_started > 1) {
         gw_relay_announce_starting (self->relay);
         gw_relay_event (self->relay, GW_EVENT_KERNEL_STARTING, NULL);
@@ -419,7 +425,7 @@ warm_claim (gw_conv_t *self, bool pooled)
     struct stat st;
     char *dir = NULL;
     gw_pool_t *pool = gw_server_pool (self->server);
-    if (!pooled || !pool || !gw_pool_fits (gw_server_config (self->server), self->kernel_name, &self->policy)
+    if (!pooled || !pool || !gw_pool_fits (self->config, self->kernel_name, &self->policy)
         || lstat (self->dir, &st) == 0 || !(self->kernel = gw_pool_claim (pool, &dir)))
         return false;
     if (rename (dir, self->dir) < 0) {
@@ -444,10 +450,11 @@ warm_adopt (gw_conv_t *self)
     self->kstate = K_STARTING;
     self->claimed = true;
     self->kernels_started = 1;
+    self->start_began = gw_clock_mono ();
     launch_timer_start (self);
     gw_log ("kernel_claimed", "{s:s, s:i, s:f}", "conversation", self->id, "pid",
             (int) gw_launch_kernel_pid (gw_conv_launch (self)), "pool_age", age);
-    double default_timeout = gw_server_config (self->server)->defaults.tool_timeout;
+    double default_timeout = self->config->defaults.tool_timeout;
     if (json_array_size (self->tools) > 0 || self->policy.tool_timeout != default_timeout)
         gw_relay_configure (self->relay, self->tools, self->policy.tool_timeout);
     on_launch_status (gw_conv_launch (self), self);
@@ -459,6 +466,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
 {
     gw_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
+    self->config = gw_config_ref (gw_server_config (server));
     self->id = wire_xstrdup (id);
     self->kernel_name = wire_xstrdup (kernel ? kernel : "python");
     self->tools = tools ? json_incref (tools) : json_array ();
@@ -476,7 +484,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     free (convs);
     if (!rc && !warm_claim (self, pooled))
         rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
-             || gw_quota_apply (gw_server_config (server), self->workspace, self->policy.workspace_bytes,
+             || gw_quota_apply (self->config, self->workspace, self->policy.workspace_bytes,
                                 self->policy.workspace_files, errmsg) < 0;
     if (rc) {
         gw_conv_destroy (&self, true);
@@ -523,6 +531,7 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     free (self->log_path);
     free (self->kill_ename);
     free (self->kill_cause);
+    gw_config_destroy (&self->config);
     free (self);
     *self_p = NULL;
 }
@@ -593,6 +602,33 @@ gw_conv_idle_expired (const gw_conv_t *self, double now)
            && now - self->last_activity > self->policy.idle_ttl;
 }
 
+const char *
+gw_conv_state (const gw_conv_t *self)
+{
+    return self->kstate == K_STARTING ? "starting"
+           : self->kstate == K_DEAD   ? "dead"
+           : gw_relay_pending (self->relay) ? "busy"
+                                            : "idle";
+}
+
+int
+gw_conv_pending (const gw_conv_t *self)
+{
+    return gw_relay_pending (self->relay);
+}
+
+void
+gw_conv_announce_stopping (gw_conv_t *self)
+{
+    gw_relay_announce_dead (self->relay);
+}
+
+const gw_config_t *
+gw_conv_config (const gw_conv_t *self)
+{
+    return self->config;
+}
+
 json_t *
 gw_conv_list_entry (const gw_conv_t *self)
 {
@@ -603,10 +639,7 @@ gw_conv_list_entry (const gw_conv_t *self)
     gw_proc_usage (pid, &cpu, &rss, &hwm);
     int64_t ws_bytes, ws_files;
     bool measured = gw_quota_usage (self->workspace, &ws_bytes, &ws_files);
-    const char *state = self->kstate == K_STARTING ? "starting"
-                        : self->kstate == K_DEAD   ? "dead"
-                        : gw_relay_pending (self->relay) ? "busy"
-                                                         : "idle";
+    const char *state = gw_conv_state (self);
     char created[40], last[40];
     gw_iso_time (self->created, created);
     gw_iso_time (gw_clock_wall_of (self->last_activity), last);

@@ -3,6 +3,7 @@
     list. The fronts call these; the table itself is the server's.
 */
 #include "gw_core.h"
+#include "gw_ops.h"
 
 #include <string.h>
 
@@ -103,6 +104,12 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
     gw_conv_t *conv = gw_core_find (server, id);
     if (conv)
         return reattach (conv, tools, err);
+    if (gw_drain_active (server)) {
+        error_set (err, "GatewayDraining",
+                   wire_xstrdup ("the gateway is stopping (SIGTERM): it opens no new conversation; "
+                                 "open it on another gateway"));
+        return NULL;
+    }
     const char *layer;
     const char *startup_error = gw_server_startup_error (server, &layer);
     if (startup_error) {

@@ -5,6 +5,7 @@
     never finish (kernel died, conversation closed, queue full).
 */
 #include "gw_relay_private.h"
+#include "gw_metrics.h"
 
 #include <signal.h>
 #include <string.h>
@@ -75,6 +76,7 @@ exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
     gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", gw_conv_id (self->conv), "msg_id",
             e->msg_id, "status", status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
             (json_int_t) e->output_bytes, "truncated", e->truncated);
+    gw_metrics_execution (status, e->started ? gw_clock_mono () - e->started_at : -1);
     self->executions++;
     calls_end (self, e->msg_id, "abandoned");
     zlistx_delete (self->execs, handle);
@@ -132,12 +134,13 @@ on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
     gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
     e->timer_id = 0;
     e->timed_out = true;
+    gw_metrics_timeout ();
     gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "limit",
             gw_conv_policy (self->conv)->execution_timeout);
     gw_launch_t *launch = gw_conv_launch (self->conv);
     if (launch)
         gw_launch_signal (launch, SIGINT);
-    e->grace_timer_id = gw_timer_start (loop, (size_t) (gw_server_config (self->server)->interrupt_grace * 1000) + 1, 1,
+    e->grace_timer_id = gw_timer_start (loop, (size_t) (gw_conv_config (self->conv)->interrupt_grace * 1000) + 1, 1,
                                         on_grace_over, self);
     return 0;
 }
@@ -248,7 +251,7 @@ exec_new (zmsg_t *msg, json_t *header)
 void
 track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
 {
-    int limit = gw_server_config (self->server)->queue_limit;
+    int limit = gw_conv_config (self->conv)->queue_limit;
     gw_exec_t *e = exec_new (*msg_p, header);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];
@@ -292,6 +295,7 @@ execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const 
             exec_fail (self, e, ename, evalue, state, !first || !e->started);
         gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
                 e->msg_id, "status", "error", "reason", evalue);
+        gw_metrics_execution ("cut", e->started ? gw_clock_mono () - e->started_at : -1);
         self->executions++;
         zlistx_delete (self->execs, zlistx_cursor (self->execs));
         first = false;

@@ -439,6 +439,12 @@ gw_relay_announce_starting (gw_relay_t *self)
     publish_status (self, NULL, "starting");
 }
 
+void
+gw_relay_announce_dead (gw_relay_t *self)
+{
+    publish_status (self, NULL, "dead");
+}
+
 int
 gw_relay_pending (const gw_relay_t *self)
 {

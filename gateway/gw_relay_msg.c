@@ -4,6 +4,7 @@
     of a conversation.
 */
 #include "gw_relay_private.h"
+#include "gw_metrics.h"
 
 #include <string.h>
 
@@ -68,6 +69,7 @@ void
 kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
 {
     zsock_t *sock = self->kernel[channel];
+    gw_metrics_relayed (true, zmsg_content_size (*msg_p));
     resign (*msg_p, self->kernel_key);
     int rc = zmsg_send (msg_p, sock);
     gw_io_sent (gw_server_io (self->server), sock); /* a send may take the socket's wake-up (gw_io.c) */
@@ -82,6 +84,7 @@ void
 client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 {
     zframe_t *sig = gw_front_msg_sign (*msg_p, NULL);
+    gw_metrics_relayed (false, zmsg_content_size (*msg_p));
     if (sig)
         gw_peers_deliver (self->peers, channel, msg_p);
     zmsg_destroy (msg_p);

@@ -2,16 +2,20 @@
     start-up probe, idle culling, clean shutdown. The conversation table it
     holds is gw_core.c's to change.
 
-    Shutdown (SIGTERM or SIGINT, caught by czmq) ends the loop; every
-    conversation is then closed: kernels killed and reaped, sockets and
-    directories removed, the connection file deleted.
+    Signals come from the loop (gw_signal.c): SIGTERM or SIGINT drains
+    (gw_drain.c), a second one stops at once, SIGHUP reloads the config
+    (gw_reload.c); in kernelspec mode each of them stops. The stop ends the
+    loop; every conversation is then closed: kernels killed and reaped,
+    sockets and directories removed, the connection file deleted.
 */
 #include "gw_core.h"
+#include "gw_ops.h"
 #include "gw_server_private.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -411,17 +415,43 @@ zygote_and_pool_start (gw_server_t *self)
         self->pool = gw_pool_new (self, self->config->warm_pool);
 }
 
+static void
+on_signal (int sig, void *arg)
+{
+    gw_server_t *self = arg;
+    self->last_signal = sig;
+    if (self->kernel_mode)
+        gw_server_stop (self);
+    else if (sig == SIGHUP)
+        gw_reload (self);
+    else
+        gw_drain_start (self);
+}
+
+bool
+gw_server_pool_restart (gw_server_t *self)
+{
+    if (!self->ready || self->startup_error || self->kernel_mode)
+        return false;
+    gw_pool_destroy (&self->pool);
+    if (self->config->warm_pool > 0)
+        self->pool = gw_pool_new (self, self->config->warm_pool);
+    return true;
+}
+
 int
 gw_server_run (gw_server_t *self)
 {
+    self->signals = gw_signals_new (self->loop, on_signal, self);
     if (!self->kernel_mode) {
         gw_timer_start (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check,
                         self);
         probe_start (self); /* then the connection file, the zygote, the pool */
     }
     zloop_start (self->loop);
-    gw_log ("stopping", "{s:i, s:b}", "conversations", (int) zhashx_size (self->conversations), "signal",
-            zsys_interrupted != 0);
+    gw_log ("stopping", "{s:i, s:b, s:s}", "conversations", (int) zhashx_size (self->conversations), "signal",
+            self->last_signal || zsys_interrupted, "by",
+            self->last_signal ? strsignal (self->last_signal) : zsys_interrupted ? "interrupt" : "the gateway");
     return self->exit_code;
 }
 
@@ -480,6 +510,7 @@ gw_server_destroy (gw_server_t **self_p)
             rmdir (path);
         }
     }
+    gw_signals_destroy (&self->signals);
     gw_io_destroy (&self->io);
     gw_timers_destroy (&self->timers);
     zloop_destroy (&self->loop);
@@ -495,6 +526,7 @@ gw_server_destroy (gw_server_t **self_p)
     free (self->ip);
     free (self->transport);
     free (self->connection_file);
+    free (self->config_path);
     free (self);
     *self_p = NULL;
 }

@@ -4,6 +4,7 @@
     can link it with a server built by hand (tests/fuzz/gw_control_fuzz.c).
 */
 #include "gw_core.h"
+#include "gw_ops.h"
 #include "gw_server_private.h"
 #include "config.h"
 
@@ -196,4 +197,42 @@ gw_server_info (gw_server_t *self)
         json_object_set_new (content, "startup_error",
                              json_pack ("{s:s, s:s}", "layer", self->startup_layer, "reason", self->startup_error));
     return content;
+}
+
+void
+gw_server_set_config_path (gw_server_t *self, const char *path)
+{
+    gw_set_string (&self->config_path, path);
+}
+
+const char *
+gw_server_config_path (const gw_server_t *self)
+{
+    return self->config_path;
+}
+
+void
+gw_server_replace_config (gw_server_t *self, gw_config_t **config_p)
+{
+    gw_config_destroy (&self->config);
+    self->config = *config_p;
+    *config_p = NULL;
+}
+
+bool
+gw_drain_active (const gw_server_t *server)
+{
+    return server->drain_started > 0;
+}
+
+double
+gw_server_drain_started (const gw_server_t *self)
+{
+    return self->drain_started;
+}
+
+void
+gw_server_set_drain_started (gw_server_t *self, double started)
+{
+    self->drain_started = started;
 }

@@ -6,6 +6,7 @@
 #define GW_SERVER_PRIVATE_H_INCLUDED
 
 #include "gw.h"
+#include "gw_ops.h"
 
 struct gw_server {
     zloop_t *loop;
@@ -45,6 +46,10 @@ struct gw_server {
     gw_remover_t *remover;   /* empties state/graveyard off the loop (gw_remove.c) */
     gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
+    char *config_path;   /* read again on SIGHUP (gw_reload.c), or NULL */
+    gw_signals_t *signals; /* SIGTERM, SIGINT, SIGHUP from the loop (gw_signal.c), or NULL */
+    int last_signal;     /* the last of them, for the stop's log line */
+    double drain_started; /* monotonic, 0 until SIGTERM (gw_drain.c) */
     int exit_code;
     bool stopping;
 };

@@ -13,7 +13,9 @@ gateway_kennel_SOURCES = \
 	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
 	gateway/gw_zmq_front.h gateway/gw_zmq_front.c gateway/gw_quota.c \
 	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c \
-	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c
+	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
+	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
+	gateway/gw_metrics.h gateway/gw_metrics.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 

@@ -15,6 +15,7 @@
 */
 #include "gw_core.h"
 #include "gw_zmq_front.h"
+#include "gw_ops.h"
 #include "config.h"
 #include "mcp/mcp.h"
 #include "http/http.h"
@@ -180,6 +181,7 @@ cmd_serve (int argc, char **argv)
         fprintf (stderr, "kennel serve: --insecure-tcp goes with --transport tcp\n");
         return 2;
     }
+    gw_signal_block (); /* SIGTERM drains, SIGHUP reloads: read in the loop */
     setup_process (o.log_file);
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (o.config, &errmsg);
@@ -203,6 +205,12 @@ cmd_serve (int argc, char **argv)
     free (state_dir);
     if (server && o.insecure_tcp)
         gw_server_set_insecure (server);
+    if (server && o.config) {
+        /* absolute: a reload reads the same file whatever the cwd became */
+        char *real = realpath (o.config, NULL);
+        gw_server_set_config_path (server, real ? real : o.config);
+        free (real);
+    }
     http_front_t *front = NULL;
     if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0
         || (!http_off && !(front = http_front_new (server, &http, &errmsg)))) {
@@ -286,6 +294,7 @@ cmd_kernel (int argc, char **argv)
     /* the front end's terminal is the user's screen (jupyter console) or its
        server's log: the JSON log goes only where --log-file says (why a
        kernel could not start is still one line on stderr, below) */
+    gw_signal_block (); /* each of them stops the kernel cleanly, in the loop */
     setup_process (o.log_file ? o.log_file : "/dev/null");
     /* a front end that dies (kill -9 of jupyter console) takes its kernel
        along, as ipykernel's parent poller does: SIGTERM is a clean exit */

@@ -29,6 +29,7 @@ typedef struct {
     char *token;         /* NULL only when anonymous */
     const char *token_source; /* "KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN", "config", "generated" */
     bool anonymous;      /* the operator's explicit "anonymous": true */
+    bool metrics_open;   /* GET /metrics without the token ("metrics_open": true) */
     char *allow_origin;  /* "*", one origin, or NULL: same origin only */
     char *certfile;      /* TLS when both are set */
     char *keyfile;
@@ -112,6 +113,8 @@ typedef struct {
 /* Writes status, the CORS headers and body (taken; NULL: none) now. 0 or -1
    (hang up). */
 int http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
+/* The same with a body of another type (text/plain for /metrics). */
+int http_reply_text (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len);
 /* {"reason", "message"} and a log line (rate-limited per peer). */
 int http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message);
 /* The answer waits for the gateway: the connection is kept meanwhile. */
@@ -193,6 +196,15 @@ gw_conv_t *ws_conn_conv (const ws_conn_t *self);
 http_sessions_t *http_sessions_new (void);
 void http_sessions_destroy (http_sessions_t **self_p);
 int http_sessions_route (struct lws *wsi, http_req_t *req, const char *rest);
+
+/* ---- http_ops: /healthz and /metrics ------------------------------------ */
+
+/* GET /healthz: 200 {"status": "ok", "draining"} while the loop runs; no
+   token (it tells nothing of the conversations). */
+int http_ops_healthz (struct lws *wsi, http_req_t *req);
+/* GET /metrics: the core's metrics (gw_metrics.h) in Prometheus' text
+   format 0.0.4; the token unless http.metrics_open. */
+int http_ops_metrics (struct lws *wsi, http_req_t *req);
 
 /* ---- shared by http_api and http_sessions ------------------------------ */
 

@@ -8,6 +8,7 @@
     error names map to HTTP statuses here.
 */
 #include "http.h"
+#include "gateway/gw_ops.h"
 #include "config.h"
 
 #include <string.h>
@@ -25,6 +26,8 @@ http_api_ready (const http_front_t *front, const char **why)
         *why = "the gateway is still probing confinement";
     else if (startup_error)
         *why = startup_error;
+    else if (gw_drain_active (s))
+        *why = "the gateway is stopping (draining after SIGTERM)";
     else if (gw_server_config (s)->fork_server && !gw_zygote_socket (gw_server_zygote (s)))
         *why = "the fork server is starting";
     return *why == NULL;
@@ -91,7 +94,7 @@ status_of_ename (const char *ename)
 {
     if (streq (ename, "TooManyConversations") || streq (ename, "CapacityError"))
         return 403;
-    if (streq (ename, "ConfinementUnavailable"))
+    if (streq (ename, "ConfinementUnavailable") || streq (ename, "GatewayDraining"))
         return 503;
     if (streq (ename, "KernelStartFailed") || streq (ename, "OpenFailed"))
         return 500;
@@ -392,5 +395,7 @@ http_api_dispatch (struct lws *wsi, http_req_t *req)
         return kernels_route (wsi, req, rest);
     if ((rest = under (req->path, "/api/sessions")))
         return http_sessions_route (wsi, req, rest);
+    if (streq (req->path, "/metrics"))
+        return http_ops_metrics (wsi, req);
     return http_reply_error (wsi, req, 404, "no such path");
 }

@@ -3,6 +3,7 @@
     gateway.
 */
 #include "http.h"
+#include "gateway/gw_ops.h"
 
 #include <string.h>
 
@@ -54,38 +55,54 @@ cors_add (struct lws *wsi, const http_settings_t *settings, unsigned char **p, u
            || header_add (wsi, "access-control-allow-headers:", "Authorization, Content-Type", p, end);
 }
 
-int
-http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
+/* The headers, then len bytes of text (of type, NULL when none). */
+static int
+reply_bytes (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len,
+             const char *location)
 {
-    char *text = body ? json_dumps (body, JSON_COMPACT) : NULL;
-    json_decref (body);
-    size_t len = text ? strlen (text) : 0;
     unsigned char headers[LWS_PRE + HEADERS_MAX];
     unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
+    /* every 503 (draining, not ready yet, connections full) is temporary:
+       a client or balancer retries, elsewhere when the gateway drains */
+    char retry[16];
+    snprintf (retry, sizeof retry, "%d", GW_DRAIN_RETRY_AFTER);
     if (lws_add_http_header_status (wsi, (unsigned int) status, &p, end)
-        || (text && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
-                                                  (const unsigned char *) "application/json", 16, &p, end))
+        || (type && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, (const unsigned char *) type,
+                                                  (int) strlen (type), &p, end))
         || lws_add_http_header_content_length (wsi, len, &p, end)
         || (location && *location && header_add (wsi, "location:", location, &p, end))
+        || (status == 503 && header_add (wsi, "retry-after:", retry, &p, end))
         || cors_add (wsi, &req->front->settings, &p, end) || lws_finalize_http_header (wsi, &p, end)
-        || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0) {
-        free (text);
+        || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0)
         return -1;
-    }
     if (len) {
         unsigned char *out = wire_xmalloc (LWS_PRE + len);
         memcpy (out + LWS_PRE, text, len);
         int n = lws_write (wsi, out + LWS_PRE, len, LWS_WRITE_HTTP_FINAL);
         free (out);
-        if (n < 0) {
-            free (text);
+        if (n < 0)
             return -1;
-        }
     }
-    free (text);
     if (req->upgrading)
         return 0;
     return lws_http_transaction_completed (wsi) ? -1 : 0;
+}
+
+int
+http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
+{
+    char *text = body ? json_dumps (body, JSON_COMPACT) : NULL;
+    json_decref (body);
+    int rc = reply_bytes (wsi, req, status, text ? "application/json" : NULL, text, text ? strlen (text) : 0,
+                          location);
+    free (text);
+    return rc;
+}
+
+int
+http_reply_text (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len)
+{
+    return reply_bytes (wsi, req, status, type, text, len, NULL);
 }
 
 int

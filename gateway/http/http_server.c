@@ -70,6 +70,10 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
     snprintf (req->path, sizeof req->path, "%s", uri);
     if (req->method == LWSHUMETH_OPTIONS) /* a CORS preflight carries no token */
         return http_reply_write (wsi, req, front->settings.allow_origin ? 204 : 403, NULL, NULL);
+    if (streq (req->path, "/healthz")) /* liveness: says only that the loop runs */
+        return http_ops_healthz (wsi, req);
+    if (streq (req->path, "/metrics") && front->settings.metrics_open)
+        return http_ops_metrics (wsi, req);
     int status;
     const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
     if (refusal)

@@ -85,7 +85,7 @@ static int
 section_check (const json_t *section, char **errmsg)
 {
     static const char *known[] = {"listen", "token", "anonymous", "allow_origin", "certfile", "keyfile",
-                                  "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow", NULL};
+                                  "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow", "metrics_open", NULL};
     if (!json_is_object (section)) {
         *errmsg = wire_xstrdup ("config http: must be an object");
         return -1;
@@ -101,10 +101,13 @@ section_check (const json_t *section, char **errmsg)
             return -1;
         }
     }
-    const json_t *anon = json_object_get (section, "anonymous");
-    if (anon && !json_is_boolean (anon)) {
-        *errmsg = wire_xstrdup ("config http.anonymous: must be true or false");
-        return -1;
+    const char *flags[] = {"anonymous", "metrics_open"};
+    for (int f = 0; f < 2; f++) {
+        const json_t *flag = json_object_get (section, flags[f]);
+        if (flag && !json_is_boolean (flag)) {
+            *errmsg = wire_xasprintf ("config http.%s: must be true or false", flags[f]);
+            return -1;
+        }
     }
     const json_t *env = json_object_get (section, "env_allow");
     size_t i;
@@ -166,6 +169,7 @@ http_settings_load (http_settings_t *self, const json_t *section, const char *li
     }
     double max_conn = DEFAULT_MAX_CONNECTIONS, queue = DEFAULT_WS_QUEUE_BYTES, ping = DEFAULT_PING_SECONDS;
     self->anonymous = json_is_true (json_object_get (section, "anonymous"));
+    self->metrics_open = json_is_true (json_object_get (section, "metrics_open"));
     if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0
         || string_field (section, "allow_origin", &self->allow_origin, errmsg) < 0
         || string_field (section, "certfile", &self->certfile, errmsg) < 0

@@ -80,9 +80,14 @@ def test_close_answers_queued_executions_too(gateway):
 
 
 def test_gateway_shutdown_during_an_execution_answers_the_client(gateway):
+    """The first SIGTERM drains (the execution may run for drain_grace,
+    tests/http/test_ops.py); a second stops at once, and the execution's
+    client still gets its answer."""
     _, kc = gateway.open_client("stopping")
     thread, box = interactive_in_thread(kc, SLEEP)
     wait_started(gateway, "stopping")
+    gateway.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: gateway.events("draining"), 10, "the drain")
     stopped_at = time.monotonic()
     gateway.proc.send_signal(signal.SIGTERM)
     thread.join(10)

@@ -84,9 +84,10 @@ def test_kernel_killed_with_a_websocket_open(http_gateway):
 
 def test_sigterm_with_websockets_open(make_http_gateway):
     """The gateway stops cleanly (exit 0, no leak in a sanitizer build, no
-    kernel left) with websockets open and an execution running; each client
-    gets a close frame 1001."""
-    gw = make_http_gateway()
+    kernel left) with websockets open and an execution running past the
+    drain's grace (tests/http/test_ops.py); each client gets a close frame
+    1001."""
+    gw = make_http_gateway(config={"drain_grace": 1})
     sockets = []
     for _ in range(3):
         kid = start_kernel(gw)["id"]
