@@ -57,5 +57,6 @@ EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package
 # and kennel under the unit's hardening (tests/README.md)
 EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/service_exec.py \
 	tests/deploy/test_install.py tests/deploy/test_manpages.py tests/deploy/test_service.py
+EXTRA_DIST += tests/deploy/test_service_ops.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
 EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py

@@ -25,8 +25,8 @@ NUMBER = {"LimitNOFILE"}
 # settings of the unit that are not sandboxing (nothing to emulate), that
 # ServiceGateway sets up itself (StateDirectory, StateDirectoryMode: its own
 # 0711 directory made writable), or that have no effect on cgroup v1 as
-# root (Delegate)
-NOT_EMULATED = {"Type", "ExecStart", "KillMode", "TimeoutStopSec", "Restart", "RestartSec", "User",
+# root (Delegate); ExecReload is the test's to run (test_service_ops.py)
+NOT_EMULATED = {"Type", "ExecStart", "ExecReload", "KillMode", "TimeoutStopSec", "Restart", "RestartSec", "User",
                 "StateDirectory", "StateDirectoryMode", "Delegate"}
 
 
