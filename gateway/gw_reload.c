@@ -28,6 +28,7 @@ static const struct {
     {"max_parallel_launches", "the launch scheduler is sized at start"},
     {"idle_check_interval", "the idle cull's timer is started once"},
     {"http", "the HTTP front listens, and holds its token, from start"},
+    {"shard", "every id the gateway made starts with it, and the balancer routes by it"},
 };
 #define RESTART_COUNT (sizeof restart_keys / sizeof restart_keys[0])
 
@@ -40,7 +41,8 @@ key_changed (const gw_config_t *a, const gw_config_t *b, size_t i)
     case 2: return a->max_message_bytes != b->max_message_bytes;
     case 3: return a->max_parallel_launches != b->max_parallel_launches;
     case 4: return a->idle_check_interval != b->idle_check_interval;
-    default: return !(a->http == b->http || (a->http && b->http && json_equal (a->http, b->http)));
+    case 5: return !(a->http == b->http || (a->http && b->http && json_equal (a->http, b->http)));
+    default: return !streq (a->shard, b->shard);
     }
 }
 
@@ -65,6 +67,7 @@ restart_keys_keep (const gw_config_t *old, gw_config_t *fresh)
     fresh->idle_check_interval = old->idle_check_interval;
     json_decref (fresh->http);
     fresh->http = json_incref (old->http);
+    memcpy (fresh->shard, old->shard, sizeof fresh->shard);
     return changed;
 }
 
