@@ -41,7 +41,7 @@ drain_finish (gw_server_t *server, const char *why, int busy)
     zhashx_t *table = gw_server_table (server);
     for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
         gw_conv_announce_stopping (conv);
-    gw_log ("drained", "{s:s, s:i, s:f}", "reason", why, "executions_cut", busy, "seconds",
+    gw_log ("drained", "{s:s, s:i, s:f}", "reason", why, "busy_cut", busy, "seconds",
             gw_clock_mono () - gw_server_drain_started (server));
     gw_timer_start (gw_server_loop (server), FLUSH_MS, 1, on_flushed, server);
 }
@@ -71,7 +71,7 @@ gw_drain_start (gw_server_t *server)
         return;
     }
     gw_server_set_drain_started (server, gw_clock_mono ());
-    gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (server), "executions",
+    gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (server), "busy",
             busy_count (server), "drain_grace", gw_server_config (server)->drain_grace);
     gw_timer_start (gw_server_loop (server), CHECK_MS, 0, on_check, server);
 }

@@ -101,8 +101,9 @@ static void
 counters_emit (gw_metric_fn *fn, void *arg, const char *name, const char *help, const char *label,
                const char **values, const uint64_t *counts, size_t n)
 {
-    gw_sample_t samples[16];
-    for (size_t i = 0; i < n && i < 16; i++)
+    gw_sample_t samples[16]; /* the longest label set has 8 values */
+    n = n < 16 ? n : 16;
+    for (size_t i = 0; i < n; i++)
         samples[i] = (gw_sample_t){label, values[i], (double) counts[i], NULL};
     gw_metric_t m = {name, help, GW_METRIC_COUNTER, samples, (int) n};
     fn (&m, arg);

@@ -194,7 +194,7 @@ def test_drain_stops_at_the_grace_or_a_second_sigterm(make_http_gateway):
     gw.proc.send_signal(signal.SIGTERM)
     assert gw.proc.wait(20) == 0
     assert time.monotonic() - stopped_at < 10
-    assert gw.events("drained")[0]["executions_cut"] == 1
+    assert gw.events("drained")[0]["busy_cut"] == 1
     assert close_code(ws, timeout=10) == 1001
 
     gw2 = make_http_gateway("second", config={"drain_grace": 300})
@@ -208,3 +208,24 @@ def test_drain_stops_at_the_grace_or_a_second_sigterm(make_http_gateway):
     assert gw2.proc.wait(20) == 0
     assert time.monotonic() - stopped_at < 10
     assert gw2.events("stop_now")
+
+
+def test_metrics_count_an_out_of_memory_kill(make_http_gateway):
+    """A kernel past memory_bytes is killed by its memory cgroup: counted
+    with cause "oom". Probed first: without cgroup memory limits for root
+    (hostprobe.cgroup_limits) the kill cannot be told from another SIGKILL,
+    and the test says so and skips."""
+    import pytest
+    import hostprobe
+    probe = hostprobe.cgroup_limits(0)
+    if os.geteuid() != 0 or not probe.ok:
+        pytest.skip(f"no memory cgroup for the sandbox here: {probe.detail}")
+    gw = make_http_gateway(config={"warm_pool": 0})
+    ws = connect(gw, start_kernel(gw, {"kennel": {"policy": {"memory_bytes": 300 << 20}}})["id"])
+    reply, _ = run(ws, "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])")
+    content = reply["content"]
+    assert content["ename"] == "KernelDied" and "out of memory" in content["evalue"], content
+    m = metrics(gw)
+    assert value(m, "kennel_kernel_deaths_total", cause="oom") == 1
+    assert value(m, "kennel_kernel_deaths_total", cause="signal") == 0
+    ws.close()
