@@ -28,7 +28,7 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
 	tests/tools/test_gateway_checks.py tests/tools/test_arguments.py tests/gateway/test_close.py \
 	tests/gateway/test_workspace_removal.py tests/gateway/test_quota.py \
-	tests/gateway/test_client_threads.py tests/gateway/test_files.py
+	tests/gateway/test_client_threads.py tests/gateway/test_signals.py tests/gateway/test_files.py
 
 # `make install` installs the kernelspec "kennel" next to the binaries. It
 # is written here rather than by `kennel install-kernelspec` so that argv

@@ -1,0 +1,61 @@
+"""SIGHUP and SIGTERM over the ZeroMQ front, as root and as uid 65534 (an
+unprivileged gateway enters a user and mount namespace of its own before
+any thread starts, where the signals are already blocked for the loop's
+signalfd): a reload raises max_conversations for the next open, and a
+drain lets the running execution reply before the daemon exits 0. The
+HTTP side (503, /healthz, /metrics) is tests/http/test_ops.py."""
+import json
+import signal
+import time
+
+import pytest
+
+import gwtest
+from kennel_testlib import wait_until
+
+CONFIG = {"max_conversations": 1, "drain_grace": 30}
+
+
+@pytest.fixture
+def root_gateway(make_gateway):
+    return make_gateway(config=CONFIG)
+
+
+@pytest.fixture
+def unprivileged():
+    yield from gwtest.unprivileged_gateway("kennel-signals-", config=CONFIG)
+
+
+@pytest.fixture(params=["root", "unprivileged"])
+def either(request):
+    return request.getfixturevalue("root_gateway" if request.param == "root" else "unprivileged")
+
+
+def test_reload_then_drain(either):
+    gw = either
+    _, kc = gw.open_client("first")
+    refused = gw.control.open("second")
+    assert refused["status"] == "error" and refused["ename"] == "TooManyConversations", refused
+
+    config = json.loads(gw.config_file.read_text())
+    config["max_conversations"] = 2
+    gw.config_file.write_text(json.dumps(config))
+    gw.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: gw.events("reload"), 10, "the reload")
+    assert gw.control.open("second")["status"] == "ok"
+
+    msg_id = kc.execute("import time; time.sleep(2); print('done')")
+    wait_until(lambda: gw.events("execute_start"), 20, "the execution's start")
+    stopped_at = time.monotonic()
+    gw.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: gw.events("draining"), 10, "the drain")
+    assert gw.control.open("third")["ename"] == "GatewayDraining"
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok", reply
+    states = []
+    while "dead" not in states:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["msg_type"] == "status":
+            states.append(msg["content"]["execution_state"])
+    assert gw.proc.wait(30) == 0
+    assert time.monotonic() - stopped_at < 20
