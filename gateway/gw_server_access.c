@@ -193,6 +193,7 @@ gw_server_info (gw_server_t *self)
         gw_config_limits_json (self->config), "conversations", gw_core_count (self), "transport", self->transport,
         "curve", self->curve, "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity), "fork_server",
         gw_zygote_info (self->zygote, self->config));
+    json_object_set_new (content, "draining", json_boolean (self->drain_started > 0));
     if (self->startup_error)
         json_object_set_new (content, "startup_error",
                              json_pack ("{s:s, s:s}", "layer", self->startup_layer, "reason", self->startup_error));

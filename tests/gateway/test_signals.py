@@ -34,6 +34,7 @@ def either(request):
 def test_reload_then_drain(either):
     gw = either
     _, kc = gw.open_client("first")
+    assert gw.control.request("gateway_info_request")["content"]["draining"] is False
     refused = gw.control.open("second")
     assert refused["status"] == "error" and refused["ename"] == "TooManyConversations", refused
 
@@ -50,6 +51,7 @@ def test_reload_then_drain(either):
     gw.proc.send_signal(signal.SIGTERM)
     wait_until(lambda: gw.events("draining"), 10, "the drain")
     assert gw.control.open("third")["ename"] == "GatewayDraining"
+    assert gw.control.request("gateway_info_request")["content"]["draining"] is True
     reply = kc.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok", reply
     states = []
