@@ -3,7 +3,8 @@
     From the first SIGTERM (or SIGINT) no conversation is created
     (gw_core_open refuses with GatewayDraining, the HTTP front answers 503
     with Retry-After), while the open ones go on: their executions, running
-    or queued, may end. Once none is left, or drain_grace has passed, every
+    or queued, may end; the warm pool's kernels stop at once (nothing will
+    claim them). Once none is left, or drain_grace has passed, every
     conversation's clients are told (iopub status "dead") and the loop
     stops: the kernels are then stopped and the websockets closed with 1001
     as at any stop, and the daemon exits 0. A second signal stops at once.
@@ -71,6 +72,7 @@ gw_drain_start (gw_server_t *server)
         return;
     }
     gw_server_set_drain_started (server, gw_clock_mono ());
+    gw_server_pool_renew (server, 0); /* no conversation will claim its kernels */
     gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (server), "busy",
             busy_count (server), "drain_grace", gw_server_config (server)->drain_grace);
     gw_timer_start (gw_server_loop (server), CHECK_MS, 0, on_check, server);

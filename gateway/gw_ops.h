@@ -48,10 +48,10 @@ const char *gw_server_config_path (const gw_server_t *self);
 /* The config for conversations opened from now (taken); the old one lives
    on in the conversations that hold it. */
 void gw_server_replace_config (gw_server_t *self, gw_config_t **config_p);
-/* A fresh warm pool of the config's size (the old one's kernels stopped):
+/* A fresh warm pool of size kernels (0: none), the old one's stopped:
    false when the gateway runs none (not ready, cannot confine, kernelspec
    mode). */
-bool gw_server_pool_restart (gw_server_t *self);
+bool gw_server_pool_renew (gw_server_t *self, int size);
 /* The drain's start (monotonic), or 0 when none. */
 double gw_server_drain_started (const gw_server_t *self);
 void gw_server_set_drain_started (gw_server_t *self, double started);

@@ -102,7 +102,7 @@ gw_reload (gw_server_t *server)
     const gw_config_t *now = gw_server_config (server);
     gw_capacity_init (gw_server_capacity (server), now);
     if (refill)
-        refill = gw_server_pool_restart (server);
+        refill = gw_server_pool_renew (server, now->warm_pool);
     gw_log ("reload", "{s:s, s:o, s:b, s:o}", "config", path ? path : "(none)", "limits",
             gw_config_limits_json (now), "pool_refilled", refill, "needs_restart", restart);
     return 0;

@@ -429,13 +429,13 @@ on_signal (int sig, void *arg)
 }
 
 bool
-gw_server_pool_restart (gw_server_t *self)
+gw_server_pool_renew (gw_server_t *self, int size)
 {
     if (!self->ready || self->startup_error || self->kernel_mode)
         return false;
     gw_pool_destroy (&self->pool);
-    if (self->config->warm_pool > 0)
-        self->pool = gw_pool_new (self, self->config->warm_pool);
+    if (size > 0)
+        self->pool = gw_pool_new (self, size);
     return true;
 }
 

@@ -164,6 +164,8 @@ def test_drain_lets_a_running_execution_finish(make_http_gateway):
     assert "GatewayDraining" in created.json()["message"]
     assert api(gw, "GET", "api/kernelspecs").status_code == 503  # readiness
     assert api(gw, "GET", "healthz", token=False).json() == {"status": "ok", "draining": True}  # liveness
+    m = metrics(gw)  # the warm pool's kernels stopped: nothing will claim them
+    assert value(m, "kennel_draining") == 1 and value(m, "kennel_warm_pool_size") == 0, m
     opened = Control(gw.conn_file).open("over-zmq")
     assert opened["status"] == "error" and opened["ename"] == "GatewayDraining", opened
 
