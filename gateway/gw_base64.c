@@ -5,6 +5,7 @@
     error, never silently different bytes in the workspace.
 */
 #include "gw_files.h"
+#include "wire.h"
 
 static const char ALPHABET[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

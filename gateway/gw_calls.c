@@ -10,8 +10,18 @@
     once (event tool_call), without argument values unless the operator's
     config asks for them.
 */
-#include "gw_relay_private.h"
+#include "gw_config.h"
+#include "gw_conv.h"
+#include "gw_log.h"
 #include "gw_metrics.h"
+#include "gw_relay.h"
+#include "gw_relay_private.h"
+#include "gw_schema.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_tools.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -8,7 +8,9 @@
     fd limit the open fds are counted for real (/proc/self/fd), because
     client connections and kernel restarts also take fds.
 */
-#include "gw.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
+#include "wire.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
     cull or time out every conversation at once. The wall clock is read only
     for dates that are shown (log lines, "created" in replies).
 */
-#include "gw.h"
+#include "gw_util.h"
 
 #include <time.h>
 

@@ -13,7 +13,9 @@
     Only the operator's file can make a limit unlimited, with the word
     "unlimited"; 0 and fractions of a count are refused everywhere.
 */
-#include "gw.h"
+#include "gw_config.h"
+#include "gw_util.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 #include "config.h"
 

@@ -8,10 +8,17 @@
     core: conversations are opened, closed, restarted and listed through
     gw_core.h, their client sockets are the ZeroMQ front's.
 */
+#include "gw_control.h"
+#include "gw_conv.h"
 #include "gw_core.h"
 #include "gw_files.h"
+#include "gw_io.h"
+#include "gw_log.h"
+#include "gw_server.h"
 #include "gw_server_private.h"
+#include "gw_util.h"
 #include "gw_zmq_front.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -10,8 +10,11 @@
     in the JSON or, with "encoding": "buffer", as the message's first raw
     frame after content (Jupyter's buffers): no base64 cost.
 */
+#include "gw_conv.h"
 #include "gw_core.h"
 #include "gw_files.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <stdio.h>
 #include <string.h>

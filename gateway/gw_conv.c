@@ -15,11 +15,28 @@
     conversation's peers (gw_front.h) hear of its kernel's start, readiness
     and death.
 */
+#include "gw_conv.h"
+#include "gw_config.h"
 #include "gw_core.h"
+#include "gw_front.h"
 #include "gw_kernel.h"
-#include "gw_peers.h"
-#include "kernel-launcher/kennel_launch.h"
+#include "gw_launch.h"
+#include "gw_log.h"
 #include "gw_metrics.h"
+#include "gw_peers.h"
+#include "gw_pool.h"
+#include "gw_proc.h"
+#include "gw_quota.h"
+#include "gw_relay.h"
+#include "gw_remove.h"
+#include "gw_server.h"
+#include "gw_slots.h"
+#include "gw_timer.h"
+#include "gw_tools.h"
+#include "gw_util.h"
+#include "gw_zygote.h"
+#include "wire.h"
+#include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
 #include <signal.h>

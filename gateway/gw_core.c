@@ -3,7 +3,16 @@
     list. The fronts call these; the table itself is the server's.
 */
 #include "gw_core.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
+#include "gw_conv.h"
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_tools.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <string.h>
 

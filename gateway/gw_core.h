@@ -8,7 +8,8 @@
 #ifndef GW_CORE_H_INCLUDED
 #define GW_CORE_H_INCLUDED
 
-#include "gw.h"
+#include "gw_config.h"
+#include "gw_conv.h"
 
 /* Why an open was refused: ename (static text) and evalue (malloc'd). */
 typedef struct {

@@ -12,7 +12,9 @@
     gateway's loop and admits a client key only on the domain it was made
     for, so one conversation's keys open nothing else.
 */
-#include "gw.h"
+#include "gw_curve.h"
+#include "gw_log.h"
+#include "wire.h"
 
 #include <string.h>
 

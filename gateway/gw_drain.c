@@ -9,8 +9,13 @@
     stops: the kernels are then stopped and the websockets closed with 1001
     as at any stop, and the daemon exits 0. A second signal stops at once.
 */
+#include "gw_conv.h"
 #include "gw_core.h"
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_util.h"
 
 /* How often the drain looks for executions still running: a check is a
    walk of the table, cheap beside an execution's own length. */

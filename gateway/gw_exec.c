@@ -4,8 +4,18 @@
     the answers the gateway gives itself for executions the kernel will
     never finish (kernel died, conversation closed, queue full).
 */
-#include "gw_relay_private.h"
+#include "gw_config.h"
+#include "gw_conv.h"
+#include "gw_launch.h"
+#include "gw_log.h"
 #include "gw_metrics.h"
+#include "gw_proc.h"
+#include "gw_relay.h"
+#include "gw_relay_private.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <signal.h>
 #include <string.h>

@@ -24,6 +24,8 @@
     FileApiUnavailable.
 */
 #include "gw_files.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <dirent.h>
 #include <errno.h>

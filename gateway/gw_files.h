@@ -12,9 +12,12 @@
 #ifndef GW_FILES_H_INCLUDED
 #define GW_FILES_H_INCLUDED
 
-#include "gw.h"
+#include "wire.h"
 
 #include <sys/stat.h>
+#include <sys/types.h>
+
+typedef struct gw_server gw_server_t; /* gw_server.h */
 
 /* One chunk: a read or write of this much on a tmpfs takes about a
    millisecond (gateway/README.md, "File API"). */

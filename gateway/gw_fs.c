@@ -18,7 +18,8 @@
     and passes over a directory until a pass finds it empty. Nothing here
     logs or touches the event loop: callable from any thread.
 */
-#include "gw.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,8 @@
     gateway/deploy/haproxy/) picks the one holding a kernel from the request
     path alone, keeping no state of its own (README, "Many machines").
 */
-#include "gw.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -25,7 +25,8 @@
     Entries ended during a dispatch are only marked dead and freed after it,
     so an event already returned by epoll_wait never touches freed memory.
 */
-#include "gw.h"
+#include "gw_io.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdint.h>

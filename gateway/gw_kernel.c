@@ -2,6 +2,11 @@
     and the launch spec that describes it.
 */
 #include "gw_kernel.h"
+#include "gw_config.h"
+#include "gw_launch.h"
+#include "gw_quota.h"
+#include "gw_util.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>

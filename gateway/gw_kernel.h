@@ -9,7 +9,9 @@
 #ifndef GW_KERNEL_H_INCLUDED
 #define GW_KERNEL_H_INCLUDED
 
-#include "gw.h"
+#include "gw_config.h"
+#include "gw_launch.h"
+#include "wire.h"
 
 typedef struct gw_kernel gw_kernel_t;
 

@@ -9,7 +9,18 @@
     A connection that drops once the kernel is ready is the kernel breaking
     its channel: the kernel is killed and its clients are told.
 */
+#include "gw_conv.h"
+#include "gw_front.h"
+#include "gw_io.h"
+#include "gw_log.h"
+#include "gw_peek.h"
+#include "gw_relay.h"
 #include "gw_relay_private.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "gw_zmtp.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <string.h>

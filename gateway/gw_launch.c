@@ -13,7 +13,11 @@
     exits, which tells a kernel the memory limit killed from any other
     SIGKILL. It is read when the launcher's exit is seen.
 */
-#include "gw.h"
+#include "gw_launch.h"
+#include "gw_io.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>

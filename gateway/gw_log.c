@@ -7,7 +7,9 @@
     source). The file is opened O_APPEND and never rotated here: rotation
     is the system's (logrotate copytruncate, or stderr into journald).
 */
-#include "gw.h"
+#include "gw_log.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,9 @@
     it is no object. Either way the frame decodes as the kernel's object
     with "kennel" set to the cost (tests/fuzz/gw_meta_fuzz.c checks it).
 */
-#include "gw.h"
+#include "gw_meta.h"
+#include "gw_peek.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -2,9 +2,14 @@
     (gw_metrics.h). One gateway per process, one loop: the counters are
     this file's, touched only from the loop.
 */
-#include "gw_core.h"
 #include "gw_metrics.h"
+#include "gw_capacity.h"
+#include "gw_conv.h"
+#include "gw_core.h"
 #include "gw_ops.h"
+#include "gw_pool.h"
+#include "gw_server.h"
+#include "gw_util.h"
 
 #include <string.h>
 

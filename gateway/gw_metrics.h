@@ -10,7 +10,11 @@
 #ifndef GW_METRICS_H_INCLUDED
 #define GW_METRICS_H_INCLUDED
 
-#include "gw.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gw_server gw_server_t; /* gw_server.h */
 
 /* The upper bounds (seconds) of every histogram's buckets, then +Inf. */
 #define GW_METRICS_BUCKETS 14

@@ -5,7 +5,11 @@
 #ifndef GW_OPS_H_INCLUDED
 #define GW_OPS_H_INCLUDED
 
-#include "gw.h"
+#include "gw_config.h"
+#include <czmq.h>
+#include <stdbool.h>
+
+typedef struct gw_server gw_server_t; /* gw_server.h */
 
 /* ---- gw_signal: SIGTERM, SIGINT and SIGHUP as events of the loop ------- */
 

@@ -20,7 +20,8 @@
     json would decide, with a depth limit: whether a client can load a frame
     the kernel sent, at the cost of one pass over its bytes.
 */
-#include "gw.h"
+#include "gw_peek.h"
+#include "wire.h"
 
 #include <string.h>
 

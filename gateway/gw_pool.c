@@ -15,8 +15,20 @@
     launch (fork, cgroup move, namespaces: tens of ms of CPU on a small
     host) competing with them made warm starts 2-5x slower.
 */
+#include "gw_pool.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
 #include "gw_core.h"
 #include "gw_kernel.h"
+#include "gw_launch.h"
+#include "gw_log.h"
+#include "gw_quota.h"
+#include "gw_server.h"
+#include "gw_slots.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "gw_zygote.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>

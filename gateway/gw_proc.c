@@ -13,9 +13,10 @@
     process, not the number: once the kernel is gone the read fails rather
     than reading a recycled pid.
 */
-#include "gw.h"
+#include "gw_proc.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

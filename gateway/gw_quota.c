@@ -25,7 +25,11 @@
     as the same unprivileged user. Those mounts are seen by the gateway and
     its kernels only, and end with the gateway.
 */
-#include "gw.h"
+#include "gw_quota.h"
+#include "gw_config.h"
+#include "gw_log.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <dirent.h>
 #include <errno.h>

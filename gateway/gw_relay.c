@@ -15,7 +15,15 @@
     (gw_reply.c). Executions (gw_exec.c) and tool calls (gw_calls.c) are
     tracked on the way.
 */
+#include "gw_relay.h"
+#include "gw_conv.h"
+#include "gw_front.h"
+#include "gw_log.h"
+#include "gw_peek.h"
+#include "gw_peers.h"
 #include "gw_relay_private.h"
+#include "gw_server.h"
+#include "wire.h"
 
 #include <string.h>
 

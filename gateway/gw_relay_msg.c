@@ -3,8 +3,17 @@
     gw_front.h), and the gateway's own messages (status, error) on behalf
     of a conversation.
 */
-#include "gw_relay_private.h"
+#include "gw_conv.h"
+#include "gw_front.h"
+#include "gw_io.h"
+#include "gw_log.h"
 #include "gw_metrics.h"
+#include "gw_peek.h"
+#include "gw_peers.h"
+#include "gw_relay.h"
+#include "gw_relay_private.h"
+#include "gw_server.h"
+#include "wire.h"
 
 #include <string.h>
 

@@ -10,8 +10,12 @@
 #ifndef GW_RELAY_PRIVATE_H_INCLUDED
 #define GW_RELAY_PRIVATE_H_INCLUDED
 
-#include "gw.h"
+#include "gw_conv.h"
 #include "gw_peers.h"
+#include "gw_proc.h"
+#include "gw_relay.h"
+#include "gw_zmtp.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #define KERNEL_IDENTITY "kennel-gateway"

@@ -12,8 +12,13 @@
     Some keys are read once, at start, by what they set up: those need a
     restart, and a reload that changes one logs it (and keeps what runs).
 */
+#include "gw_capacity.h"
+#include "gw_config.h"
 #include "gw_core.h"
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_server.h"
+#include "gw_util.h"
 
 #include <string.h>
 

@@ -17,7 +17,12 @@
     at creation) and a pending flag under the mutex. At destroy it makes one
     last pass, so a gateway that stops leaves no graveyard it could empty.
 */
-#include "gw.h"
+#include "gw_remove.h"
+#include "gw_io.h"
+#include "gw_log.h"
+#include "gw_quota.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <dirent.h>
 #include <errno.h>

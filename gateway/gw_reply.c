@@ -3,7 +3,19 @@
     metadata.kennel spliced in (the execution's cost), and after a timeout
     that the interrupt ended, its content made ExecutionTimeout.
 */
+#include "gw_conv.h"
+#include "gw_launch.h"
+#include "gw_log.h"
+#include "gw_meta.h"
+#include "gw_peek.h"
+#include "gw_proc.h"
+#include "gw_quota.h"
+#include "gw_relay.h"
 #include "gw_relay_private.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <string.h>
 

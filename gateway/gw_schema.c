@@ -29,8 +29,10 @@
     (SCHEMA_MAX_DEPTH), so a deep argument value never deepens the C stack
     beyond it. No globals: callable from any thread.
 */
-#include "gw.h"
+#include "gw_schema.h"
+#include "gw_util.h"
 
+#include <czmq.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,8 +3,15 @@
     from within, print the layer report and the findings; exit non-zero when
     anything is wrong. A health check that runs no code proves nothing.
 */
+#include "gw_selftest.h"
+#include "gw_config.h"
+#include "gw_conv.h"
 #include "gw_core.h"
+#include "gw_curve.h"
+#include "gw_server.h"
+#include "gw_timer.h"
 #include "gw_zmq_front.h"
+#include "wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

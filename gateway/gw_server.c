@@ -8,9 +8,26 @@
     loop; every conversation is then closed: kernels killed and reaped,
     sockets and directories removed, the connection file deleted.
 */
+#include "gw_server.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
+#include "gw_control.h"
+#include "gw_conv.h"
 #include "gw_core.h"
+#include "gw_curve.h"
+#include "gw_io.h"
+#include "gw_launch.h"
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_pool.h"
+#include "gw_quota.h"
+#include "gw_remove.h"
 #include "gw_server_private.h"
+#include "gw_slots.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "gw_zygote.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>

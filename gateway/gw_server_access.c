@@ -3,9 +3,16 @@
     content, which is made of them. Apart from gw_server.c so that a test
     can link it with a server built by hand (tests/fuzz/gw_control_fuzz.c).
 */
+#include "gw_capacity.h"
+#include "gw_config.h"
 #include "gw_core.h"
 #include "gw_ops.h"
+#include "gw_pool.h"
+#include "gw_server.h"
 #include "gw_server_private.h"
+#include "gw_util.h"
+#include "gw_zygote.h"
+#include "wire.h"
 #include "config.h"
 
 zloop_t *

@@ -1,12 +1,22 @@
 /*  gw_server_private.h - the server's fields: for gw_server.c and the
     handler of its control socket (gw_control.c) only; everyone else uses
-    the accessors of gw.h.
+    the accessors of gw_server.h.
 */
 #ifndef GW_SERVER_PRIVATE_H_INCLUDED
 #define GW_SERVER_PRIVATE_H_INCLUDED
 
-#include "gw.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
+#include "gw_curve.h"
+#include "gw_launch.h"
 #include "gw_ops.h"
+#include "gw_pool.h"
+#include "gw_remove.h"
+#include "gw_server.h"
+#include "gw_slots.h"
+#include "gw_timer.h"
+#include "gw_zygote.h"
+#include "wire.h"
 
 struct gw_server {
     zloop_t *loop;

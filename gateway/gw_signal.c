@@ -8,7 +8,9 @@
     signal from the signalfd. The launcher's child unblocks them
     (gw_launch_exec), so kernels keep the default dispositions.
 */
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <pthread.h>

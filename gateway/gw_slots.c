@@ -6,7 +6,8 @@
     timeout would measure the crowd, not the launch. A slot is held from the
     launch until the kernel answered (or failed).
 */
-#include "gw.h"
+#include "gw_slots.h"
+#include "wire.h"
 
 typedef struct {
     gw_slots_fn *fn;

@@ -13,7 +13,8 @@
     points), and a string cut to fit a message is cut between characters.
     A malloc'd string field is replaced through gw_set_string.
 */
-#include "gw.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <string.h>
 

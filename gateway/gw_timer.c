@@ -11,7 +11,8 @@
     firing removes it before its handler runs. The cost is one hash lookup
     per firing, start and end.
 */
-#include "gw.h"
+#include "gw_timer.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -9,7 +9,10 @@
     OpenAI's wrapped form {"type": "function", "function": {...}} is unwrapped
     here, so the kernel only ever sees {name, description, parameters}.
 */
-#include "gw.h"
+#include "gw_tools.h"
+#include "gw_schema.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,6 +10,14 @@
     delivers is signed with the same key here. Heartbeats are answered here.
 */
 #include "gw_zmq_front.h"
+#include "gw_conv.h"
+#include "gw_curve.h"
+#include "gw_front.h"
+#include "gw_io.h"
+#include "gw_log.h"
+#include "gw_server.h"
+#include "gw_util.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <string.h>

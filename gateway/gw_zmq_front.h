@@ -4,7 +4,6 @@
 #ifndef GW_ZMQ_FRONT_H_INCLUDED
 #define GW_ZMQ_FRONT_H_INCLUDED
 
-#include "gw.h"
 #include "gw_front.h"
 
 typedef struct gw_zmq gw_zmq_t;

@@ -14,7 +14,7 @@
     kernel: another version or mechanism, reserved bits, a command with
     MORE, a message or command over the limits.
 */
-#include "gw.h"
+#include "gw_zmtp.h"
 
 #include <string.h>
 

@@ -23,7 +23,10 @@
       idle guard holds no buffer, a busy one at most 2 x GUARD_CHUNK.
     - All fds are nonblocking, in the loop's epoll set (gw_io).
 */
-#include "gw.h"
+#include "gw_io.h"
+#include "gw_log.h"
+#include "gw_zmtp.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

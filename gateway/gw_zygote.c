@@ -11,7 +11,14 @@
     zygote that dies is logged and restarted, a bounded number of times.
     At shutdown it is stopped after the kernels, and its socket removed.
 */
-#include "gw.h"
+#include "gw_zygote.h"
+#include "gw_config.h"
+#include "gw_launch.h"
+#include "gw_log.h"
+#include "gw_server.h"
+#include "gw_timer.h"
+#include "gw_util.h"
+#include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>

@@ -1,8 +1,18 @@
 # rules for gateway/ (see gateway/README.md)
 
+# The gateway's headers: one per class or family (gateway/README.md).
+GW_HEADER_FILES = \
+	gateway/gw_capacity.h gateway/gw_config.h gateway/gw_control.h gateway/gw_conv.h \
+	gateway/gw_curve.h gateway/gw_io.h gateway/gw_launch.h gateway/gw_log.h gateway/gw_meta.h \
+	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_relay.h \
+	gateway/gw_remove.h gateway/gw_schema.h gateway/gw_selftest.h gateway/gw_server.h \
+	gateway/gw_slots.h gateway/gw_timer.h gateway/gw_tools.h gateway/gw_util.h gateway/gw_zmtp.h \
+	gateway/gw_zygote.h
+
 bin_PROGRAMS += gateway/kennel
 gateway_kennel_SOURCES = \
-	gateway/gw.h gateway/main.c gateway/gw_log.c gateway/gw_config.c \
+	$(GW_HEADER_FILES) \
+	gateway/main.c gateway/gw_log.c gateway/gw_config.c \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_relay_private.h gateway/gw_relay_msg.c \
 	gateway/gw_exec.c gateway/gw_reply.c gateway/gw_calls.c gateway/gw_kernel_link.c gateway/gw_conv.c \
 	gateway/gw_kernel.h gateway/gw_kernel.c gateway/gw_slots.c gateway/gw_server_private.h gateway/gw_server_access.c \
@@ -49,7 +59,7 @@ uninstall-kennel-kernelspec:
 # with real ZeroMQ sockets: tests/gateway/gw_unit.c.
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
-tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_io.c gateway/gw_peek.c \
+tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw_io.h gateway/gw_peek.h gateway/gw_proc.h gateway/gw_timer.h gateway/gw_util.h gateway/gw_zmtp.h gateway/gw_io.c gateway/gw_peek.c \
 	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 
@@ -65,7 +75,7 @@ tests_gateway_gw_front_test_LDADD = $(WIRE_LIBS)
 # (gw_tools) on their own: tests/gateway/gw_schema_test.c.
 check_PROGRAMS += tests/gateway/gw_schema_test
 TESTS += tests/gateway/gw_schema_test
-tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_schema.c \
+tests_gateway_gw_schema_test_SOURCES = tests/gateway/gw_schema_test.c tests/gateway/gw_check.h gateway/gw_schema.h gateway/gw_tools.h gateway/gw_schema.c \
 	gateway/gw_tools.c gateway/gw_text.c
 tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm
 
@@ -74,7 +84,7 @@ tests_gateway_gw_schema_test_LDADD = $(WIRE_LIBS) -lm
 # tests/kernel/test_tool_rule.py): tests/gateway/gw_tools_test.c.
 check_PROGRAMS += tests/gateway/gw_tools_test
 TESTS += tests/gateway/gw_tools_test
-tests_gateway_gw_tools_test_SOURCES = tests/gateway/gw_tools_test.c tests/gateway/gw_check.h gateway/gw.h \
+tests_gateway_gw_tools_test_SOURCES = tests/gateway/gw_tools_test.c tests/gateway/gw_check.h gateway/gw_tools.h \
 	gateway/gw_tools.c gateway/gw_schema.c gateway/gw_text.c
 tests_gateway_gw_tools_test_LDADD = $(WIRE_LIBS) -lm
 EXTRA_DIST += tests/fixtures/tool_declarations.json
@@ -84,7 +94,7 @@ EXTRA_DIST += tests/fixtures/tool_declarations.json
 # graveyard: tests/gateway/gw_fs_test.c.
 check_PROGRAMS += tests/gateway/gw_fs_test
 TESTS += tests/gateway/gw_fs_test
-tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw.h gateway/gw_fs.c
+tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw_util.h gateway/gw_fs.c
 tests_gateway_gw_fs_test_LDADD = $(WIRE_LIBS)
 
 # man pages: kennel(1) and kennel.conf(5) (tests/deploy checks them)

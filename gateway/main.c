@@ -13,9 +13,18 @@
     The tools of kernelspec mode come from --tools, else from the path in
     KENNEL_TOOLS (which install-kernelspec --tools writes to the spec's env).
 */
+#include "gw_config.h"
+#include "gw_conv.h"
 #include "gw_core.h"
-#include "gw_zmq_front.h"
+#include "gw_curve.h"
+#include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_quota.h"
+#include "gw_selftest.h"
+#include "gw_server.h"
+#include "gw_tools.h"
+#include "gw_zmq_front.h"
+#include "wire.h"
 #include "config.h"
 #include "mcp/mcp.h"
 #include "http/http.h"

@@ -25,7 +25,7 @@ include tests/bench/local.mk
 # lowered against it, values and errors (tests/gateway/gw_config_test.c).
 check_PROGRAMS += tests/gateway/gw_config_test
 TESTS += tests/gateway/gw_config_test
-tests_gateway_gw_config_test_SOURCES = tests/gateway/gw_config_test.c tests/gateway/gw_check.h gateway/gw.h \
+tests_gateway_gw_config_test_SOURCES = tests/gateway/gw_config_test.c tests/gateway/gw_check.h gateway/gw_config.h \
 	gateway/gw_config.c gateway/gw_text.c
 tests_gateway_gw_config_test_LDADD = $(WIRE_LIBS) -lm
 

@@ -11,8 +11,17 @@
 #ifndef HTTP_H_INCLUDED
 #define HTTP_H_INCLUDED
 
+#include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
 #include "gateway/gw_front.h"
+#include "gateway/gw_io.h"
+#include "gateway/gw_log.h"
+#include "gateway/gw_metrics.h"
+#include "gateway/gw_ops.h"
+#include "gateway/gw_server.h"
+#include "gateway/gw_timer.h"
+#include "gateway/gw_util.h"
+#include "gateway/gw_zygote.h"
 
 #include <libwebsockets.h>
 

@@ -17,7 +17,12 @@
 #ifndef KENNEL_MCP_H
 #define KENNEL_MCP_H
 
-#include "gateway/gw.h"
+#include "gateway/gw_curve.h"
+#include "gateway/gw_log.h"
+#include "gateway/gw_schema.h"
+#include "gateway/gw_timer.h"
+#include "gateway/gw_tools.h"
+#include "gateway/gw_util.h"
 
 /* ---- mcp_line: one message per line, bounded ---------------------------- */
 

@@ -29,9 +29,21 @@
       again to themselves) and a policy within the maxima (fuzz_check.h);
     - the table never holds more than max_conversations; nothing leaks.
 */
+#include "gateway/gw_capacity.h"
+#include "gateway/gw_config.h"
+#include "gateway/gw_control.h"
+#include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
+#include "gateway/gw_io.h"
+#include "gateway/gw_log.h"
+#include "gateway/gw_pool.h"
+#include "gateway/gw_server.h"
 #include "gateway/gw_server_private.h"
+#include "gateway/gw_timer.h"
+#include "gateway/gw_tools.h"
 #include "gateway/gw_zmq_front.h"
+#include "gateway/gw_zygote.h"
+#include "wire.h"
 #include "fuzz_check.h"
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
     equal to what a jansson merge gives (the kernel's object, or {} when the
     frame is no object, with "kennel" set to the cost).
 */
-#include "gateway/gw.h"
+#include "gateway/gw_meta.h"
 #include <string.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);

@@ -16,7 +16,8 @@
     object; gw_peek_frame at offset 2 answers as gw_peek_string on that
     frame.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_peek.h"
+#include "wire.h"
 #include <string.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);

@@ -18,7 +18,7 @@
     - an error always comes with a message, success never does;
     - lowering is deterministic (twice, equal JSON).
 */
-#include "gateway/gw.h"
+#include "gateway/gw_config.h"
 #include "fuzz_check.h"
 #include <string.h>
 #include <sys/mman.h>

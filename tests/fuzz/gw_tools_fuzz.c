@@ -16,7 +16,9 @@
       present, a declared property's "type" (one name) met, no undeclared
       key in a closed schema.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_schema.h"
+#include "gateway/gw_tools.h"
+#include "gateway/gw_util.h"
 #include <math.h>
 #include <string.h>
 

@@ -17,7 +17,8 @@
     reference's; while not stopped, the message under way is within the
     limits.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_zmtp.h"
+#include "wire.h"
 #include <string.h>
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);

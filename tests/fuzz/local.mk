@@ -70,7 +70,7 @@ GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp
 GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
 	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz
-GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(srcdir)/gateway/gw.h $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h
+GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
 	tests/fuzz/corpus-ws

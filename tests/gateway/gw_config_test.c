@@ -6,9 +6,10 @@
 
     Exit 0 when every check passed; each failure prints one line.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_config.h"
 #include "tests/gateway/gw_check.h"
 
+#include <czmq.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

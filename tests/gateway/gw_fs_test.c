@@ -11,7 +11,7 @@
 
     Exit 0 when every check passed; each failure prints one line.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_util.h"
 #include "tests/gateway/gw_check.h"
 
 #include <errno.h>

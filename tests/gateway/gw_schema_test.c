@@ -9,9 +9,11 @@
 
     Exit 0 when every check passed; each failure prints one line.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_schema.h"
+#include "gateway/gw_tools.h"
 #include "tests/gateway/gw_check.h"
 
+#include <czmq.h>
 #include <stdio.h>
 #include <string.h>
 

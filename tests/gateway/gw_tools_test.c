@@ -11,7 +11,7 @@
 
     Exit 0 when every case passed; each failure prints one line.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_tools.h"
 #include "tests/gateway/gw_check.h"
 
 #include <stdio.h>

@@ -22,7 +22,12 @@
 
     Exit 0 when every check passed; each failure prints one line.
 */
-#include "gateway/gw.h"
+#include "gateway/gw_io.h"
+#include "gateway/gw_peek.h"
+#include "gateway/gw_proc.h"
+#include "gateway/gw_timer.h"
+#include "gateway/gw_util.h"
+#include "gateway/gw_zmtp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,76 @@
+/*  gw_conv.h - one conversation (gw_conv.c): its directories, its kernel
+    and the relay's view of them.
+*/
+#ifndef GW_CONV_H_INCLUDED
+#define GW_CONV_H_INCLUDED
+
+#include "gw_config.h"
+#include "gw_front.h"
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_launch gw_launch_t; /* gw_launch.h */
+
+typedef struct gw_conv gw_conv_t;
+
+/* Creates the directories (claims a warm-pool kernel when pooled and the
+   pool has one that fits). NULL + *errmsg. Only the table (gw_core.c)
+   makes conversations. */
+gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
+                        const gw_policy_t *policy, bool pooled, char **errmsg);
+/* Starts its kernel (or adopts the claimed one). */
+void gw_conv_start (gw_conv_t *self);
+/* Stops the kernel, closes the sockets, removes the directories (the
+   workspace too unless keep_workspace). */
+void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
+/* Before a close (why: "close_request", "idle", "shutdown", ...): every
+   execution still running or queued gets a ConversationClosed reply. */
+void gw_conv_closing (gw_conv_t *self, const char *why);
+const char *gw_conv_id (const gw_conv_t *self);
+gw_server_t *gw_conv_server (const gw_conv_t *self);
+/* The kernel id: a UUID (8-4-4-4-12 hex digits) made with the conversation. */
+const char *gw_conv_kernel_id (const gw_conv_t *self);
+const char *gw_conv_workspace (const gw_conv_t *self);
+json_t *gw_conv_list_entry (const gw_conv_t *self);
+/* Kills the kernel (if any) and starts a fresh one; state "lost". */
+void gw_conv_restart (gw_conv_t *self, const char *reason);
+/* SIGINT to the running kernel: 0, or -1 when none runs. */
+int gw_conv_interrupt (gw_conv_t *self);
+/* Calls done(reply_ok, errmsg, arg) once the kernel is confined or failed. */
+typedef void (gw_conv_ready_fn) (gw_conv_t *conv, bool ok, const char *errmsg, void *arg);
+void gw_conv_when_ready (gw_conv_t *self, gw_conv_ready_fn *fn, void *arg);
+bool gw_conv_idle_expired (const gw_conv_t *self, double now);
+/* "starting", "dead", "busy" (executions running or queued) or "idle". */
+const char *gw_conv_state (const gw_conv_t *self);
+/* Executions running or queued. */
+int gw_conv_pending (const gw_conv_t *self);
+/* The gateway stops after a drain: the clients hear iopub status "dead". */
+void gw_conv_announce_stopping (gw_conv_t *self);
+/* The config the conversation was opened under (a reload changes only
+   later conversations'). */
+const gw_config_t *gw_conv_config (const gw_conv_t *self);
+/* Internal to gw_conv.c and gw_relay.c */
+void gw_conv_kernel_start (gw_conv_t *self);
+
+/* ---- used by the relay (gw_relay.c and its family) --------------------- */
+
+const gw_policy_t *gw_conv_policy (const gw_conv_t *self);
+gw_launch_t *gw_conv_launch (gw_conv_t *self);
+bool gw_conv_kernel_alive (const gw_conv_t *self);
+/* The kernel is gone (dead and not yet restarted). */
+bool gw_conv_kernel_dead (const gw_conv_t *self);
+void gw_conv_touch (gw_conv_t *self);
+/* The declared tool named name, or NULL. */
+const json_t *gw_conv_tool (const gw_conv_t *self, const char *name);
+/* Replaces the declared tools; a running kernel is reconfigured. */
+void gw_conv_set_tools (gw_conv_t *self, json_t *tools);
+/* Kills the kernel now (timeout past grace); its death is handled as usual
+   but reported as the given cause. */
+void gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause);
+/* The relay's handshake with a fresh kernel succeeded. */
+void gw_conv_kernel_ready (gw_conv_t *self);
+/* shutdown_request restart:false: close after the reply went out. */
+void gw_conv_request_close (gw_conv_t *self);
+
+#endif

@@ -1,0 +1,44 @@
+/*  gw_relay.h - one conversation's relay between its peers and its kernel
+    (gw_relay.c and its family, gw_relay_private.h).
+*/
+#ifndef GW_RELAY_H_INCLUDED
+#define GW_RELAY_H_INCLUDED
+
+#include "wire.h"
+#include "gw_front.h"
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef struct gw_server gw_server_t; /* gw_server.h */
+
+typedef struct gw_relay gw_relay_t;
+gw_relay_t *gw_relay_new (gw_conv_t *conv, gw_server_t *server);
+/* Tells the peers GW_EVENT_CLOSED, detaches them, frees. */
+void gw_relay_destroy (gw_relay_t **self_p);
+/* The conversation's peers (gw_peers.h). */
+struct gw_peers *gw_relay_peers (gw_relay_t *self);
+/* An event to every peer (gw_front.h). */
+void gw_relay_event (gw_relay_t *self, gw_event_t event, const char *detail);
+/* Connects to a fresh kernel's ipc sockets under run_dir with its key. */
+int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kernel,
+                            char **errmsg);
+/* Drops the kernel sockets; running and queued requests get an error naming cause. */
+void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
+/* The conversation closes (why: as gw_core_close's): the peers are told
+   GW_EVENT_CLOSING, the running execution and the queued ones get an error
+   reply (ename ConversationClosed, evalue cause), an iopub error and idle;
+   pending tool calls end. Call before gw_relay_destroy. */
+void gw_relay_close (gw_relay_t *self, const char *why, const char *cause);
+/* Sends kennel_configure_request {tools} to the kernel (now, or first
+   thing when it is ready). */
+void gw_relay_configure_tools (gw_relay_t *self, json_t *tools);
+/* The same with the tool timeout too (tool_timeout <= 0: left as it is). */
+void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
+/* Publishes status "starting" (fresh kernel announced to clients). */
+void gw_relay_announce_starting (gw_relay_t *self);
+/* Publishes status "dead" (the gateway stops: the kernel goes with it). */
+void gw_relay_announce_dead (gw_relay_t *self);
+int gw_relay_pending (const gw_relay_t *self);
+int gw_relay_executions (const gw_relay_t *self);
+
+#endif
