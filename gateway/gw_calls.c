@@ -6,7 +6,9 @@
     declared schema (gw_schema.c); otherwise the kernel gets a tool_reply
     error at once, with an ename saying why (never a hang). A forwarded call
     is pending until the client's tool_reply names its call_id, the tool
-    timeout, the end of its execution or of the kernel. Each call is logged
+    timeout, the end of its execution or of the kernel, or the client that
+    serves its stdin going away (a websocket closed: ToolUnavailable at
+    once, as when no client serves stdin). Each call is logged
     once (event tool_call), without argument values unless the operator's
     config asks for them.
 */
@@ -73,6 +75,7 @@ call_destroy (gw_call_t **self_p)
     free (self->exec_msg_id);
     json_decref (self->header);
     json_decref (self->arguments);
+    zframe_destroy (&self->token);
     free (self);
     *self_p = NULL;
 }
@@ -109,6 +112,25 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+#define NO_STDIN "no client is serving stdin for this execution: the client that sent it went away"
+
+void
+calls_end_peer (void *arg, zframe_t *token)
+{
+    gw_relay_t *self = arg;
+    zlistx_t *ids = zhashx_keys (self->calls);
+    for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
+        gw_call_t *call = zhashx_lookup (self->calls, id);
+        if (!call || !zframe_eq (call->token, token))
+            continue;
+        json_t *call_id = json_string (call->call_id);
+        tool_answer_error (self, call->header, call_id, "ToolUnavailable", NO_STDIN);
+        json_decref (call_id);
+        call_end (self, call, "refused", "ToolUnavailable", NO_STDIN);
+    }
+    zlistx_destroy (&ids);
+}
+
 /* Ends the pending calls of one execution (msg_id) or of all (NULL). */
 void
 calls_end (gw_relay_t *self, const char *msg_id, const char *status)
@@ -139,6 +161,10 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     else if (!e->allow_stdin) {
         *ename = "ToolUnavailable";
         snprintf (why, size, "no client is serving stdin for this execution (allow_stdin is false)");
+    }
+    else if (!gw_peers_attached (self->peers, zmsg_first (e->ids))) {
+        *ename = "ToolUnavailable";
+        snprintf (why, size, NO_STDIN);
     }
     else if (bytes > TOOL_REQUEST_MAX_BYTES) {
         *ename = "ToolArgumentsTooLarge";
@@ -193,6 +219,7 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->header = json_incref (header);
     if (gw_conv_config (self->conv)->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
+    call->token = zframe_dup (zmsg_first (e->ids));
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();
     double timeout = gw_conv_policy (self->conv)->tool_timeout;

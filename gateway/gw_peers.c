@@ -23,6 +23,7 @@ struct gw_peer {
 struct gw_peers {
     gw_conv_t *conv;
     gw_peers_submit_fn *submit;
+    gw_peers_gone_fn *gone;
     void *submit_arg;
     gw_peer_t **items;
     size_t size, capacity;
@@ -31,11 +32,12 @@ struct gw_peers {
 };
 
 gw_peers_t *
-gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, void *arg)
+gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, gw_peers_gone_fn *gone, void *arg)
 {
     gw_peers_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
     self->submit = submit;
+    self->gone = gone;
     self->submit_arg = arg;
     self->next_token = 1;
     return self;
@@ -62,6 +64,7 @@ gw_peers_destroy (gw_peers_t **self_p, const char *why)
     gw_peers_t *self = *self_p;
     if (!self)
         return;
+    self->gone = NULL; /* the conversation's state may already be freed */
     for (size_t i = 0; i < self->size; i++) {
         gw_peer_t *peer = self->items[i];
         if (peer->gone)
@@ -102,7 +105,13 @@ gw_front_detach (gw_peer_t **peer_p)
         return;
     *peer_p = NULL;
     peer->gone = true;
-    peers_purge (peer->peers);
+    gw_peers_t *self = peer->peers;
+    if (self->gone) {
+        zframe_t *token = zframe_new (&peer->token, sizeof peer->token);
+        self->gone (self->submit_arg, token);
+        zframe_destroy (&token);
+    }
+    peers_purge (self);
 }
 
 gw_conv_t *
@@ -146,6 +155,12 @@ peer_of_token (gw_peers_t *self, zframe_t *frame)
         if (self->items[i]->token == token)
             return self->items[i]->gone ? NULL : self->items[i];
     return NULL;
+}
+
+bool
+gw_peers_attached (gw_peers_t *self, zframe_t *token)
+{
+    return peer_of_token (self, token) != NULL;
 }
 
 static void

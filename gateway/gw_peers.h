@@ -14,8 +14,11 @@
 typedef struct gw_peers gw_peers_t;
 /* A peer's message with its token frame first; takes *msg_p. */
 typedef void (gw_peers_submit_fn) (void *arg, wire_channel_t channel, zmsg_t **msg_p);
+/* A peer detached (gw_front_detach): token is the frame that named it. */
+typedef void (gw_peers_gone_fn) (void *arg, zframe_t *token);
 
-gw_peers_t *gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, void *arg);
+/* gone may be NULL; it is not called for the peers gw_peers_destroy ends. */
+gw_peers_t *gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, gw_peers_gone_fn *gone, void *arg);
 /* GW_EVENT_CLOSED (detail why) to every peer still attached, then frees
    them all. Never from inside a peer's callback. */
 void gw_peers_destroy (gw_peers_t **self_p, const char *why);
@@ -25,5 +28,8 @@ gw_peers_t *gw_conv_peers (gw_conv_t *conv);
    channel to the peer its first frame names (dropped when none does). */
 void gw_peers_deliver (gw_peers_t *self, wire_channel_t channel, zmsg_t **msg_p);
 void gw_peers_event (gw_peers_t *self, gw_event_t event, const char *detail);
+/* Whether token (the first route frame of a request) names a peer still
+   attached: whoever serves that request's stdin. */
+bool gw_peers_attached (gw_peers_t *self, zframe_t *token);
 
 #endif

@@ -334,7 +334,7 @@ gw_relay_new (gw_conv_t *conv, gw_server_t *server)
     gw_relay_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
     self->server = server;
-    self->peers = gw_peers_new (conv, relay_submit, self);
+    self->peers = gw_peers_new (conv, relay_submit, calls_end_peer, self);
     self->execs = zlistx_new ();
     zlistx_set_destructor (self->execs, exec_destructor);
     self->backlog = zlistx_new ();

@@ -55,6 +55,7 @@ typedef struct {
     size_t bytes;       /* the request's content bytes */
     double started_at;
     int timer_id;       /* tool timeout */
+    zframe_t *token;    /* the peer that serves its stdin (gw_peers.h) */
 } gw_call_t;
 
 struct gw_relay {
@@ -155,6 +156,9 @@ void *iopub_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id);
 
 void call_destructor (void **item);
 void calls_end (gw_relay_t *self, const char *msg_id, const char *status);
+/* gw_peers_gone_fn: the calls of the executions of a peer that detached
+   are answered ToolUnavailable at once. */
+void calls_end_peer (void *arg, zframe_t *token);
 bool tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header);
 bool tool_reply_admit (gw_relay_t *self, zmsg_t *msg);
 

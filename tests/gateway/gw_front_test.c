@@ -10,6 +10,9 @@
       dropped; a peer attached during a delivery is served from then on;
     - gw_front_find finds a front's own peer by its fns;
     - wrap and unwrap: route + delimiter + empty signature + parts, and back;
+    - a peer detached is told to the core once, with the token that named
+      it (the core's tool calls it served end), and no longer counts as
+      attached; the peers destroy ends are not told;
     - at destroy every peer still attached hears GW_EVENT_CLOSED, once.
 
     Exit 0 when every check passed; each failure prints one line.
@@ -82,6 +85,18 @@ core_submit (void *arg, wire_channel_t channel, zmsg_t **msg_p)
     s_submitted = *msg_p;
     *msg_p = NULL;
     s_submitted_channel = channel;
+}
+
+/* The core's side: the peers it heard detach, the last one's token. */
+static int s_gone;
+static zframe_t *s_gone_token;
+
+static void
+core_gone (void *arg, zframe_t *token)
+{
+    s_gone++;
+    zframe_destroy (&s_gone_token);
+    s_gone_token = zframe_dup (token);
 }
 
 /* ["route-N", delimiter, "", header, parent, metadata, content] */
@@ -178,6 +193,24 @@ test_detach_inside_delivery (void)
 }
 
 static void
+test_gone_told_once (void)
+{
+    fake_t a = {0};
+    a.peer = gw_front_attach (NULL, &fake_fns, &a);
+    zmsg_t *msg = message ("client-a");
+    gw_front_submit (a.peer, WIRE_SHELL, &msg);
+    zframe_t *token = zframe_dup (zmsg_first (s_submitted));
+    CHECK (gw_peers_attached (s_peers, token));
+    int before = s_gone;
+    gw_front_detach (&a.peer);
+    CHECK (s_gone == before + 1 && s_gone_token && zframe_eq (s_gone_token, token));
+    CHECK (!gw_peers_attached (s_peers, token));
+    gw_front_detach (&a.peer); /* already NULL: nothing */
+    CHECK (s_gone == before + 1);
+    zframe_destroy (&token);
+}
+
+static void
 test_closed_once (void)
 {
     fake_t a = {0}, b = {0};
@@ -186,17 +219,20 @@ test_closed_once (void)
     gw_front_detach (&b.peer);
     gw_peers_event (s_peers, GW_EVENT_CLOSING, "close_request");
     CHECK (a.closing == 1 && b.closing == 0);
+    int gone = s_gone;
     gw_peers_destroy (&s_peers, "close_request");
-    CHECK (!s_peers && a.closed == 1 && b.closed == 0);
+    CHECK (!s_peers && a.closed == 1 && b.closed == 0 && s_gone == gone);
 }
 
 int
 main (void)
 {
-    s_peers = gw_peers_new (NULL, core_submit, NULL);
+    s_peers = gw_peers_new (NULL, core_submit, core_gone, NULL);
     test_route_by_token ();
     test_detach_inside_delivery ();
+    test_gone_told_once ();
     test_closed_once ();
+    zframe_destroy (&s_gone_token);
     zmsg_destroy (&s_submitted);
     if (failures)
         fprintf (stderr, "gw_front_test: %d checks failed\n", failures);

@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 
+import pytest
 import requests
 import websocket
 
@@ -47,6 +48,45 @@ def test_tool_call_on_stdin(http_gateway):
     reply, outputs = run(ws, CATCH.format(call="echo(1)"), allow_stdin=False)
     assert stdout(outputs).startswith("ToolUnavailable |"), stdout(outputs)
     ws.close()
+
+
+# The kernel times the call and waits before printing, so that a second
+# websocket, opened after the first closed, is attached when the line goes out.
+TIMED_CALL = ("import time\n{before}t = time.monotonic()\ntry:\n    echo(1)\n    r = 'answered'\n"
+              "except ToolError as e:\n    r = f'{{e.ename}} | {{e.evalue}}'\n"
+              "time.sleep(2)\nprint(r, '|', round(time.monotonic() - t, 1))")
+
+
+@pytest.mark.parametrize("closed", ["after_tool_request", "before_tool_request"])
+def test_tool_call_when_stdin_websocket_closes(http_gateway, closed):
+    """The websocket that serves stdin closes with a tool call pending (or
+    before the kernel makes it): the kernel gets ToolUnavailable at once, as
+    over ZeroMQ when no client serves stdin, not after tool_timeout (60 s
+    here, the default); the error is seen on a new websocket."""
+    kid = start_kernel(http_gateway, {"kennel": {"tools": [ECHO]}})["id"]
+    ws = connect(http_gateway, kid)
+    before = "time.sleep(1.5)\n" if closed == "before_tool_request" else ""
+    msg = message("execute_request", {"code": TIMED_CALL.format(before=before), "allow_stdin": True})
+    send(ws, msg)
+    if closed == "after_tool_request":
+        while recv(ws)["msg_type"] != "tool_request":
+            pass
+    ws.close()
+    other = connect(http_gateway, kid)
+    other.settimeout(30)
+    line = ""
+    while True:
+        m = recv(other)
+        if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        if m["msg_type"] == "stream":
+            line += m["content"]["text"]
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+    ename, evalue, seconds = line.strip().split(" | ")
+    assert ename == "ToolUnavailable" and "stdin" in evalue, line
+    assert float(seconds) < 10, line
+    other.close()
 
 
 def test_kernel_killed_with_a_websocket_open(http_gateway):
