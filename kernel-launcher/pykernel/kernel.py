@@ -57,6 +57,7 @@ class _State:
         self.history = []            # (session, line, input, output text or None)
         self.request = None          # the _Request being handled
         self.running_user_code = False
+        self.interrupt_pending = False  # SIGINT during an execute_request before its code ran
         self.main = None             # the user's __main__ module
         self.ns = None               # its namespace
         self.builtins = None         # the private builtins mapping
@@ -2098,6 +2099,8 @@ def _run_cell(code, request, count, store):
     try:
         _state.running_user_code = True
         try:
+            if _state.interrupt_pending:
+                raise KeyboardInterrupt
             _run_code(body)
             if expr is not None:
                 value = _run_code(expr)
@@ -2567,10 +2570,14 @@ def _kernel_info():
 # ---- entry points (called by the C side) -------------------------------------
 
 def _sigint(signum, frame):
-    """SIGINT interrupts user code; when the kernel is idle or busy with its
-    own bookkeeping it is ignored."""
+    """SIGINT interrupts user code; one that comes during an execute_request
+    before its code runs (a front end's stop pressed at execute_input, while
+    the cell compiles) interrupts the cell as it starts, as ipykernel's
+    does; when the kernel is idle or busy with other requests it is ignored."""
     if _state.running_user_code:
         raise KeyboardInterrupt
+    if _state.request is not None and _state.request.msg_type == "execute_request":
+        _state.interrupt_pending = True
 
 
 def configure(settings_json):
@@ -2678,6 +2685,7 @@ def dispatch(msg_type, content_json, header_json):
     finally:
         _state.request = None
         _state.running_user_code = False
+        _state.interrupt_pending = False
 
 
 def _internal_error(reply_type, exc):

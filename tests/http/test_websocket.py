@@ -123,6 +123,33 @@ def test_interrupt_over_rest_while_running(http_gateway):
     ws.close()
 
 
+def test_interrupt_at_execute_input(http_gateway):
+    """An interrupt sent as soon as execute_input arrives (JupyterLab's
+    stop button pressed at once) lands before the cell's code runs, here
+    while a long cell compiles: the cell still ends with KeyboardInterrupt,
+    as with ipykernel, instead of running to its end."""
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid)
+    run(ws, "import time; keep = 5")
+    code = "_ = [\n" + "1,\n" * 300000 + "]\ntime.sleep(30)\nprint('ran to the end')"
+    msg = message("execute_request", {"code": code, "silent": False})
+    send(ws, msg)
+    while not (recv(ws)["msg_type"] == "execute_input"):
+        pass
+    assert api(http_gateway, "POST", f"api/kernels/{kid}/interrupt").status_code == 204
+    started = time.monotonic()
+    ws.settimeout(60)
+    while True:
+        m = recv(ws)
+        if m["msg_type"] == "execute_reply" and m["parent_header"]["msg_id"] == msg["header"]["msg_id"]:
+            break
+    assert m["content"]["status"] == "error" and m["content"]["ename"] == "KeyboardInterrupt", m["content"]
+    assert time.monotonic() - started < 20
+    reply, outputs = run(ws, "print(keep)")
+    assert stdout(outputs) == "5\n"
+    ws.close()
+
+
 def test_restart_with_a_websocket_open(http_gateway):
     """AG2 and AutoGen restart the kernel over REST while their websocket is
     open: the websocket lives on and runs on the fresh kernel."""
