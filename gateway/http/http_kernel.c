@@ -76,7 +76,10 @@ on_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         if (w->slot)
             *w->slot = NULL;
         w->fn (front, conv, ok, errmsg, w->arg);
-        http_loop_run (front->uv);
+        /* the answer is written on the loop's next turn: this runs inside
+           the core (the kernel's readiness, a close), where a libuv pass
+           could serve a DELETE that frees the conversation being notified */
+        http_loop_run_soon (front->uv);
     }
     wait_free (w);
 }
