@@ -72,7 +72,24 @@ def test_slow_reader_closes_1008(make_http_gateway):
     assert close_code(slow, timeout=60) in (1008, None)
     line = gw.events("websocket_slow_reader")[0]
     assert line["code"] == 1008 and "ws_queue_bytes" in line["reason"]
+    # the kernel goes on with the slow client's prints; a reader attached
+    # meanwhile gets their 2 MB messages through the same 64 KiB queue and,
+    # on a loaded host, is rightly closed too: it joins once they are done
+    wait_idle(gw, kid)
     other_still_works(gw, kid)
+
+
+def wait_idle(gw, kid, settle=1.0, timeout=120):
+    """Until the kernel's model says idle for settle seconds on end (the
+    slow client's queued executions run back to back, busy in between)."""
+    deadline, since = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        state = api(gw, "GET", f"api/kernels/{kid}").json()["execution_state"]
+        since = (since or time.monotonic()) if state == "idle" else None
+        if since and time.monotonic() - since >= settle:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"kernel {kid} not idle within {timeout} s")
 
 
 def test_connection_limit_503(make_http_gateway):
