@@ -224,20 +224,6 @@ def section_cold(run):
 
 # ---- 2. warm start -------------------------------------------------------------
 
-def pool_state(info):
-    """The warm pool as gateway_info reports it (`warm_pool`: size, ready,
-    starting, claimed), or None when there is none or its size is 0."""
-    pool = info.get("warm_pool", info.get("pool"))
-    return pool if isinstance(pool, dict) and pool.get("size", 1) else None
-
-
-def pool_ready(pool):
-    for key in ("ready", "idle", "available"):
-        if isinstance(pool.get(key), int):
-            return pool[key] > 0
-    return True
-
-
 def section_warm(run):
     """A second daemon with its default pool; the main one runs without
     (cold start, memory) when it knows the setting."""
@@ -246,15 +232,13 @@ def section_warm(run):
         return
     gateway = B.KennelGateway(run.args.builddir, run.workdir / "warm", env=run.gateway_env)
     try:
-        pool = pool_state(gateway.info())
+        pool = B.pool_state(gateway.info())
         if pool is None:
             run.put("warm_start_ms", {"kennel": None, "note": NO_POOL + " (gateway_info reports no pool)"})
             return
         samples = []
         for i in range(run.c["cold"]):
-            deadline = time.time() + 60
-            while not pool_ready(pool_state(gateway.info()) or {}) and time.time() < deadline:
-                time.sleep(0.02)
+            B.wait_pool_ready(gateway)
             samples.append(cold_kennel(run, f"warm-{i}", gateway)[0])
         run.put("warm_start_ms", {"kennel": B.summary(samples), "pool": pool,
                                   "note": "waiting for a ready pooled kernel before each sample; ipykernel has no "

@@ -126,15 +126,19 @@ class NotebookServer:
 
 class KennelHttpServer:
     """`kennel serve --http 127.0.0.1:0` through benchlib's KennelGateway, so
-    the same daemon's ZeroMQ control socket opens conversations too."""
+    the same daemon's ZeroMQ control socket opens conversations too. Without
+    a warm pool (cold starts, as the notebook's), or with pool=True its
+    default one (kennel as shipped)."""
 
-    def __init__(self, run, workdir):
+    def __init__(self, run, workdir, pool=False):
         token = uuid.uuid4().hex
         env = dict(run.gateway_env or os.environ, KENNEL_AUTH_TOKEN=token)
-        self.gw = B.KennelGateway(run.args.builddir, workdir, {"warm_pool": 0} if run.pool_configurable else {},
-                                  env=env, transport_args=["--http", "127.0.0.1:0"])
+        config = {"warm_pool": 0} if run.pool_configurable and not pool else {}
+        self.gw = B.KennelGateway(run.args.builddir, workdir, config, env=env,
+                                  transport_args=["--http", "127.0.0.1:0"])
         url = json.loads(self.gw.conn_file.read_text())["http_url"].rstrip("/")
-        self.http = Http("kennel", url, token)
+        self.pool = pool and run.pool_configurable and B.pool_state(self.gw.info()) is not None
+        self.http = Http("kennel_pool" if pool else "kennel", url, token)
         self.pid = self.gw.proc.pid
         refserver.wait_ready(url, token, self.gw.proc, self.gw.log_file)
 
@@ -152,13 +156,16 @@ class KennelHttpServer:
 
 def create_to_first_reply(http):
     """POST /api/kernels -> websocket -> first execute_reply (and idle) of
-    `x = 1`, in seconds; the kernel is deleted afterwards, untimed."""
+    `x = 1`, in seconds; the kernel is deleted afterwards, untimed.
+    [total, POST answered, websocket open] in seconds."""
     start = time.perf_counter()
     kernel_id = http.create()
+    created = time.perf_counter()
     ws = http.connect(kernel_id)
+    connected = time.perf_counter()
     try:
         Http.roundtrip(ws)
-        return time.perf_counter() - start
+        return [time.perf_counter() - start, created - start, connected - created]
     finally:
         ws.close()
         http.delete(kernel_id)
@@ -336,16 +343,28 @@ def section_http(run):
     c = run.c
     work = run.workdir / "http"
     notebook = NotebookServer(work)
-    kennel = None
+    kennel = pooled = None
     try:
         if refserver.kennel_has_http(run.builddir("gateway/kennel")):
             kennel = KennelHttpServer(run, work / "kennel")
-        create = {"notebook": [], "kennel": []}
+            pooled = KennelHttpServer(run, work / "kennel-pool", pool=True)
+            if not pooled.pool:
+                pooled.stop()
+                pooled = None
+        create = {"notebook": [], "kennel": [], "kennel_pool": []}
         for _ in range(c["http_create"]):
-            for server in (kennel, notebook):
+            for server in (kennel, pooled, notebook):
+                if server is pooled and server is not None:
+                    B.wait_pool_ready(server.gw)  # as row 2: a pooled kernel ready before each sample
                 if server is not None:
                     create[server.http.kind].append(create_to_first_reply(server.http))
-        res = {"create_first_reply_ms": {k: B.summary(v) for k, v in create.items() if v}}
+        if pooled is not None:
+            pooled.stop()
+            pooled = None
+        res = {"create_first_reply_ms": {k: dict(B.summary([s[0] for s in v]),
+                                                 post_ms=B.summary([s[1] for s in v]),
+                                                 connect_ms=B.summary([s[2] for s in v]))
+                                         for k, v in create.items() if v}}
         for server in (kennel, notebook):
             if server is not None:
                 res[server.http.kind] = measure(server, c, [])
@@ -356,7 +375,7 @@ def section_http(run):
             res["note"] = NO_HTTP
         run.put("http", res)
     finally:
-        for server in (kennel, notebook):
+        for server in (kennel, pooled, notebook):
             if server is not None:
                 server.stop()
 
@@ -377,7 +396,10 @@ def table_rows(res, num, ratio):
                      num(nv and nv["median"]), num(nv and nv["p99"]),
                      ratio(kv and kv["median"], nv and nv["median"], higher_better)))
 
-    timed("H1 HTTP: POST /api/kernels -> 1st reply, new websocket (ms)", create.get("kennel"), create.get("notebook"))
+    timed("H1 HTTP: POST /api/kernels -> 1st reply, new websocket, no warm pool (ms)", create.get("kennel"),
+          create.get("notebook"))
+    if create.get("kennel_pool"):
+        timed("H1 same, kennel with its default warm pool (ms)", create.get("kennel_pool"), create.get("notebook"))
     timed("H2 HTTP: execute round trip, one websocket (ms)", k.get("rtt_ms"), nb.get("rtt_ms"))
     direct = nb.get("rtt_direct_zmq_ms")
     if direct:

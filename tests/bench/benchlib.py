@@ -395,6 +395,27 @@ class Control:
         self.sock.close(0)
 
 
+def pool_state(info):
+    """The warm pool as gateway_info reports it (`warm_pool`: size, ready,
+    starting, claimed), or None when there is none or its size is 0."""
+    pool = info.get("warm_pool", info.get("pool"))
+    return pool if isinstance(pool, dict) and pool.get("size", 1) else None
+
+
+def pool_ready(pool):
+    for key in ("ready", "idle", "available"):
+        if isinstance(pool.get(key), int):
+            return pool[key] > 0
+    return True
+
+
+def wait_pool_ready(gateway, timeout=60):
+    """Until the gateway's warm pool has a kernel ready (or timeout s)."""
+    deadline = time.time() + timeout
+    while not pool_ready(pool_state(gateway.info()) or {}) and time.time() < deadline:
+        time.sleep(0.02)
+
+
 class KennelGateway:
     """`kennel serve` of a build dir, with its own state dir under /tmp (the
     sandbox uid must traverse to the workspaces: 0711)."""
