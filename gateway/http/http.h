@@ -101,12 +101,18 @@ void http_front_destroy (http_front_t **self_p);
 
 /* ---- http_reply: responses ------------------------------------------- */
 
+typedef struct http_file http_file_t;
+
+/* A request's path, at most: /api/contents/<id>/ and a file path of
+   GW_FILES_PATH_MAX (longer: 414). */
+#define HTTP_PATH_MAX 4400
+
 /* One HTTP request in flight on a connection: its body and, when the
    answer waits for the gateway, the answer to write once writable. */
 typedef struct {
     http_front_t *front;
     int method;         /* LWSHUMETH_* */
-    char path[256];
+    char path[HTTP_PATH_MAX];
     char *body;         /* the request body so far */
     size_t body_len;
     bool body_too_large;
@@ -117,6 +123,7 @@ typedef struct {
     bool counted;       /* in front->connections */
     bool upgrading;     /* answering a websocket upgrade: lws ends the transaction */
     ws_conn_t *ws;      /* after a websocket upgrade */
+    http_file_t *file;  /* a file streamed in or out (/files), or NULL */
 } http_req_t;
 
 /* Writes status, the CORS headers and body (taken; NULL: none) now. 0 or -1
@@ -149,6 +156,27 @@ const char *http_auth_refusal (struct lws *wsi, const http_settings_t *settings,
 int http_api_dispatch (struct lws *wsi, http_req_t *req);
 /* Whether GET /api/kernelspecs may answer 200: a kernel can be started. */
 bool http_api_ready (const http_front_t *front, const char **why);
+
+/* ---- http_contents: a conversation's files ------------------------------ */
+
+/* A Contents API request's body (a model with its content inline), at
+   most: a 4 MiB chunk in base64 and the model around it. */
+#define HTTP_CONTENTS_BODY_MAX (6 << 20)
+/* /api/contents/<kernel or conversation id>/<path>: GET, PUT, DELETE. */
+int http_contents_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* /files/<id>/<path>: GET streams the file out. */
+int http_files_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* Whether the request's body is streamed into a file (PUT /files/...):
+   then upload_begin at the headers (length: Content-Length, -1 none),
+   upload_body for each part, upload_end at its end; each answers or
+   returns 0 as http_api_dispatch does. */
+bool http_files_streams_body (const http_req_t *req);
+int http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length);
+int http_files_upload_body (http_req_t *req, const void *in, size_t len);
+int http_files_upload_end (struct lws *wsi, http_req_t *req);
+/* The writable callback of a download: its next part. */
+int http_files_download_more (struct lws *wsi, http_req_t *req);
+void http_file_end (http_file_t **self_p);
 
 /* ---- http_kernel: kernels over the core's conversation table --------- */
 

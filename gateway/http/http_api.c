@@ -397,5 +397,9 @@ http_api_dispatch (struct lws *wsi, http_req_t *req)
         return http_sessions_route (wsi, req, rest);
     if (streq (req->path, "/metrics"))
         return http_ops_metrics (wsi, req);
+    if ((rest = under (req->path, "/api/contents")))
+        return http_contents_route (wsi, req, rest);
+    if ((rest = under (req->path, "/files")))
+        return http_files_route (wsi, req, rest);
     return http_reply_error (wsi, req, 404, "no such path");
 }

@@ -24,8 +24,10 @@ http_reply_reason (int status)
     case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
     default: return "Error";
     }
 }
@@ -51,7 +53,7 @@ cors_add (struct lws *wsi, const http_settings_t *settings, unsigned char **p, u
     if (!settings->allow_origin)
         return 0;
     return header_add (wsi, "access-control-allow-origin:", settings->allow_origin, p, end)
-           || header_add (wsi, "access-control-allow-methods:", "GET, POST, PATCH, DELETE, OPTIONS", p, end)
+           || header_add (wsi, "access-control-allow-methods:", "GET, POST, PUT, PATCH, DELETE, OPTIONS", p, end)
            || header_add (wsi, "access-control-allow-headers:", "Authorization, Content-Type", p, end);
 }
 

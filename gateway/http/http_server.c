@@ -35,6 +35,7 @@ static void
 req_reset (http_req_t *req)
 {
     http_wait_cancel (req->wait);
+    http_file_end (&req->file);
     if (req->counted)
         req->front->connections--;
     free (req->body);
@@ -47,8 +48,8 @@ req_reset (http_req_t *req)
 }
 
 /* -1 when the request announces no body, else its length. lws reads
-   bodies of POST and PATCH (the API has no PUT), and sends their BODY_COMPLETION
-   also for a length 0. */
+   bodies of POST, PATCH and PUT, and sends BODY_COMPLETION for a POST or
+   PATCH also for a length 0. */
 static long long
 content_length (struct lws *wsi)
 {
@@ -56,6 +57,22 @@ content_length (struct lws *wsi)
     if (lws_hdr_copy (wsi, text, sizeof text, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
         return -1;
     return atoll (text);
+}
+
+/* A Contents API model carries a file chunk inline: its own, larger bound. */
+static size_t
+body_max (const http_req_t *req)
+{
+    return strncmp (req->path, "/api/contents/", 14) == 0 ? HTTP_CONTENTS_BODY_MAX : BODY_MAX;
+}
+
+static int
+body_too_large (struct lws *wsi, http_req_t *req)
+{
+    return http_reply_error (wsi, req, 413,
+                             body_max (req) == BODY_MAX ? "the request body is larger than 1 MiB"
+                                                        : "the request body is larger than 6 MiB: send a big file "
+                                                          "in chunks (\"chunk\") or PUT it raw to /files/<id>/<path>");
 }
 
 static int
@@ -67,7 +84,10 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
     char *u;
     int ulen;
     req->method = lws_http_get_uri_and_method (wsi, &u, &ulen);
-    snprintf (req->path, sizeof req->path, "%s", uri);
+    if (snprintf (req->path, sizeof req->path, "%s", uri) >= (int) sizeof req->path) {
+        snprintf (req->path, sizeof req->path, "%.64s...", uri);
+        return http_reply_error (wsi, req, 414, "the path is longer than 4400 bytes");
+    }
     if (req->method == LWSHUMETH_OPTIONS) /* a CORS preflight carries no token */
         return http_reply_write (wsi, req, front->settings.allow_origin ? 204 : 403, NULL, NULL);
     if (streq (req->path, "/healthz")) /* liveness: says only that the loop runs */
@@ -81,9 +101,13 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
     if (lws_hdr_total_length (wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
         return http_reply_error (wsi, req, 411, "a chunked request body is not read here: send Content-Length");
     long long length = content_length (wsi);
-    if (length > BODY_MAX)
-        return http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB");
-    bool with_body = req->method == LWSHUMETH_POST || req->method == LWSHUMETH_PATCH;
+    if (http_files_streams_body (req))
+        return http_files_upload_begin (wsi, req, length);
+    if (length > (long long) body_max (req))
+        return body_too_large (wsi, req);
+    /* lws sends no BODY_COMPLETION for a PUT of length 0 */
+    bool with_body = req->method == LWSHUMETH_POST || req->method == LWSHUMETH_PATCH
+                     || (req->method == LWSHUMETH_PUT && length > 0);
     if (with_body && length >= 0)
         return 0; /* answered at LWS_CALLBACK_HTTP_BODY_COMPLETION */
     return http_api_dispatch (wsi, req);
@@ -95,7 +119,9 @@ on_body (http_req_t *req, const void *in, size_t len)
     /* nothing to read for a request answered already (a refused one) */
     if (!len || !req->path[0] || req->status || req->wait)
         return 0;
-    if (req->body_too_large || req->body_len + len > BODY_MAX) {
+    if (req->file)
+        return http_files_upload_body (req, in, len);
+    if (req->body_too_large || req->body_len + len > body_max (req)) {
         req->body_too_large = true;
         return 0;
     }
@@ -188,11 +214,12 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         if (!req->path[0])
             break; /* the body of a request answered already (413, 411) */
-        rc = req->body_too_large ? http_reply_error (wsi, req, 413, "the request body is larger than 1 MiB")
-                                 : http_api_dispatch (wsi, req);
+        rc = req->file ? http_files_upload_end (wsi, req)
+             : req->body_too_large ? body_too_large (wsi, req)
+                                   : http_api_dispatch (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        rc = http_reply_flush (wsi, req);
+        rc = req->file ? http_files_download_more (wsi, req) : http_reply_flush (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         rc = on_confirm_upgrade (wsi);

@@ -1,0 +1,458 @@
+/*  http_contents.c - a conversation's files on the HTTP front:
+    /api/contents/<id>/<path>, the Jupyter Contents API's shape (GET, PUT,
+    DELETE; models with type, format, content, ...), and /files/<id>/<path>,
+    the raw bytes streamed both ways (jupyter_server's /files is a raw
+    download too). <id> is a kernel id or a conversation id.
+
+    Both go through the core's file service (gateway/gw_files.c): paths
+    beneath the workspace only, no symlink followed, FIFOs and devices
+    refused without blocking, uploads under the workspace's quota. A
+    Contents model carries its content inline, so a GET or PUT there holds
+    at most one chunk (4 MiB); bigger files go through /files, where a
+    download is written from lws's writable callback 256 KiB at a time and
+    an upload's body is written as lws hands it over (its receive buffer,
+    64 KiB): neither is ever whole in memory, and each step is short on
+    the gateway's loop.
+*/
+#include "http.h"
+#include "gateway/gw_files.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define STREAM_CHUNK (256 * 1024)
+/* A download whose client takes no chunk for this long is dropped (lws's
+   own 5 s transaction timeout would cut any long download). */
+#define STALL_SECONDS 30
+
+struct http_file {
+    int fd;
+    bool upload;
+    int64_t offset;    /* bytes sent or written so far */
+    int64_t size;      /* a download's length (its Content-Length) */
+    bool failed;       /* an upload's write failed: err says why */
+    gw_files_error_t err;
+    char *conversation; /* the id, found again at the end */
+    char *path;         /* normalized */
+};
+
+void
+http_file_end (http_file_t **self_p)
+{
+    http_file_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->fd >= 0)
+        close (self->fd);
+    free (self->conversation);
+    free (self->path);
+    free (self);
+    *self_p = NULL;
+}
+
+static int
+status_of (const char *ename)
+{
+    static const struct {
+        const char *ename;
+        int status;
+    } map[] = {{"NoSuchFile", 404},        {"NoSuchConversation", 404}, {"SymlinkRefused", 403},
+               {"HardlinkRefused", 403},   {"NotARegularFile", 403},    {"PermissionDenied", 403},
+               {"IsADirectory", 400},      {"NotADirectory", 400},      {"DirectoryNotEmpty", 409},
+               {"FileExists", 409},        {"WorkspaceFull", 507},      {"FileApiUnavailable", 503},
+               {"FileError", 500},         {"TooLarge", 413}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (streq (map[i].ename, ename))
+            return map[i].status;
+    return 400; /* InvalidPath, InvalidRequest, InvalidOffset */
+}
+
+static int
+reply_files_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err)
+{
+    char message[400];
+    snprintf (message, sizeof message, "%s: %s", err->ename, err->evalue);
+    return http_reply_error (wsi, req, status_of (err->ename), message);
+}
+
+static void
+set_error (gw_files_error_t *err, const char *ename, const char *evalue)
+{
+    err->ename = ename;
+    snprintf (err->evalue, sizeof err->evalue, "%s", evalue);
+}
+
+/* "<id>[/<path>]": the conversation (by kernel id, else conversation id)
+   and the normalized path (malloc'd); NULL + err. */
+static gw_conv_t *
+target_of (http_front_t *front, const char *rest, char **path, gw_files_error_t *err)
+{
+    const char *slash = strchr (rest, '/');
+    size_t n = slash ? (size_t) (slash - rest) : strlen (rest);
+    char id[130];
+    gw_conv_t *conv = NULL;
+    if (n > 0 && n < sizeof id) {
+        snprintf (id, sizeof id, "%.*s", (int) n, rest);
+        conv = http_kernel_conv (front, id);
+        if (!conv && gw_conv_id_valid (id))
+            conv = gw_core_find (front->server, id);
+    }
+    if (!conv) {
+        set_error (err, "NoSuchConversation", "no kernel and no conversation has this id");
+        return NULL;
+    }
+    const char *p = slash ? slash + 1 : "";
+    *path = gw_files_path (p, strlen (p), err);
+    return *path ? conv : NULL;
+}
+
+/* A query argument's value ("" when absent); buf holds "name=value". */
+static const char *
+query (struct lws *wsi, const char *name_eq, char *buf, int size)
+{
+    const char *v = lws_get_urlarg_by_name (wsi, name_eq, buf, size);
+    return v ? v : "";
+}
+
+/* ---- /api/contents ------------------------------------------------------ */
+
+/* A Contents model from the core's: the Jupyter fields it lacks. */
+static json_t *
+model_jupyter (json_t *model)
+{
+    json_object_set_new (model, "content", json_null ());
+    json_object_set_new (model, "format", json_null ());
+    json_object_set_new (model, "mimetype", json_null ());
+    return model;
+}
+
+/* The file's bytes inline, as text when asked or when they are UTF-8. */
+static json_t *
+file_content (int root, const char *path, json_t *model, const char *format, gw_files_error_t *err)
+{
+    struct stat st;
+    int fd = gw_files_open_read (root, path, &st, err);
+    if (fd < 0)
+        return NULL;
+    if (st.st_size > (off_t) GW_FILES_CHUNK_MAX) {
+        close (fd);
+        set_error (err, "TooLarge", "the file is larger than 4 MiB: GET /files/<id>/<path> streams it");
+        return NULL;
+    }
+    char *buf = wire_xmalloc ((size_t) st.st_size + 1);
+    ssize_t n = gw_files_read (fd, 0, buf, (size_t) st.st_size, err);
+    close (fd);
+    json_t *text = n >= 0 && !streq (format, "base64") ? json_stringn (buf, (size_t) n) : NULL;
+    if (n >= 0 && !text && streq (format, "text"))
+        set_error (err, "InvalidRequest", "the file is not UTF-8 text: ask format=base64");
+    else if (n >= 0) {
+        char *b64 = text ? NULL : gw_base64_encode (buf, (size_t) n);
+        json_object_set_new (model, "content", text ? text : json_string (b64));
+        json_object_set_new (model, "format", json_string (text ? "text" : "base64"));
+        json_object_set_new (model, "mimetype", json_string (text ? "text/plain" : "application/octet-stream"));
+        json_object_set_new (model, "size", json_integer ((json_int_t) n));
+        free (b64);
+        free (buf);
+        return model;
+    }
+    free (buf);
+    return NULL;
+}
+
+static json_t *
+contents_get (struct lws *wsi, int root, const char *path, gw_files_error_t *err)
+{
+    char cbuf[32], fbuf[32];
+    bool content = !streq (query (wsi, "content=", cbuf, sizeof cbuf), "0");
+    const char *format = query (wsi, "format=", fbuf, sizeof fbuf);
+    json_t *model = gw_files_stat (root, path, err);
+    if (!model)
+        return NULL;
+    model_jupyter (model);
+    const char *type = json_string_value (json_object_get (model, "type"));
+    if (!content)
+        return model;
+    if (streq (type, "file")) {
+        json_t *out = file_content (root, path, model, format, err);
+        if (!out)
+            json_decref (model);
+        return out;
+    }
+    bool truncated;
+    json_t *list = gw_files_list (root, path, &truncated, err);
+    if (!list) {
+        json_decref (model);
+        return NULL;
+    }
+    size_t i;
+    json_t *entry;
+    json_array_foreach (list, i, entry)
+        model_jupyter (entry);
+    json_object_set_new (model, "content", list);
+    json_object_set_new (model, "format", json_string ("json"));
+    json_object_set_new (model, "kennel", json_pack ("{s:b}", "truncated", truncated));
+    return model;
+}
+
+/* A PUT model's bytes (malloc'd, *len); NULL + err. */
+static char *
+put_bytes (const json_t *body, size_t *len, gw_files_error_t *err)
+{
+    const char *format = gw_text (json_object_get (body, "format"));
+    json_t *content = json_object_get (body, "content");
+    const char *type = gw_text (json_object_get (body, "type"));
+    char *out = NULL;
+    if (type && streq (type, "notebook") && json_is_object (content)) {
+        out = json_dumps (content, JSON_INDENT (1));
+        *len = strlen (out);
+    }
+    else if (json_is_string (content) && format && streq (format, "base64"))
+        out = gw_base64_decode (json_string_value (content), json_string_length (content), len);
+    else if (json_is_string (content) && (!format || streq (format, "text"))) {
+        *len = json_string_length (content);
+        out = memcpy (wire_xmalloc (*len + 1), json_string_value (content), *len);
+    }
+    if (!out)
+        set_error (err, "InvalidRequest",
+                   "a file's model needs content: a string with format \"text\" or \"base64\" (a notebook: an object)");
+    return out;
+}
+
+/* A file written from a model; Jupyter's chunked upload ("chunk": 1, 2,
+   ..., -1 for the last) appends every chunk after the first. */
+static int
+put_file (int root, const char *path, const json_t *body, gw_files_error_t *err)
+{
+    json_t *chunk = json_object_get (body, "chunk");
+    if (chunk && !json_is_integer (chunk)) {
+        set_error (err, "InvalidRequest", "chunk must be an integer (1 first, -1 last)");
+        return -1;
+    }
+    int64_t offset = 0;
+    if (chunk && json_integer_value (chunk) != 1) {
+        json_t *model = gw_files_stat (root, path, err);
+        if (!model)
+            return -1;
+        offset = (int64_t) json_integer_value (json_object_get (model, "size"));
+        json_decref (model);
+    }
+    size_t len;
+    char *data = put_bytes (body, &len, err);
+    if (!data)
+        return -1;
+    int fd = gw_files_open_write (root, path, offset, err);
+    int rc = fd >= 0 ? gw_files_write (fd, offset, data, len, err) : -1;
+    if (fd >= 0)
+        close (fd);
+    free (data);
+    return rc;
+}
+
+static int
+contents_put (struct lws *wsi, http_req_t *req, int root, const char *path, gw_files_error_t *err)
+{
+    json_t *body = req->body_len ? json_loadb (req->body, req->body_len, 0, NULL) : NULL;
+    const char *type = gw_text (json_object_get (body, "type"));
+    bool dir = type && streq (type, "directory");
+    int rc = -1;
+    if (!json_is_object (body) || !type)
+        set_error (err, "InvalidRequest", "the body must be a model: {\"type\", \"format\", \"content\"}");
+    else if (dir)
+        rc = gw_files_mkdir (root, path, err);
+    else if (streq (type, "file") || streq (type, "notebook")) {
+        json_t *before = gw_files_stat (root, path, err);
+        bool created = before == NULL;
+        json_decref (before);
+        rc = put_file (root, path, body, err);
+        if (rc == 0 && created)
+            rc = 1;
+    }
+    else
+        set_error (err, "InvalidRequest", "type must be \"file\", \"directory\" or \"notebook\"");
+    json_decref (body);
+    if (rc < 0)
+        return reply_files_error (wsi, req, err);
+    json_t *model = gw_files_stat (root, path, err);
+    if (!model)
+        return reply_files_error (wsi, req, err);
+    return http_reply_write (wsi, req, rc == 1 || dir ? 201 : 200, model_jupyter (model), NULL);
+}
+
+int
+http_contents_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    gw_files_error_t err;
+    char *path = NULL;
+    int m = req->method;
+    if (m != LWSHUMETH_GET && m != LWSHUMETH_PUT && m != LWSHUMETH_DELETE)
+        return http_reply_error (wsi, req, 405, "GET, PUT or DELETE (renaming and copying are not served)");
+    gw_conv_t *conv = *rest ? target_of (req->front, rest + 1, &path, &err) : NULL;
+    if (!*rest)
+        set_error (&err, "NoSuchConversation", "name a kernel or conversation: /api/contents/<id>/<path>");
+    int root = conv ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
+    int rc;
+    if (root < 0)
+        rc = reply_files_error (wsi, req, &err);
+    else if (m == LWSHUMETH_GET) {
+        json_t *model = contents_get (wsi, root, path, &err);
+        rc = model ? http_reply_write (wsi, req, 200, model, NULL) : reply_files_error (wsi, req, &err);
+    }
+    else if (m == LWSHUMETH_PUT)
+        rc = contents_put (wsi, req, root, path, &err);
+    else
+        rc = gw_files_delete (root, path, &err) == 0 ? http_reply_write (wsi, req, 204, NULL, NULL)
+                                                      : reply_files_error (wsi, req, &err);
+    if (root >= 0)
+        close (root);
+    free (path);
+    return rc;
+}
+
+/* ---- /files: raw, streamed ---------------------------------------------- */
+
+bool
+http_files_streams_body (const http_req_t *req)
+{
+    return req->method == LWSHUMETH_PUT && strncmp (req->path, "/files/", 7) == 0;
+}
+
+/* The file of a /files request opened (upload: emptied or created), in
+   req->file; -1 + err. */
+static int
+stream_open (http_req_t *req, bool upload, gw_files_error_t *err)
+{
+    char *path = NULL;
+    gw_conv_t *conv = target_of (req->front, req->path + 7, &path, err);
+    int root = conv ? gw_files_root (gw_conv_workspace (conv), err) : -1;
+    if (root < 0) {
+        free (path);
+        return -1;
+    }
+    struct stat st;
+    int fd = upload ? gw_files_open_write (root, path, 0, err) : gw_files_open_read (root, path, &st, err);
+    close (root);
+    if (fd < 0) {
+        free (path);
+        return -1;
+    }
+    http_file_t *f = wire_xcalloc (1, sizeof *f);
+    *f = (http_file_t){.fd = fd, .upload = upload, .size = upload ? 0 : (int64_t) st.st_size,
+                       .conversation = wire_xstrdup (gw_conv_id (conv)), .path = path};
+    req->file = f;
+    return 0;
+}
+
+/* The model of an upload's file once its body is written. */
+static int
+upload_answer (struct lws *wsi, http_req_t *req)
+{
+    http_file_t *f = req->file;
+    gw_files_error_t err;
+    gw_conv_t *conv = gw_core_find (req->front->server, f->conversation);
+    if (f->failed)
+        err = f->err;
+    else if (!conv)
+        set_error (&err, "NoSuchConversation", "the conversation closed during the upload");
+    int root = conv && !f->failed ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
+    json_t *model = root >= 0 ? gw_files_stat (root, f->path, &err) : NULL;
+    if (root >= 0)
+        close (root);
+    http_file_end (&req->file);
+    return model ? http_reply_write (wsi, req, 201, model_jupyter (model), NULL) : reply_files_error (wsi, req, &err);
+}
+
+int
+http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length)
+{
+    gw_files_error_t err;
+    if (stream_open (req, true, &err) < 0)
+        return reply_files_error (wsi, req, &err);
+    if (length <= 0) /* no body will come: an empty file */
+        return upload_answer (wsi, req);
+    return 0;
+}
+
+int
+http_files_upload_body (http_req_t *req, const void *in, size_t len)
+{
+    http_file_t *f = req->file;
+    if (f->failed || !len)
+        return 0; /* the rest of the body is read and dropped; the answer says why */
+    if (gw_files_write (f->fd, f->offset, in, len, &f->err) < 0)
+        f->failed = true;
+    else
+        f->offset += (int64_t) len;
+    return 0;
+}
+
+int
+http_files_upload_end (struct lws *wsi, http_req_t *req)
+{
+    return upload_answer (wsi, req);
+}
+
+static int
+download_begin (struct lws *wsi, http_req_t *req)
+{
+    gw_files_error_t err;
+    if (stream_open (req, false, &err) < 0)
+        return reply_files_error (wsi, req, &err);
+    unsigned char headers[LWS_PRE + 1024];
+    unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
+    if (lws_add_http_header_status (wsi, 200, &p, end)
+        || lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+                                         (const unsigned char *) "application/octet-stream", 24, &p, end)
+        || lws_add_http_header_content_length (wsi, (lws_filepos_t) req->file->size, &p, end)
+        || lws_finalize_http_header (wsi, &p, end)
+        || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0)
+        return -1;
+    if (req->file->size == 0) {
+        http_file_end (&req->file);
+        return lws_http_transaction_completed (wsi) ? -1 : 0;
+    }
+    lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, STALL_SECONDS);
+    lws_callback_on_writable (wsi);
+    return 0;
+}
+
+int
+http_files_download_more (struct lws *wsi, http_req_t *req)
+{
+    http_file_t *f = req->file;
+    int64_t left = f->size - f->offset;
+    size_t want = left < STREAM_CHUNK ? (size_t) left : STREAM_CHUNK;
+    unsigned char *buf = wire_xmalloc (LWS_PRE + want);
+    gw_files_error_t err;
+    ssize_t n = gw_files_read (f->fd, f->offset, buf + LWS_PRE, want, &err);
+    /* the kernel cut the file meanwhile: the length promised cannot be
+       kept, so the connection ends (the client sees a short body) */
+    bool last = n == (ssize_t) left;
+    int rc = n == (ssize_t) want
+                 ? lws_write (wsi, buf + LWS_PRE, want, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP)
+                 : -1;
+    free (buf);
+    if (rc < 0) {
+        gw_log_limited ("http/files", "http_download_cut", "{s:s, s:I, s:I, s:s}", "path", f->path, "offset",
+                        (json_int_t) f->offset, "size", (json_int_t) f->size, "reason",
+                        n != (ssize_t) want ? "the file is shorter than when the download began" : "write failed");
+        return -1;
+    }
+    f->offset += (int64_t) want;
+    if (!last) {
+        lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, STALL_SECONDS);
+        lws_callback_on_writable (wsi);
+        return 0;
+    }
+    http_file_end (&req->file);
+    return lws_http_transaction_completed (wsi) ? -1 : 0;
+}
+
+int
+http_files_route (struct lws *wsi, http_req_t *req, const char *rest)
+{
+    if (req->method != LWSHUMETH_GET)
+        return http_reply_error (wsi, req, 405, "GET (PUT streams an upload with Content-Length)");
+    if (!*rest)
+        return http_reply_error (wsi, req, 404, "name a kernel or conversation: /files/<id>/<path>");
+    return download_begin (wsi, req);
+}
