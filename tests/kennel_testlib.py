@@ -310,7 +310,8 @@ class HttpGateway:
         self.config_file.write_text(json.dumps(hostprobe.gateway_config(cfg)))
         base = {k: v for k, v in os.environ.items() if k not in ("KENNEL_AUTH_TOKEN", "KG_AUTH_TOKEN")}
         full_env = dict(base, ASAN_OPTIONS="detect_leaks=1:halt_on_error=1",
-                        LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}", **(env or {}))
+                        LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}")
+        full_env.update(env or {})
         self.proc = serve(self.state, self.config_file, self.log_file, self.conn_file,
                           (["--http", listen] if listen else []) + list(args), env=full_env)
         self.info = json.loads(self.conn_file.read_text())

@@ -51,7 +51,7 @@ node/node_modules/.package-lock.json: $(JLAB_DIR)/package.json $(JLAB_DIR)/packa
 	cd node && npm ci --no-audit --no-fund --loglevel=error
 jlab-client: node/node_modules/.package-lock.json
 .PHONY: jlab-client
-EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package-lock.json
+EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package-lock.json tests/httpclients/jlab/jlab_contents.js
 
 # tests/deploy: make install's man pages, unit, sysusers.d/tmpfiles.d entries
 # and kennel under the unit's hardening (tests/README.md)

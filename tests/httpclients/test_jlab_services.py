@@ -57,3 +57,37 @@ def test_jlab_services_kernel_lifecycle(target, node_env):
         assert set(seen["protocols"]) == {V1}, seen["protocols"]
     else:
         assert set(seen["protocols"]) == {""}, seen["protocols"]
+
+
+def test_jlab_contents_manager(target, node_env):
+    """ContentsManager over a Drive: the reference server's own Contents API
+    at api/contents, kennel's at api/contents/<kernel id> (a kernel started
+    for it; its workspace is the drive). The same models on both."""
+    import requests
+    headers = {"Authorization": f"token {target.token}"}
+    endpoint = "api/contents"
+    kernel = None
+    if target.kind == "kennel":
+        kernel = requests.post(f"{target.base_url}/api/kernels", headers=headers, json={}, timeout=60).json()
+        endpoint = f"api/contents/{kernel['id']}"
+    try:
+        r = subprocess.run(["node", os.path.join(HERE, "jlab", "jlab_contents.js"), target.base_url, target.token,
+                            endpoint], env=node_env, capture_output=True, text=True, timeout=120)
+        seen = json.loads(r.stdout.strip().splitlines()[-1])
+        assert r.returncode == 0 and "error" not in seen, (seen.get("error"), r.stderr[-3000:])
+    finally:
+        if kernel:
+            requests.delete(f"{target.base_url}/api/kernels/{kernel['id']}", headers=headers, timeout=60)
+        else:
+            requests.delete(f"{target.base_url}/api/contents/hello.txt", headers=headers, timeout=60)
+            requests.delete(f"{target.base_url}/api/contents/sub", headers=headers, timeout=60)
+    assert seen["saved_text"]["type"] == "file" and seen["saved_text"]["path"] == "hello.txt"
+    assert seen["saved_dir"]["type"] == "directory"
+    assert (seen["text"]["format"], seen["text"]["content"], seen["text"]["mimetype"]) == \
+        ("text", "hello kennel\n", "text/plain")
+    assert seen["b64_equal"] is True and seen["b64"]["format"] == "base64" and seen["b64"]["size"] == 300
+    assert seen["b64"]["path"] == "sub/data.bin" and seen["b64"]["name"] == "data.bin"
+    assert seen["root"]["type"] == "directory" and seen["root"]["format"] == "json"
+    assert ["hello.txt", "file"] in seen["root"]["content"] and ["sub", "directory"] in seen["root"]["content"]
+    assert seen["no_content"]["content"] is None and seen["no_content"]["type"] == "file"
+    assert seen["after_delete"] == 404
