@@ -369,6 +369,19 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     gw_launch_exec (launcher, argv);
 }
 
+/* The gateway's pid as its children see it at fork: a gateway that died
+   before the child's PR_SET_PDEATHSIG leaves it a reaper for parent, which
+   is not always 1 (a subreaper), and a gateway that is PID 1 (a
+   container's entrypoint) is 1 all along. */
+static pid_t launch_parent;
+
+pid_t
+gw_launch_fork (void)
+{
+    launch_parent = getpid ();
+    return fork ();
+}
+
 /* The last steps of every child that runs kennel-launch (a kernel's launcher
    here, the zygote in gw_zygote.c), once its fds are in place. */
 _Noreturn void
@@ -378,7 +391,7 @@ gw_launch_exec (const char *launcher, const char *const argv[])
     /* a gateway killed with SIGKILL must not leave launchers behind;
        SIGTERM lets the launcher stop its kernel and remove its cgroup */
     prctl (PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid () == 1)
+    if (getppid () != launch_parent)
         _exit (LAUNCH_EXIT_ORPHANED);
     /* the gateway's signal dispositions must not leak into the kernel */
     sigset_t none;
@@ -425,7 +438,7 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     }
     json_object_set_new (spec, LAUNCH_SPEC_STATUS_FD, json_integer (LAUNCH_STATUS_FD));
     char *text = json_dumps (spec, JSON_COMPACT);
-    pid_t pid = fork ();
+    pid_t pid = gw_launch_fork ();
     if (pid < 0) {
         free (text);
         close (spec_pipe[0]), close (spec_pipe[1]), close (status_pipe[0]), close (status_pipe[1]);

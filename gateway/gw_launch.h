@@ -25,6 +25,9 @@ void gw_launch_log_remove (const char *log_path);
    Never returns (exit 125 when the gateway is already gone, 127 when exec
    fails). Used for kernels' launchers and for the zygote. */
 _Noreturn void gw_launch_exec (const char *launcher, const char *const argv[]);
+/* fork () for a child that calls gw_launch_exec: it remembers the gateway's
+   pid, by which the child tells whether the gateway is still its parent. */
+pid_t gw_launch_fork (void);
 /* Kills the whole process group with SIGKILL and forgets the callbacks; the
    process is reaped later by the loop (gw_launch_reap_all at exit). Frees self
    once reaped. */

@@ -176,7 +176,7 @@ zygote_spawn (gw_zygote_t *self)
         gw_log ("fork_server_failed", "{s:s, s:s}", "step", "pipe", "message", strerror (errno));
         return;
     }
-    pid_t pid = fork ();
+    pid_t pid = gw_launch_fork ();
     if (pid < 0) {
         gw_log ("fork_server_failed", "{s:s, s:s}", "step", "fork", "message", strerror (errno));
         close (err_pipe[0]), close (err_pipe[1]);

@@ -59,4 +59,4 @@ EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/s
 	tests/deploy/test_install.py tests/deploy/test_manpages.py tests/deploy/test_service.py
 EXTRA_DIST += tests/deploy/test_service_ops.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
-EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py
+EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py
