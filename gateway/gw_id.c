@@ -4,9 +4,10 @@
     expect of a kernel id). With a shard configured ("shard", or
     KENNEL_SHARD), the first group is that shard, left-padded with zeros,
     and the other 24 digits (96 bits) are random: every id a gateway makes
-    names the gateway, so a balancer in front of several (HAProxy's map in
-    gateway/deploy/haproxy/) picks the one holding a kernel from the request
-    path alone, keeping no state of its own (README, "Many machines").
+    names the gateway, so a balancer in front of several (HAProxy with
+    gateway/deploy/k8s/base/haproxy.cfg) picks the one holding a kernel
+    from the request path alone, keeping no state of its own (README,
+    "Many machines").
 */
 #include "gw_util.h"
 #include "wire.h"

@@ -60,3 +60,6 @@ EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/s
 EXTRA_DIST += tests/deploy/test_service_ops.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
 EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py
+# ./quickstart check-deploy: the Kubernetes manifests, the container image
+EXTRA_DIST += tests/k8s/test_manifests.py tests/container/conftest.py tests/container/imagelib.py \
+	tests/container/test_image.py

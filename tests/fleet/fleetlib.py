@@ -1,5 +1,5 @@
 """tests/fleet: several `kennel serve --http` gateways behind HAProxy on
-loopback, routed by the shipped config (gateway/deploy/haproxy/kennel.cfg)
+loopback, routed by the shipped config (gateway/deploy/k8s/base/haproxy.cfg)
 with only its example server lines replaced by the test's gateways."""
 import json
 import os
@@ -16,7 +16,7 @@ import websocket
 
 from kennel_testlib import SRCDIR, HttpGateway, wait_until
 
-HAPROXY_CFG = pathlib.Path(SRCDIR) / "gateway" / "deploy" / "haproxy" / "kennel.cfg"
+HAPROXY_CFG = pathlib.Path(SRCDIR) / "gateway" / "deploy" / "k8s" / "base" / "haproxy.cfg"
 SERVER_LINE = "    server kennel-"
 
 

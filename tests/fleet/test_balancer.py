@@ -1,5 +1,5 @@
 """Three `kennel serve --http` gateways behind HAProxy with the shipped
-config (gateway/deploy/haproxy/kennel.cfg): ids carry their gateway's
+config (gateway/deploy/k8s/base/haproxy.cfg): ids carry their gateway's
 shard, the agent frameworks' clients run through the balancer, 300
 conversations each stay on their gateway, a killed gateway's conversations
 answer 404 at once while the others never notice, a fourth gateway moves
