@@ -154,12 +154,21 @@ def execute(t, kernel_id, code, timeout=60):
 
 
 def round_trip(ws, code):
+    return receive_reply(ws, send_execute(ws, code))
+
+
+def send_execute(ws, code):
     msg_id = uuid.uuid4().hex
     ws.send(json.dumps({"header": {"msg_id": msg_id, "msg_type": "execute_request", "session": msg_id,
                                    "username": "fleet", "version": "5.3"},
                         "parent_header": {}, "metadata": {}, "channel": "shell",
                         "content": {"code": code, "silent": False, "store_history": False,
                                     "user_expressions": {}, "allow_stdin": False}}))
+    return msg_id
+
+
+def receive_reply(ws, msg_id):
+    """(execute_result text/plain or None, stdout) of msg_id, at its idle."""
     result, out = None, ""
     while True:
         msg = json.loads(ws.recv())

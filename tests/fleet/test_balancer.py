@@ -11,6 +11,7 @@ import concurrent.futures as cf
 import json
 import secrets
 import signal
+import time
 import types
 
 import pytest
@@ -18,8 +19,8 @@ import requests
 import websocket
 
 from agentclients import AG2, Autogen, Smolagents
-from fleetlib import (Balancer, Gateway, auth, create_kernel, elapsed, execute, percentile, round_trip,
-                      upgrade_status)
+from fleetlib import (Balancer, Gateway, auth, create_kernel, elapsed, execute, percentile, receive_reply,
+                      round_trip, send_execute, upgrade_status)
 from kennel_testlib import BUILDDIR, wait_until
 
 TOKEN = secrets.token_hex(16)
@@ -200,13 +201,21 @@ def test_300_conversations_kill_add_drain(fleet):
     record(thirty_after_the_fourth=landed)
     assert landed[d.shard] >= 5 and sum(landed.values()) == 30, landed
 
-    # drain one (SIGTERM): once the balancer sees it go, new
-    # conversations land on the others only
+    # drain one (SIGTERM) while one of its kernels runs a 4 s execution:
+    # creates sent at once, before the balancer's check sees the drain, get
+    # the draining gateway's 503 retried on another one (retry-on 503), and
+    # the running execution's reply still arrives through the balancer
+    draining = next(iter(on[2]))
+    ws = websocket.create_connection(f"{bal.ws_url}/api/kernels/{draining}/channels", header=auth(TOKEN))
+    running = send_execute(ws, "import time; time.sleep(4); x")
+    time.sleep(0.5)
     c.gw.proc.send_signal(signal.SIGTERM)
-    wait_until(lambda: not fleet.balancer.states()[f"kennel-{c.shard}"].startswith("UP"), 30,
-               "the balancer marking the drained gateway down")
     after = in_parallel(lambda _: create_kernel(bal), range(30))
     assert {holder(fleet, k).shard for k in after} <= {a.shard, d.shard}
+    assert receive_reply(ws, running)[0] == str(conversations[draining])
+    ws.close()
+    wait_until(lambda: not fleet.balancer.states()[f"kennel-{c.shard}"].startswith("UP"), 30,
+               "the balancer marking the drained gateway down")
     assert c.gw.proc.wait(60) == 0
     assert check_values(bal, on[0])
 

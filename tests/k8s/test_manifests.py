@@ -70,7 +70,7 @@ def test_gateways_use_the_images_entry_and_privilege(base):
     assert env["KENNEL_SHARD_FROM_HOSTNAME"]["value"] == "1"
     assert env["KENNEL_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "kennel-token"
     assert c["readinessProbe"]["exec"]["command"] == ["/usr/libexec/kennel/probe", "ready"]
-    assert c["livenessProbe"]["exec"]["command"] == ["/usr/libexec/kennel/probe", "live"]
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
     containerfile = (pathlib.Path(SRCDIR) / "gateway" / "deploy" / "container" / "Containerfile").read_text()
     assert "/usr/libexec/kennel/probe" in containerfile
     sc = c["securityContext"]

@@ -2,8 +2,10 @@
 """Kubernetes' exec probe of the kennel image (a probe's httpGet cannot
 carry a token from a Secret): `probe ready` exits 0 when GET
 /api/kernelspecs answers 200 (kernels can start: readiness, as smolagents
-polls it); `probe live` exits 0 when GET /api answers at all (the event
-loop runs). The token is the one the gateway reads from the environment."""
+polls it; 503 while draining); `probe live` exits 0 when GET /api answers
+at all (the event loop runs; GET /healthz, which needs no token, serves
+an httpGet liveness probe as well). The token is the one the gateway
+reads from the environment."""
 import os
 import sys
 import urllib.error
