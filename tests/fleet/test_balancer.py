@@ -9,6 +9,7 @@ for README's "Many machines"."""
 import asyncio
 import concurrent.futures as cf
 import json
+import os
 import secrets
 import signal
 import time
@@ -96,6 +97,31 @@ def test_sessions_follow_their_kernel(fleet):
         assert r.json()["id"].split("-")[0] == k.split("-")[0]
     assert requests.delete(f"{bal.base_url}/api/sessions/{session['id']}", headers=auth(TOKEN)).status_code == 204
     for k in kernels:
+        assert requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 204
+
+
+def test_files_follow_their_kernel(fleet):
+    """/api/contents/{kernel id} and /files/{kernel id} reach the gateway
+    holding the kernel, whose workspace they are."""
+    bal = fleet.balancer.target
+    kernels = [create_kernel(bal) for _ in range(3)]
+    assert {holder(fleet, k).index for k in kernels} == {0, 1, 2}
+    for k in kernels:
+        for _ in range(3):
+            r = requests.put(f"{bal.base_url}/api/contents/{k}/note.txt", headers=auth(TOKEN),
+                             json={"type": "file", "format": "text", "content": k})
+            assert r.status_code in (200, 201), r.text
+            r = requests.put(f"{bal.base_url}/files/{k}/raw.bin", headers=auth(TOKEN), data=k.encode())
+            assert r.status_code == 201, r.text
+            assert requests.get(f"{bal.base_url}/files/{k}/note.txt", headers=auth(TOKEN)).text == k
+            got = requests.get(f"{bal.base_url}/api/contents/{k}/raw.bin", headers=auth(TOKEN))
+            assert got.status_code == 200 and got.json()["content"] == k, got.text
+        assert execute(bal, k, "open('/workspace/note.txt').read()")[0] == repr(k)
+        # a body bigger than HAProxy's buffer streams through (the body is
+        # buffered only to look for a session's kernel id)
+        big = os.urandom(3 << 20)
+        assert requests.put(f"{bal.base_url}/files/{k}/big.bin", headers=auth(TOKEN), data=big).status_code == 201
+        assert requests.get(f"{bal.base_url}/files/{k}/big.bin", headers=auth(TOKEN)).content == big
         assert requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 204
 
 
