@@ -23,7 +23,7 @@ typedef struct gw_server gw_server_t; /* gw_server.h */
    millisecond (gateway/README.md, "File API"). */
 #define GW_FILES_CHUNK_DEFAULT ((size_t) 1 << 20)
 #define GW_FILES_CHUNK_MAX ((size_t) 4 << 20)
-/* Entries of one listing, at most (the rest: "truncated"). */
+/* Directory entries one listing reads, at most (the rest: "truncated"). */
 #define GW_FILES_LIST_MAX 10000
 #define GW_FILES_PATH_MAX 4096
 
@@ -43,8 +43,8 @@ int gw_files_root (const char *workspace, gw_files_error_t *err);
    created, last_modified, writable}; NULL + err for anything else. */
 json_t *gw_files_stat (int root, const char *path, gw_files_error_t *err);
 /* A directory's regular files and directories (other entries are not
-   listed), at most GW_FILES_LIST_MAX: an array of models; *truncated
-   when more were there. */
+   listed) among its first GW_FILES_LIST_MAX entries: an array of models;
+   *truncated when more were there. */
 json_t *gw_files_list (int root, const char *path, bool *truncated, gw_files_error_t *err);
 /* A regular file of one name opened for reading, *st its stat; -1 + err. */
 int gw_files_open_read (int root, const char *path, struct stat *st, gw_files_error_t *err);

@@ -184,6 +184,33 @@ def test_planted_links_fifos_and_devices_are_refused(either, tmp_path):
     assert get(gw, "plant", "own")["data"] == b"mine"   # one name again
 
 
+def test_a_device_node_planted_by_the_host_is_never_opened(gw):
+    """The sandbox cannot make a device node (the test above probes it), so
+    the host's root plants one (/dev/zero's numbers) in the workspace: the
+    tmpfs is nodev, the gateway's open fails, nothing is read from it."""
+    import stat
+    reply, kc = gw.open_client("dev")
+    os.mknod(os.path.join(reply["workspace"], "zero"), 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    refused(get(gw, "dev", "zero"), "PermissionDenied")
+    refused(put(gw, "dev", "zero", b"x"), "PermissionDenied")
+    refused(files(gw, "stat", conversation_id="dev", path="zero"), "NotARegularFile")
+    assert files(gw, "list", conversation_id="dev")["entries"] == []
+    assert files(gw, "delete", conversation_id="dev", path="zero")["status"] == "ok"
+
+
+def test_a_listing_reads_a_bounded_number_of_entries(gw):
+    """10,001 symlinks (never listed) and a file: the listing reads the
+    directory's first 10,000 entries only and says it was cut."""
+    _, kc = gw.open_client("many")
+    run(kc, "import os\nos.mkdir('/workspace/d')\nfor i in range(10001): os.symlink('/etc/passwd', f'/workspace/d/l{i}')\n"
+            "open('/workspace/d/f', 'w').close(); [open(f'/workspace/{i}', 'w').close() for i in range(3)]",
+        timeout=120)
+    listing = files(gw, "list", conversation_id="many", path="d")
+    assert listing["truncated"] is True and len(listing["entries"]) <= 1, listing["truncated"]
+    small = files(gw, "list", conversation_id="many")
+    assert small["truncated"] is False and len(small["entries"]) == 4
+
+
 SWAP = r"""
 import os, threading
 def swap():
