@@ -36,7 +36,7 @@ uninstall-kennel-conf:
 .PHONY: install-kennel-conf uninstall-kennel-conf
 
 EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/deploy/kennel.conf \
-	gateway/deploy/k8s/base/haproxy.cfg gateway/deploy/k8s/base/kustomization.yaml \
+	gateway/deploy/k8s/base/haproxy.cfg gateway/deploy/k8s/base/kennel-list.lua gateway/deploy/k8s/base/kustomization.yaml \
 	gateway/deploy/k8s/base/gateways.yaml gateway/deploy/k8s/base/balancer.yaml \
 	gateway/deploy/k8s/base/autoscaling.yaml gateway/deploy/k8s/base/kennel.conf \
 	gateway/deploy/k8s/pvc/kustomization.yaml gateway/deploy/k8s/pvc/state-volume.yaml \

@@ -92,7 +92,8 @@ class Balancer:
         cfg = self.dir / "haproxy.cfg"
         cfg.write_text(render_config(gateways, self.stats))
         self.log = open(self.dir / "haproxy.log", "ab")
-        env = dict(os.environ, KENNEL_LISTEN=f"127.0.0.1:{self.port}", KENNEL_AUTH_TOKEN=self.token)
+        env = dict(os.environ, KENNEL_LISTEN=f"127.0.0.1:{self.port}", KENNEL_AUTH_TOKEN=self.token,
+                   KENNEL_HAPROXY_DIR=str(HAPROXY_CFG.parent))
         self.proc = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         wait_until(lambda: self.states() and all(s == "UP" for n, s in self.states().items()

@@ -156,15 +156,23 @@ def test_agent_clients_through_the_balancer(fleet):
     asyncio.run(asyncio.wait_for(autogen(), 180))
 
 
-def test_kernel_list_through_the_balancer_is_one_gateways(fleet):
-    """What README documents: GET /api/kernels through the balancer lists
-    the kernels of the one gateway that answered it."""
+def test_lists_through_the_balancer_are_the_fleets(fleet):
+    """GET /api/kernels and /api/sessions through the balancer join every
+    gateway's list (kennel-list.lua), asked with the client's token."""
     bal = fleet.balancer.target
     ids = [create_kernel(bal) for _ in range(3)]
-    direct = [g.kernel_ids() for g in fleet.gateways]
+    sessions = [requests.post(f"{bal.base_url}/api/sessions", headers=auth(TOKEN),
+                              json={"path": f"{k}.ipynb", "type": "notebook", "kernel": {"id": k}}).json()["id"]
+                for k in ids]
+    everyone = set().union(*(g.kernel_ids() for g in fleet.gateways))
+    assert set(ids) <= everyone and len({holder(fleet, k).index for k in ids}) == 3
     for _ in range(3):
-        listed = {k["id"] for k in requests.get(f"{bal.base_url}/api/kernels", headers=auth(TOKEN)).json()}
-        assert listed in direct
+        r = requests.get(f"{bal.base_url}/api/kernels", headers=auth(TOKEN))
+        assert r.status_code == 200 and {k["id"] for k in r.json()} == everyone, r.text
+        r = requests.get(f"{bal.base_url}/api/sessions?token={TOKEN}")
+        assert r.status_code == 200 and set(sessions) <= {s["id"] for s in r.json()}, r.text
+    wrong = requests.get(f"{bal.base_url}/api/kernels", headers=auth("wrong"))
+    assert wrong.status_code == 401 and "message" in wrong.json()
     for k in ids:
         requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN))
 
@@ -211,6 +219,8 @@ def test_300_conversations_kill_add_drain(fleet):
     assert round_trip(ws, "x")[0] == str(conversations[survivor])
     alive = {**on[0], **on[2]}
     assert check_values(bal, alive)
+    listed = {k["id"] for k in requests.get(f"{bal.base_url}/api/kernels", headers=auth(TOKEN)).json()}
+    assert listed == a.kernel_ids() | c.kernel_ids()
     assert fleet.balancer.states()[f"kennel-{b.shard}"].startswith("DOWN")
 
     # a fourth gateway, the balancer restarted with it: nothing moves

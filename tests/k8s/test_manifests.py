@@ -55,7 +55,12 @@ def test_base_has_every_piece(base):
 
 def test_balancer_config_is_the_tested_one_and_covers_the_hpa(base):
     cfg = (K8S / "base" / "haproxy.cfg").read_text()
-    assert base[("ConfigMap", "kennel-haproxy")]["data"]["haproxy.cfg"] == cfg
+    data = base[("ConfigMap", "kennel-haproxy")]["data"]
+    assert data["haproxy.cfg"] == cfg
+    assert data["kennel-list.lua"] == (K8S / "base" / "kennel-list.lua").read_text()
+    env = {e["name"]: e.get("value") for e in
+           base[("Deployment", "kennel-balancer")]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["KENNEL_HAPROXY_DIR"] == "/etc/haproxy-kennel"
     servers = re.findall(r'^\s+server kennel-([0-9a-f]{8}) "kennel-(\d+)\.\$\{KENNEL_GATEWAYS\}:8888"', cfg, re.M)
     assert [int(shard, 16) for shard, _ in servers] == [int(n) for _, n in servers] == list(range(len(servers)))
     hpa = base[("HorizontalPodAutoscaler", "kennel")]["spec"]
