@@ -277,6 +277,23 @@ gw_conv_kernel_ready (gw_conv_t *self)
     waiters_notify (self, true, NULL);
 }
 
+/* Kernelspec mode: the front end started this process for one kernel, so
+   it ends with it, answering nothing, as ipykernel's process does: the
+   front end sees a dead kernel its own way (nbclient's DeadKernelError,
+   the notebook's restart dialog) instead of a fresh kernel that silently
+   lost its variables. What the kernel sent before it died still leaves
+   (the client sockets' linger in zsys_shutdown); the state dir is the
+   reaper's (gw_notebook.c). */
+static void
+kernel_mode_died (gw_conv_t *self, gw_launch_t *launch)
+{
+    gw_log ("kernel_exit", "{s:s, s:s, s:s}", "conversation", self->id, "status", gw_launch_cause (launch), "cause",
+            "the kernel died; kernelspec mode exits with it");
+    gw_log_close ();
+    zsys_shutdown ();
+    _exit (1);
+}
+
 static void
 on_launch_exit (gw_launch_t *launch, void *arg)
 {
@@ -290,6 +307,8 @@ on_launch_exit (gw_launch_t *launch, void *arg)
         kernel_failed (self, reason);
         return;
     }
+    if (gw_server_kernel_mode (self->server))
+        kernel_mode_died (self, launch);
     char cause[512];
     const char *ename = self->kill_ename ? self->kill_ename : "KernelDied";
     if (self->kill_cause)
@@ -495,14 +514,18 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
     char *convs = path_join (gw_server_state_dir (server), "conv");
     self->runs = path_join (gw_server_state_dir (server), "run");
     self->dir = path_join (convs, id);
-    self->workspace = path_join (self->dir, "workspace");
+    /* kernelspec mode: the notebook's directory, never mounted over */
+    const char *own = gw_server_kernel_workspace (server);
+    self->workspace = own ? wire_xstrdup (own) : path_join (self->dir, "workspace");
     self->log_path = path_join (self->dir, "kernel.log");
     int rc = make_dir (convs, 0711, errmsg) < 0 || make_dir (self->runs, 0711, errmsg) < 0;
     free (convs);
     if (!rc && !warm_claim (self, pooled))
-        rc = make_dir (self->dir, 0711, errmsg) < 0 || make_dir (self->workspace, 0700, errmsg) < 0
-             || gw_quota_apply (self->config, self->workspace, self->policy.workspace_bytes,
-                                self->policy.workspace_files, errmsg) < 0;
+        rc = make_dir (self->dir, 0711, errmsg) < 0
+             || (!own
+                 && (make_dir (self->workspace, 0700, errmsg) < 0
+                     || gw_quota_apply (self->config, self->workspace, self->policy.workspace_bytes,
+                                        self->policy.workspace_files, errmsg) < 0));
     if (rc) {
         gw_conv_destroy (&self, true);
         return NULL;

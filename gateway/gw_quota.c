@@ -16,7 +16,8 @@
     (GW_RUN_DIR_BYTES, GW_RUN_DIR_FILES), or the kernel could fill the
     disk there instead.
 
-    Root mounts in the host's mount namespace. Any other user cannot mount
+    Root mounts in the host's mount namespace (kernelspec mode: in one of
+    its own, gone with the process). Any other user cannot mount
     there, so an unprivileged gateway enters a user and mount namespace of
     its own at start (gw_quota_prepare, before any thread: unshare refuses
     a threaded process), where it may mount a tmpfs; its uid and gid map
@@ -70,11 +71,30 @@ prepare_failed (const char *step, int err)
                                         step, strerror (err));
 }
 
-void
-gw_quota_prepare (void)
+/* Root's mounts (the run dir's tmpfs) in a namespace that ends with this
+   process, so that none outlives a SIGKILL. */
+static void
+prepare_root (void)
 {
-    if (geteuid () == 0)
+    const char *step = "unshare(CLONE_NEWNS)";
+    if (unshare (CLONE_NEWNS) == 0) {
+        step = "mount --make-rprivate /";
+        if (mount ("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+            return;
+    }
+    quota_unavailable = wire_xasprintf ("%s: %s; kernelspec mode mounts in a mount namespace of its own (a "
+                                        "container's seccomp profile may refuse unshare)",
+                                        step, strerror (errno));
+}
+
+void
+gw_quota_prepare (bool own_mounts)
+{
+    if (geteuid () == 0) {
+        if (own_mounts)
+            prepare_root ();
         return;
+    }
     uid_t uid = geteuid ();
     gid_t gid = getegid ();
     if (unshare (CLONE_NEWUSER | CLONE_NEWNS) < 0) {

@@ -10,8 +10,9 @@
 
 /* Once, before any thread: an unprivileged gateway enters a user and mount
    namespace of its own, where it may mount (else every later mount fails
-   with the reason, naming the host setting). */
-void gw_quota_prepare (void);
+   with the reason, naming the host setting); own_mounts: root too mounts
+   in a mount namespace of its own, so nothing it mounts outlives it. */
+void gw_quota_prepare (bool own_mounts);
 /* Why this gateway cannot mount workspaces, or NULL. */
 const char *gw_quota_unavailable (void);
 /* Mounts a tmpfs of bytes with files inodes on dir (a kept one gets the

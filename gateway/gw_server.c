@@ -540,6 +540,7 @@ gw_server_destroy (gw_server_t **self_p)
     free (self->startup_layer);
     gw_config_destroy (&self->config);
     free (self->state_dir);
+    free (self->kernel_workspace);
     free (self->ip);
     free (self->transport);
     free (self->connection_file);

@@ -33,6 +33,10 @@ const wire_limits_t *gw_server_limits (const gw_server_t *self);
 /* Kernelspec mode or the selftest: one conversation, the loop ends with it. */
 bool gw_server_kernel_mode (const gw_server_t *self);
 void gw_server_set_kernel_mode (gw_server_t *self);
+/* Kernelspec mode: the conversation's workspace is this directory (the
+   notebook's), neither mounted over nor removed; NULL before it is set. */
+void gw_server_set_kernel_workspace (gw_server_t *self, const char *dir);
+const char *gw_server_kernel_workspace (const gw_server_t *self);
 /* The loop is ending. */
 bool gw_server_stopping (const gw_server_t *self);
 /* Ends the loop with exit code code. */

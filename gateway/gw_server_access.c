@@ -58,6 +58,18 @@ gw_server_set_kernel_mode (gw_server_t *self)
     self->curve = false;
 }
 
+void
+gw_server_set_kernel_workspace (gw_server_t *self, const char *dir)
+{
+    gw_set_string (&self->kernel_workspace, dir);
+}
+
+const char *
+gw_server_kernel_workspace (const gw_server_t *self)
+{
+    return self->kernel_workspace;
+}
+
 bool
 gw_server_stopping (const gw_server_t *self)
 {

@@ -60,6 +60,7 @@ struct gw_server {
     gw_signals_t *signals; /* SIGTERM, SIGINT, SIGHUP from the loop (gw_signal.c), or NULL */
     int last_signal;     /* the last of them, for the stop's log line */
     double drain_started; /* monotonic, 0 until SIGTERM (gw_drain.c) */
+    char *kernel_workspace; /* kernelspec mode: the notebook's directory */
     int exit_code;
     bool stopping;
 };

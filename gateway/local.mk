@@ -25,14 +25,14 @@ gateway_kennel_SOURCES = \
 	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
-	gateway/gw_metrics.h gateway/gw_metrics.c
+	gateway/gw_metrics.h gateway/gw_metrics.c gateway/gw_notebook.h gateway/gw_notebook.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
 EXTRA_DIST += gateway/README.md \
 	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \
 	tests/gateway/test_control.py tests/gateway/test_conversation.py \
-	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py \
+	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py tests/gateway/test_notebook.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
@@ -40,18 +40,16 @@ EXTRA_DIST += gateway/README.md \
 	tests/gateway/test_workspace_removal.py tests/gateway/test_quota.py \
 	tests/gateway/test_client_threads.py tests/gateway/test_signals.py tests/gateway/test_files.py
 
-# `make install` installs the kernelspec "kennel" next to the binaries. It
-# is written here rather than by `kennel install-kernelspec` so that argv
-# names the installed path even when staging with DESTDIR.
+# `make install` installs the kernelspec "kennel" (kernel.json and its
+# kennel.conf) next to the binaries, written by the kennel just built with
+# --bin naming the installed path, so staging with DESTDIR stays right.
 kennel_kernelspecdir = $(datadir)/jupyter/kernels/kennel
 install-data-local: install-kennel-kernelspec
 uninstall-local: uninstall-kennel-kernelspec
-install-kennel-kernelspec:
-	$(MKDIR_P) '$(DESTDIR)$(kennel_kernelspecdir)'
-	printf '{\n  "argv": ["%s", "kernel", "-f", "{connection_file}"],\n  "display_name": "Python 3 (kennel)",\n  "language": "python",\n  "interrupt_mode": "message",\n  "metadata": {"kennel": "confined"}\n}\n' \
-	  '$(bindir)/kennel' > '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json'
+install-kennel-kernelspec: gateway/kennel$(EXEEXT)
+	gateway/kennel$(EXEEXT) install-kernelspec --prefix '$(DESTDIR)$(prefix)' --bin '$(bindir)/kennel' >/dev/null
 uninstall-kennel-kernelspec:
-	rm -f '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json'
+	rm -f '$(DESTDIR)$(kennel_kernelspecdir)/kernel.json' '$(DESTDIR)$(kennel_kernelspecdir)/kennel.conf'
 	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
 .PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec
 

@@ -7,7 +7,7 @@
     kennel info [--connection-file F] [--state-dir D]
                  (exit 0 ready, 1 no answer, 2 usage, 3 up but cannot confine)
     kennel selftest [--config F] [--log-file F]
-    kennel install-kernelspec [--user | --prefix DIR] [--tools F]
+    kennel install-kernelspec [--user | --prefix DIR] [--tools F] [--bin PATH]
     kennel mcp [...]            (an MCP server on stdio: gateway/mcp/)
 
     The tools of kernelspec mode come from --tools, else from the path in
@@ -18,6 +18,7 @@
 #include "gw_core.h"
 #include "gw_curve.h"
 #include "gw_log.h"
+#include "gw_notebook.h"
 #include "gw_ops.h"
 #include "gw_quota.h"
 #include "gw_selftest.h"
@@ -68,7 +69,7 @@ usage (FILE *out)
                   "       kennel kernel -f CONNECTION_FILE [--config F] [--log-file F] [--tools F]\n"
                   "       kennel info [--connection-file F] [--state-dir D]\n"
                   "       kennel selftest [--config F] [--log-file F]\n"
-                  "       kennel install-kernelspec [--user | --prefix DIR] [--tools F]\n"
+                  "       kennel install-kernelspec [--user | --prefix DIR] [--tools F] [--bin PATH]\n"
                   "       kennel mcp [--connection-file F] [--tools F] [--tools-from-mcp CMD] (gateway/mcp/README.md)\n");
 }
 
@@ -153,7 +154,7 @@ refuse_tools (const serve_opts_t *o, const char *cmd)
 }
 
 static void
-setup_process (const char *log_file)
+setup_process (const char *log_file, bool own_mounts)
 {
     /* a kernel that dies mid-write must not kill the gateway */
     signal (SIGPIPE, SIG_IGN);
@@ -165,7 +166,7 @@ setup_process (const char *log_file)
         setrlimit (RLIMIT_NOFILE, &nofile);
     }
     /* before zsys_init starts ZeroMQ's threads: unshare needs one thread */
-    gw_quota_prepare ();
+    gw_quota_prepare (own_mounts);
     zsys_set_max_sockets (0);
     zsys_init ();
     zsys_set_logstream (NULL);
@@ -191,7 +192,7 @@ cmd_serve (int argc, char **argv)
         return 2;
     }
     gw_signal_block (); /* SIGTERM drains, SIGHUP reloads: read in the loop */
-    setup_process (o.log_file);
+    setup_process (o.log_file, false);
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (o.config, &errmsg);
     if (!config) {
@@ -273,6 +274,93 @@ on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     }
 }
 
+/* Private state for this one kernel (a fresh dir in /tmp unless
+   --state-dir), removed however the process ends; NULL + *errmsg. */
+static char *
+kernel_state_dir (const serve_opts_t *o, char **errmsg)
+{
+    if (o->state_dir)
+        return wire_xstrdup (o->state_dir);
+    char tmpl[] = "/tmp/kennel-kernel-XXXXXX";
+    if (!mkdtemp (tmpl)) {
+        *errmsg = wire_xasprintf ("cannot create a state dir in /tmp: %s", strerror (errno));
+        return NULL;
+    }
+    chmod (tmpl, 0711); /* the sandbox's host uid traverses it (README) */
+    if (gw_notebook_reaper_start (tmpl) < 0) {
+        *errmsg = wire_xasprintf ("cannot start the process that removes %s: %s", tmpl, strerror (errno));
+        rmdir (tmpl);
+        return NULL;
+    }
+    return wire_xstrdup (tmpl);
+}
+
+/* One conversation on the front end's ports, in the front end's directory:
+   the process's exit status. */
+static int
+kernel_serve (gw_server_t *server, const serve_opts_t *o, wire_connection_t *conn, json_t *tools)
+{
+    char *errmsg = NULL;
+    /* no CURVE either: Jupyter's connection file has no CURVE keys, its own model */
+    gw_server_set_kernel_mode (server);
+    gw_policy_t policy;
+    gw_policy_copy (&policy, &gw_server_config (server)->defaults);
+    /* declared exactly as conversation_open with these tools would */
+    gw_conv_t *conv = gw_core_open_checked (server, "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);
+    gw_policy_clear (&policy);
+    if (!conv) {
+        fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");
+        free (errmsg);
+        return 1;
+    }
+    gw_conv_when_ready (conv, on_kernel_ready, server);
+    gw_log ("kernel_mode", "{s:s, s:i, s:i, s:s}", "connection_file", o->connection_file, "pid", (int) getpid (),
+            "tools", (int) json_array_size (tools), "workspace", gw_server_kernel_workspace (server));
+    return gw_server_run (server);
+}
+
+static int
+kernel_run (const serve_opts_t *o, wire_connection_t *conn, json_t *tools)
+{
+    char *errmsg = NULL;
+    char *notebook = NULL, *state_dir = NULL;
+    gw_config_t *config = gw_config_load (o->config, &errmsg);
+    if (!config || !(notebook = gw_notebook_dir (config, &errmsg))) {
+        fprintf (stderr, "kennel kernel: %s\n", errmsg);
+        free (errmsg);
+        gw_config_destroy (&config);
+        return 2;
+    }
+    state_dir = kernel_state_dir (o, &errmsg);
+    /* the front end's terminal is the user's screen (jupyter console) or its
+       server's log: the JSON log goes only where --log-file says (why a
+       kernel could not start is still one line on stderr, below) */
+    gw_signal_block (); /* each of them stops the kernel cleanly, in the loop */
+    setup_process (o->log_file ? o->log_file : "/dev/null", true);
+    /* a front end that dies (kill -9 of jupyter console) takes its kernel
+       along, as ipykernel's parent poller does: SIGTERM is a clean exit */
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+    gw_server_t *server = NULL;
+    int rc = 1;
+    if (getppid () != 1 && state_dir)
+        server = gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg);
+    if (server) {
+        gw_server_set_kernel_workspace (server, notebook);
+        rc = kernel_serve (server, o, conn, tools);
+    }
+    else if (getppid () != 1)
+        fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");
+    free (errmsg);
+    gw_server_destroy (&server);
+    gw_config_destroy (&config);
+    if (state_dir && !o->state_dir)
+        rmdir (state_dir);
+    free (state_dir);
+    free (notebook);
+    gw_log_close ();
+    return rc;
+}
+
 static int
 cmd_kernel (int argc, char **argv)
 {
@@ -300,18 +388,6 @@ cmd_kernel (int argc, char **argv)
             return 2;
         }
     }
-    /* the front end's terminal is the user's screen (jupyter console) or its
-       server's log: the JSON log goes only where --log-file says (why a
-       kernel could not start is still one line on stderr, below) */
-    gw_signal_block (); /* each of them stops the kernel cleanly, in the loop */
-    setup_process (o.log_file ? o.log_file : "/dev/null");
-    /* a front end that dies (kill -9 of jupyter console) takes its kernel
-       along, as ipykernel's parent poller does: SIGTERM is a clean exit */
-    prctl (PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid () == 1) {
-        json_decref (tools);
-        return 1;
-    }
     char *errmsg = NULL;
     wire_error_t err;
     wire_connection_t *conn = wire_connection_load (o.connection_file, &err, &errmsg);
@@ -321,50 +397,9 @@ cmd_kernel (int argc, char **argv)
         json_decref (tools);
         return 2;
     }
-    gw_config_t *config = gw_config_load (o.config, &errmsg);
-    if (!config) {
-        fprintf (stderr, "kennel: %s\n", errmsg);
-        free (errmsg);
-        wire_connection_destroy (&conn);
-        json_decref (tools);
-        return 2;
-    }
-    /* private state for this one kernel, removed on exit */
-    char tmpl[] = "/tmp/kennel-kernel-XXXXXX";
-    char *state_dir = o.state_dir ? wire_xstrdup (o.state_dir) : (mkdtemp (tmpl) ? wire_xstrdup (tmpl) : NULL);
-    if (state_dir && !o.state_dir)
-        chmod (state_dir, 0711); /* the sandbox's host uid traverses it (README) */
-    gw_server_t *server = state_dir ? gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg) : NULL;
-    gw_config_destroy (&config);
-    int rc = 1;
-    if (server) {
-        /* no CURVE either: Jupyter's connection file has no CURVE keys, its own model */
-        gw_server_set_kernel_mode (server);
-        gw_policy_t policy;
-        gw_policy_copy (&policy, &gw_server_config (server)->defaults);
-        /* declared exactly as conversation_open with these tools would */
-        gw_conv_t *conv
-            = gw_core_open_checked (server, "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);
-        gw_policy_clear (&policy);
-        if (conv) {
-            gw_conv_when_ready (conv, on_kernel_ready, server);
-            gw_log ("kernel_mode", "{s:s, s:i, s:i}", "connection_file", o.connection_file, "pid", (int) getpid (),
-                    "tools", (int) json_array_size (tools));
-            rc = gw_server_run (server);
-        }
-        else
-            fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");
-    }
-    else
-        fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot create a state dir");
-    free (errmsg);
-    gw_server_destroy (&server);
-    if (state_dir && !o.state_dir)
-        rmdir (state_dir);
-    free (state_dir);
+    int rc = kernel_run (&o, conn, tools);
     wire_connection_destroy (&conn);
     json_decref (tools);
-    gw_log_close ();
     return rc;
 }
 
@@ -434,15 +469,87 @@ cmd_info (int argc, char **argv)
     return rc;
 }
 
+/* The kernelspec's config file (kennel.conf(5)): defaults for a person at
+   a notebook rather than an agent. The notebook profile (magics, shell
+   escapes); figures and tables past the agent's 1 MiB of output; the
+   memory of a data-science session; no execution timeout, as ipykernel
+   has none. */
+static json_t *
+notebook_config (void)
+{
+    const json_int_t output = (json_int_t) 64 << 20;
+    return json_pack ("{s:{s:s, s:I, s:I, s:I, s:s}, s:{s:I, s:s}}", "defaults", "builtins", "notebook",
+                      "memory_bytes", (json_int_t) 4 << 30, "output_bytes", output, "pids", (json_int_t) 1024,
+                      "execution_timeout", "unlimited", "maxima", "output_bytes", output, "execution_timeout",
+                      "unlimited");
+}
+
+static int
+make_dirs (const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf (path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir (path, 0755);
+            *p = '/';
+        }
+    return mkdir (path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static char *
+kernelspec_dir (bool user, const char *prefix)
+{
+    if (!user)
+        return wire_xasprintf ("%s/share/jupyter/kernels/kennel", prefix);
+    const char *data = getenv ("XDG_DATA_HOME");
+    if (data && *data)
+        return wire_xasprintf ("%s/jupyter/kernels/kennel", data);
+    const char *home = getenv ("HOME");
+    return wire_xasprintf ("%s/.local/share/jupyter/kernels/kennel", home ? home : "/tmp");
+}
+
+/* kernel.json, and kennel.conf unless one is there (the operator's edits
+   survive a reinstall). */
+static int
+kernelspec_write (const char *dir, const char *bin, const char *tools_path)
+{
+    /* the config path is the front end's to expand: the spec stays right
+       when staged with DESTDIR (make install) */
+    json_t *spec = json_pack ("{s:[s,s,s,s,s,s], s:s, s:s, s:s, s:{s:s}}", "argv", bin, "kernel", "-f",
+                              "{connection_file}", "--config", "{resource_dir}/kennel.conf", "display_name",
+                              "Python 3 (kennel)", "language", "python", "interrupt_mode", "message", "metadata",
+                              "kennel", "confined");
+    if (tools_path)
+        json_object_set_new (spec, "env", json_pack ("{s:s}", "KENNEL_TOOLS", tools_path));
+    char *file = wire_xasprintf ("%s/kernel.json", dir);
+    char *conf = wire_xasprintf ("%s/kennel.conf", dir);
+    json_t *defaults = notebook_config ();
+    int rc = -1;
+    if (make_dirs (dir) < 0 || json_dump_file (spec, file, JSON_INDENT (2)) < 0)
+        fprintf (stderr, "kennel install-kernelspec: cannot write %s: %s\n", file, strerror (errno));
+    else if (access (conf, F_OK) < 0 && json_dump_file (defaults, conf, JSON_INDENT (2)) < 0)
+        fprintf (stderr, "kennel install-kernelspec: cannot write %s: %s\n", conf, strerror (errno));
+    else
+        rc = 0;
+    json_decref (spec);
+    json_decref (defaults);
+    free (file);
+    free (conf);
+    return rc;
+}
+
 static int
 cmd_install_kernelspec (int argc, char **argv)
 {
     static const struct option longopts[] = {{"user", no_argument, NULL, 'u'},
                                              {"prefix", required_argument, NULL, 'p'},
                                              {"tools", required_argument, NULL, 'T'},
+                                             {"bin", required_argument, NULL, 'b'},
                                              {NULL, 0, NULL, 0}};
     const char *prefix = PREFIX_DIR;
-    const char *tools_arg = NULL;
+    const char *tools_arg = NULL, *bin = NULL;
     bool user = false;
     int c;
     optind = 1;
@@ -453,6 +560,8 @@ cmd_install_kernelspec (int argc, char **argv)
             prefix = optarg;
         else if (c == 'T')
             tools_arg = optarg;
+        else if (c == 'b')
+            bin = optarg;
         else {
             usage (stderr);
             return 2;
@@ -474,51 +583,17 @@ cmd_install_kernelspec (int argc, char **argv)
         }
         json_decref (tools);
     }
-    char *base = NULL;
-    if (user) {
-        const char *data = getenv ("XDG_DATA_HOME");
-        const char *home = getenv ("HOME");
-        if (data && *data) {
-            base = wire_xasprintf ("%s/jupyter/kernels", data);
-        }
-        else
-            base = wire_xasprintf ("%s/.local/share/jupyter/kernels", home ? home : "/tmp");
-    }
-    else
-        base = wire_xasprintf ("%s/share/jupyter/kernels", prefix);
-    char *dir = wire_xasprintf ("%s/kennel", base);
-    char *file = wire_xasprintf ("%s/kernel.json", dir);
-    /* the kernelspec runs this very binary: the installed one after make
-       install, the build tree's one during development */
-    char self[4096];
+    /* the kernelspec runs this very binary unless --bin names the one it
+       will be (make install): the build tree's one during development */
+    char self[PATH_MAX];
     ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = 0;
-    json_t *spec = json_pack ("{s:[s,s,s,s], s:s, s:s, s:s, s:{s:s}}", "argv", n > 0 ? self : "kennel", "kernel", "-f",
-                              "{connection_file}", "display_name", "Python 3 (kennel)", "language", "python",
-                              "interrupt_mode", "message", "metadata", "kennel", "confined");
-    if (tools_arg)
-        json_object_set_new (spec, "env", json_pack ("{s:s}", "KENNEL_TOOLS", tools_path));
-    char cmd[8500];
-    snprintf (cmd, sizeof cmd, "%s", dir);
-    int rc = 1;
-    for (char *p = cmd + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir (cmd, 0755);
-            *p = '/';
-        }
-    mkdir (cmd, 0755);
-    if (json_dump_file (spec, file, JSON_INDENT (2)) == 0) {
+    char *dir = kernelspec_dir (user, prefix);
+    int rc = kernelspec_write (dir, bin ? bin : n > 0 ? self : "kennel", tools_arg ? tools_path : NULL);
+    if (rc == 0)
         printf ("%s\n", dir);
-        rc = 0;
-    }
-    else
-        fprintf (stderr, "kennel install-kernelspec: cannot write %s: %s\n", file, strerror (errno));
-    json_decref (spec);
-    free (base);
     free (dir);
-    free (file);
-    return rc;
+    return rc < 0 ? 1 : 0;
 }
 
 int
@@ -540,7 +615,7 @@ main (int argc, char **argv)
         serve_opts_t o = {0};
         if (parse_opts (argc - 1, argv + 1, &o) < 0 || refuse_tools (&o, "selftest") < 0)
             return 2;
-        setup_process (o.log_file ? o.log_file : "/dev/null");
+        setup_process (o.log_file ? o.log_file : "/dev/null", false);
         return gw_selftest_run (o.config);
     }
     if (streq (cmd, "mcp"))

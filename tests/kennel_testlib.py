@@ -99,6 +99,48 @@ def traversable_dir(prefix, mode=0o711):
     return path
 
 
+# ---- kernelspec mode ---------------------------------------------------------------
+
+def launcher():
+    """The real, confining kennel-launch of this build by default (what the
+    gateway runs in production); KENNEL_TEST_LAUNCHER=dev selects the
+    unconfined dev_launch.py (ipykernel), any other value is a path."""
+    chosen = os.environ.get("KENNEL_TEST_LAUNCHER")
+    if chosen == "dev":
+        return str(SRCDIR / "tests" / "gateway" / "dev_launch.py")
+    return chosen or str(built("kernel-launcher/kennel-launch"))
+
+
+def install_kernelspec(prefix, extra=(), defaults=None):
+    """Installs the real kernelspec with install-kernelspec under prefix and
+    points its kennel.conf at the test launcher (the only change; `defaults`
+    are merged into the file's, and where this host lacks a layer it is
+    allowed as gateway_config does). Returns the JUPYTER_PATH entry."""
+    import hostprobe
+    out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(prefix), *extra],
+                         capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    spec_dir = pathlib.Path(prefix) / "share" / "jupyter" / "kernels" / "kennel"
+    conf_file = spec_dir / "kennel.conf"
+    conf = json.loads(conf_file.read_text())
+    conf["launcher"] = launcher()
+    conf["defaults"].update(defaults or {})
+    conf_file.write_text(json.dumps(hostprobe.gateway_config(conf)))
+    return str(pathlib.Path(prefix) / "share" / "jupyter")
+
+
+def notebook_dir(prefix):
+    """A directory for notebooks, as a person's: started by root, kennel
+    refuses one of root's (the sandbox never runs as host root), so it
+    belongs to NOBODY and the sandbox runs as that uid; otherwise it is the
+    caller's own."""
+    import hostprobe
+    path = traversable_dir(prefix, 0o755)
+    if os.geteuid() == 0:
+        os.chown(path, hostprobe.NOBODY, hostprobe.NOBODY)
+    return path
+
+
 # ---- kennel serve ----------------------------------------------------------------
 
 def serve(state, config_file, log_file, conn_file=None, args=(), binary=None, prefix=(), timeout=20,

@@ -16,20 +16,9 @@ import time
 
 import hostprobe
 from kennel_testlib import (LSAN_SUPPRESSIONS, Control, become, built, connect, execute, gone,  # noqa: F401
-                            json_log, kernel_client, serve, stdout_of, traversable_dir)
+                            install_kernelspec, json_log, kernel_client, launcher, notebook_dir, serve, stdout_of,
+                            traversable_dir)
 
-HERE = pathlib.Path(__file__).resolve().parent
-DEV_LAUNCH = HERE / "dev_launch.py"
-
-
-def launcher():
-    """The real, confining kennel-launch of this build by default (what the
-    gateway runs in production); KENNEL_TEST_LAUNCHER=dev selects the
-    unconfined dev_launch.py (ipykernel), any other value is a path."""
-    chosen = os.environ.get("KENNEL_TEST_LAUNCHER")
-    if chosen == "dev":
-        return str(DEV_LAUNCH)
-    return chosen or str(built("kernel-launcher/kennel-launch"))
 
 
 class Gateway:

@@ -3,6 +3,7 @@ by jupyter_client's own kernel manager and by jupyter_kernel_test; tools from
 a file (--tools, KENNEL_TOOLS) served by the front end's stdin_hook."""
 import json
 import os
+import shutil
 import subprocess
 import time
 import unittest
@@ -11,26 +12,28 @@ import jupyter_kernel_test as jkt
 import pytest
 from jupyter_client.manager import KernelManager, start_new_kernel
 
-from gwtest import built, execute, execute_started, gone, launcher, stdout_of
+from gwtest import built, execute, execute_started, gone, install_kernelspec, notebook_dir, stdout_of
 
 
 def install_test_spec(tmp_path, extra=(), defaults=None):
-    """Installs the real kernelspec with install-kernelspec, then points it at
-    the test launcher through a config file (the only change; `defaults`
-    goes into that file too)."""
-    out = subprocess.run([str(built("gateway/kennel")), "install-kernelspec", "--prefix", str(tmp_path), *extra],
-                         capture_output=True, text=True, timeout=20)
-    assert out.returncode == 0, out.stderr
-    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "kennel"
-    spec = json.loads((spec_dir / "kernel.json").read_text())
+    """The real kernelspec (install_kernelspec) under tmp_path, its argv and
+    its kennel.conf checked."""
+    path = install_kernelspec(tmp_path, extra, defaults)
+    spec = json.loads((tmp_path / "share/jupyter/kernels/kennel/kernel.json").read_text())
     assert spec["display_name"] == "Python 3 (kennel)"
     assert spec["interrupt_mode"] == "message"
-    assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}"]
-    cfg = tmp_path / "kernel-config.json"
-    cfg.write_text(json.dumps({"launcher": launcher(), **({"defaults": defaults} if defaults else {})}))
-    spec["argv"] += ["--config", str(cfg)]
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    return str(tmp_path / "share" / "jupyter")
+    assert spec["argv"][1:] == ["kernel", "-f", "{connection_file}", "--config", "{resource_dir}/kennel.conf"]
+    return path
+
+
+@pytest.fixture(autouse=True)
+def in_notebook_dir(monkeypatch):
+    """Front ends start the kernel in their working directory: each test's
+    is a notebook directory (gwtest.notebook_dir)."""
+    path = notebook_dir("kennel-nb-")
+    monkeypatch.chdir(path)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_kernel_mode_with_kernel_manager(tmp_path, monkeypatch):
@@ -89,7 +92,7 @@ def serve_tools(kc, served):
     return hook
 
 
-def test_kernelspec_tools_served_by_the_front_end(tmp_path, monkeypatch):
+def test_kernelspec_tools_served_by_the_front_end(tmp_path, monkeypatch, in_notebook_dir):
     """install-kernelspec --tools puts KENNEL_TOOLS (absolute) in the spec's
     env; the kernel declares those tools and the front end's stdin_hook
     serves their calls."""
@@ -98,6 +101,7 @@ def test_kernelspec_tools_served_by_the_front_end(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", install_test_spec(tmp_path, ["--tools", "tools.json"]))
     spec = json.loads((tmp_path / "share/jupyter/kernels/kennel/kernel.json").read_text())
     assert spec["env"] == {"KENNEL_TOOLS": str(tmp_path / "tools.json")}
+    monkeypatch.chdir(in_notebook_dir)
     km, kc = start_new_kernel(kernel_name="kennel", startup_timeout=60)
     try:
         served, outputs = [], []
@@ -198,6 +202,9 @@ class KennelKernelTests(jkt.KernelTests):
     def setUpClass(cls):
         import tempfile, pathlib
         cls._tmp = tempfile.TemporaryDirectory()
+        cls._old_cwd = os.getcwd()
+        cls._notebooks = notebook_dir("kennel-nb-")
+        os.chdir(cls._notebooks)
         cls._old_path = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = install_test_spec(pathlib.Path(cls._tmp.name))
         super().setUpClass()
@@ -210,6 +217,8 @@ class KennelKernelTests(jkt.KernelTests):
         else:
             os.environ["JUPYTER_PATH"] = cls._old_path
         cls._tmp.cleanup()
+        os.chdir(cls._old_cwd)
+        shutil.rmtree(cls._notebooks, ignore_errors=True)
 
 
 def test_nbclient_runs_a_notebook(tmp_path, monkeypatch):
@@ -256,7 +265,7 @@ def test_jupyter_console_magics_shell_escape_and_a_def_ended_by_enter(tmp_path):
     screen."""
     import pexpect
 
-    env = dict(os.environ, JUPYTER_PATH=install_test_spec(tmp_path, defaults={"builtins": "notebook"}),
+    env = dict(os.environ, JUPYTER_PATH=install_test_spec(tmp_path),
                TERM="xterm", JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                IPYTHONDIR=str(tmp_path / "ipython"),
                # pexpect answers no cursor position request: without this,

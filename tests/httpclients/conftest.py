@@ -5,6 +5,7 @@ has one (`kennel serve --help` names --http)."""
 import pytest
 import websocket
 
+from browserlib import start_browser
 from kennel_testlib import built
 import refserver
 
@@ -40,3 +41,10 @@ def anonymous_target(request, tmp_path_factory):
     server = start(request.param, tmp_path_factory.mktemp(request.param + "-anon"), token="")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    b = start_browser(tmp_path_factory.mktemp("chromium"))
+    yield b
+    b.quit()

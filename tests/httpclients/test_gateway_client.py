@@ -6,12 +6,12 @@ python3-selenium) opening a notebook, running a cell that prints and a cell
 that plots, and finding both outputs in the page. The screenshot is kept
 in BUILDDIR/test-artifacts/httpclients/."""
 import json
-import shutil
 import time
 
 import pytest
 import requests
 
+from browserlib import wait_for
 from kennel_testlib import BUILDDIR
 import refserver
 
@@ -55,34 +55,6 @@ def write_notebook(path):
     path.write_text(json.dumps({
         "cells": cells, "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}))
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium and chromium-driver are not installed: ./quickstart check installs them"
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    # --no-sandbox: chromium's own sandbox refuses to run as root (CI is root)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1000", f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        opts.add_argument(arg)
-    b = webdriver.Chrome(service=Service(driver), options=opts)
-    b.set_page_load_timeout(60)
-    yield b
-    b.quit()
-
-
-def wait_for(browser, script, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = browser.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not seen in {timeout} s")
 
 
 def test_browser_runs_print_and_plot_cells(front, target, browser):

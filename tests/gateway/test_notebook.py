@@ -1,0 +1,209 @@
+"""Kernelspec mode for a person at a notebook (issue 16), through Debian's
+jupyter_client and nbclient: the kernel works in the directory the front
+end starts it in (the notebook's), bound at /workspace, reads the files
+beside the notebook and keeps what it writes; a SIGKILLed `kennel kernel`
+leaves nothing in /tmp; the installed kennel.conf gives notebook defaults;
+a kernel that dies is a dead kernel to the front end."""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+
+import nbformat
+import pytest
+from jupyter_client.connect import write_connection_file
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+import hostprobe
+from gwtest import built, gone, install_kernelspec, mounts_below, notebook_dir, traversable_dir
+from kennel_testlib import descendants, setpriv, wait_until
+
+
+@pytest.fixture
+def notebooks(tmp_path, monkeypatch):
+    """(JUPYTER_PATH with the kernelspec installed, a notebook directory)."""
+    monkeypatch.setenv("JUPYTER_PATH", install_kernelspec(tmp_path))
+    path = notebook_dir("kennel-nb-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def give(path, like):
+    """path (a file the test wrote as a person would) owned as `like` is."""
+    st = os.stat(like)
+    os.chown(path, st.st_uid, st.st_gid)
+
+
+def run_notebook(sources, path, **kw):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    NotebookClient(nb, kernel_name="kennel", timeout=120, startup_timeout=60,
+                   resources={"metadata": {"path": str(path)}}, **kw).execute()
+    return nb
+
+
+def text_of(cell):
+    return "".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
+
+
+def test_notebook_reads_the_files_beside_it_and_what_it_writes_stays(notebooks):
+    (notebooks / "data.csv").write_text("x,y\n1,2\n3,4\n")
+    give(notebooks / "data.csv", notebooks)
+    nb = run_notebook([
+        "import os; print(os.getcwd())",
+        "import csv\nrows = list(csv.DictReader(open('data.csv')))\nprint(sum(int(r['y']) for r in rows))",
+        "os.makedirs('results', exist_ok=True)\nopen('results/total.txt', 'w').write('6\\n')",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('figure.png')",
+    ], notebooks)
+    assert text_of(nb.cells[0]) == "/workspace\n"
+    assert text_of(nb.cells[1]) == "6\n"
+    # the kernel is gone (nbclient shut it down): nothing was removed
+    assert (notebooks / "results" / "total.txt").read_text() == "6\n"
+    assert (notebooks / "figure.png").read_bytes().startswith(b"\x89PNG")
+    owner = os.stat(notebooks)
+    for made in ("results", "results/total.txt", "figure.png"):
+        st = os.stat(notebooks / made)
+        assert (st.st_uid, st.st_gid) == (owner.st_uid, owner.st_gid), made
+    # nothing else appeared beside the notebook (no caches of a HOME there)
+    assert sorted(os.listdir(notebooks)) == ["data.csv", "figure.png", "results"]
+
+
+def state_dir_of(pids):
+    """The private state dir of a `kennel kernel`: where its launcher's log
+    fd points (conv/kernel/kernel.log below it)."""
+    found = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("/tmp/kennel-kernel-"):
+                found.add("/".join(target.split("/")[:3]))
+    assert len(found) == 1, found
+    return pathlib.Path(found.pop())
+
+
+def test_kill_9_leaves_nothing_in_tmp(notebooks):
+    (notebooks / "kept.txt").write_text("mine\n")
+    km = KernelManager(kernel_name="kennel")
+    km.start_kernel(cwd=str(notebooks))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive("open('written.txt', 'w').write('x')", timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        pid = km.provisioner.process.pid
+        below = descendants(pid)
+        assert len(below) > 1, below  # the launcher and the sandbox's processes
+        state = state_dir_of(below)
+        assert state.is_dir()
+        os.kill(pid, signal.SIGKILL)
+        assert km.provisioner.process.wait(timeout=10) == -signal.SIGKILL
+        wait_until(lambda: not state.exists(), 10, lambda: f"{state} still holds {list(state.rglob('*'))}")
+        for p in below[1:]:
+            assert gone(p, timeout=10), p
+        assert mounts_below(state) == []
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()
+    assert sorted(os.listdir(notebooks)) == ["kept.txt", "written.txt"]
+
+
+def test_a_kernel_that_dies_is_a_dead_kernel_to_nbclient(notebooks):
+    """As with ipykernel: the process Jupyter started exits with its kernel,
+    the cell gets no reply, nbclient raises DeadKernelError (before: an
+    error reply, and the next cell ran in a fresh, empty kernel)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in ("x = 1", "import os; os._exit(1)", "print(x)")]
+    client = NotebookClient(nb, kernel_name="kennel", timeout=120, startup_timeout=60,
+                            resources={"metadata": {"path": str(notebooks)}})
+    with pytest.raises(DeadKernelError):
+        client.execute()
+    assert nb.cells[1].outputs == [] and nb.cells[2].outputs == []
+
+
+def test_notebook_defaults_from_the_installed_kennel_conf(notebooks):
+    """install-kernelspec's kennel.conf: the notebook profile (shell escapes),
+    output far past the agent's 1 MiB, no execution timeout."""
+    conf = json.loads((pathlib.Path(os.environ["JUPYTER_PATH"]) / "kernels/kennel/kennel.conf").read_text())
+    assert conf["defaults"]["builtins"] == "notebook"
+    assert conf["defaults"]["execution_timeout"] == "unlimited"
+    nb = run_notebook(["!echo from-the-shell", "print('x' * (3 << 20))"], notebooks)
+    assert text_of(nb.cells[0]) == "from-the-shell\n"
+    assert text_of(nb.cells[1]) == "x" * (3 << 20) + "\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a property of a kernel started by root; this run is not root")
+def test_root_refuses_a_notebook_directory_of_roots(tmp_path):
+    """Started by root, the sandbox runs as the notebook directory's owner;
+    a directory of root's is refused in one line (it never runs as host
+    root), before anything starts."""
+    connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"), key=b"k",
+                                               transport="tcp", ip="127.0.0.1")
+    out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", connection_file],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        f"kennel kernel: the notebook directory {tmp_path} belongs to root, and the sandbox never runs as host "
+        "root: run Jupyter as the user whose files these are, or give them the directory (chown)"], out.stderr
+
+
+NOTEBOOK_AS_A_USER = """
+import json, sys
+import nbformat
+from nbclient import NotebookClient
+nb = nbformat.v4.new_notebook()
+nb.cells = [nbformat.v4.new_code_cell(s) for s in json.loads(sys.argv[1])]
+NotebookClient(nb, kernel_name="kennel", timeout=120, startup_timeout=60,
+               resources={"metadata": {"path": sys.argv[2]}}).execute()
+print(json.dumps([[o.get("text", "") for o in c.outputs] for c in nb.cells]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="this run is an ordinary user already: the other tests are this one")
+def test_an_ordinary_user_at_a_notebook(tmp_path):
+    """Jupyter run by an ordinary user (NOBODY via setpriv): the kernel
+    confines as that user in a user namespace of its own, works in their
+    notebook directory, and the files it writes are theirs."""
+    userns = hostprobe.user_namespaces(hostprobe.NOBODY)
+    if not userns.ok:
+        pytest.skip(userns.detail)
+    home = traversable_dir("kennel-nb-user-", 0o755)
+    try:
+        jupyter_path = install_kernelspec(home / "prefix")
+        conf_file = home / "prefix/share/jupyter/kernels/kennel/kennel.conf"
+        conf = json.loads(conf_file.read_text())
+        conf["confine"] = {"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)}
+        conf_file.write_text(json.dumps(conf))
+        notebooks = home / "notebooks"
+        notebooks.mkdir()
+        (notebooks / "data.csv").write_text("x\n20\n22\n")
+        for path in (home, notebooks, notebooks / "data.csv"):
+            os.chown(path, hostprobe.NOBODY, hostprobe.NOBODY)
+        cells = ["import os; print(os.getcwd())",
+                 "print(sum(int(line) for line in open('data.csv').read().split()[1:]))",
+                 "_ = open('answer.txt', 'w').write('42\\n')"]
+        env = dict(os.environ, JUPYTER_PATH=jupyter_path, HOME=str(home), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+                   JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_CONFIG_DIR=str(home / "config"),
+                   IPYTHONDIR=str(home / "ipython"))
+        out = subprocess.run(setpriv(hostprobe.NOBODY) + ["/usr/bin/python3", "-c", NOTEBOOK_AS_A_USER,
+                                                          json.dumps(cells), str(notebooks)],
+                             cwd=notebooks, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout.splitlines()[-1]) == [["/workspace\n"], ["42\n"], []]
+        st = os.stat(notebooks / "answer.txt")
+        assert (st.st_uid, st.st_gid) == (hostprobe.NOBODY, hostprobe.NOBODY)
+        assert (notebooks / "answer.txt").read_text() == "42\n"
+        assert sorted(os.listdir(notebooks)) == ["answer.txt", "data.csv"]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
