@@ -129,16 +129,20 @@ def install_kernelspec(prefix, extra=(), defaults=None):
     return str(pathlib.Path(prefix) / "share" / "jupyter")
 
 
-def notebook_dir(prefix):
-    """A directory for notebooks, as a person's: started by root, kennel
-    refuses one of root's (the sandbox never runs as host root), so it
-    belongs to NOBODY and the sandbox runs as that uid; otherwise it is the
-    caller's own."""
+def person_owns(path):
+    """path made a person's, as a notebook directory is: started by root,
+    kennel refuses one of root's (the sandbox never runs as host root), so
+    it goes to NOBODY and the sandbox runs as that uid; otherwise it stays
+    the caller's own. Returns path."""
     import hostprobe
-    path = traversable_dir(prefix, 0o755)
     if os.geteuid() == 0:
         os.chown(path, hostprobe.NOBODY, hostprobe.NOBODY)
     return path
+
+
+def notebook_dir(prefix):
+    """A fresh directory for notebooks, a person's (person_owns)."""
+    return person_owns(traversable_dir(prefix, 0o755))
 
 
 # ---- kennel serve ----------------------------------------------------------------
