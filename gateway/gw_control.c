@@ -149,6 +149,14 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         free (err.evalue);
         return;
     }
+    /* a conversation another front opened (HTTP) gets its ZeroMQ client
+       sockets at its first reattach here: the reply names them */
+    char *errmsg = NULL;
+    if (!gw_zmq_of (conv) && gw_zmq_open (conv, NULL, &errmsg) < 0) {
+        reply_error (self, req, "OpenFailed", errmsg);
+        free (errmsg);
+        return;
+    }
     defer (self, conv, req_p, created, on_open_ready);
 }
 

@@ -105,6 +105,28 @@ def test_zeromq_conversations_are_kernels_too(http_gateway):
         control.close()
 
 
+def test_http_kernels_reattach_over_zeromq(http_gateway):
+    """The other way round: a kernel started over HTTP, then opened by its
+    conversation id on the control socket, gets ZeroMQ client sockets and
+    runs code there (before: the reply read the ZeroMQ front of a
+    conversation that had none, a null pointer; no reply, and the daemon
+    did not exit cleanly)."""
+    from kennel_testlib import Control, execute, kernel_client, stdout_of
+    start_kernel(http_gateway, {"kennel": {"conversation_id": "http-side"}})
+    control = Control(http_gateway.conn_file)
+    try:
+        reply = control.open("http-side")
+        assert reply["status"] == "ok" and reply["created"] is False, reply
+        kc = kernel_client(reply["connection"])
+        try:
+            _, out = execute(kc, "print(6 * 7)")
+            assert stdout_of(out) == "42\n"
+        finally:
+            kc.stop_channels()
+    finally:
+        control.close()
+
+
 def test_sessions(http_gateway):
     r = api(http_gateway, "POST", "api/sessions",
             json={"path": "a.ipynb", "name": "a", "type": "notebook", "kernel": {"name": "python3"}})
