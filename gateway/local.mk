@@ -95,5 +95,13 @@ TESTS += tests/gateway/gw_fs_test
 tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw_util.h gateway/gw_fs.c
 tests_gateway_gw_fs_test_LDADD = $(WIRE_LIBS)
 
+# The file service (gw_files, gw_base64) on its own: paths, planted
+# symlinks, FIFOs and hardlinks, chunks: tests/gateway/gw_files_test.c.
+check_PROGRAMS += tests/gateway/gw_files_test
+TESTS += tests/gateway/gw_files_test
+tests_gateway_gw_files_test_SOURCES = tests/gateway/gw_files_test.c tests/gateway/gw_check.h gateway/gw_files.h \
+	gateway/gw_files.c gateway/gw_base64.c gateway/gw_clock.c gateway/gw_text.c
+tests_gateway_gw_files_test_LDADD = $(WIRE_LIBS)
+
 # man pages: kennel(1) and kennel.conf(5) (tests/deploy checks them)
 dist_man_MANS += gateway/kennel.1 gateway/kennel.conf.5

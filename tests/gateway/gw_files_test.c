@@ -1,0 +1,201 @@
+/*  gw_files_test.c - self-test of the file service (make check):
+
+    gw_base64   every length 0-300 of random bytes round-trips; text that is
+                not canonical base64 (a length not a multiple of 4, a
+                character outside the alphabet, whitespace, "=" inside or
+                three of them, a NUL) is refused whole;
+    gw_files    paths: "a//./b/" is "a/b", "" and "." the root; absolute,
+                "..", a NUL inside and 4097 bytes refused. In a directory
+                standing for a workspace: a symlink at the end or inside the
+                path refused (SymlinkRefused) for read, write, stat and
+                list, its target untouched; a FIFO with no writer refused at
+                once (NotARegularFile, the test would hang on a blocking
+                open); a hardlink refused; a chunk written at 0 and appended
+                at its size, a wrong offset refused, read back whole and in
+                parts; mkdir, listing (symlinks and FIFOs not listed),
+                delete of a file, of a non-empty directory (refused), of a
+                symlink (the link goes, its target stays).
+
+    Exit 0 when every check passed; each failure prints one line.
+*/
+#include "gateway/gw_files.h"
+#include "gateway/gw_util.h"
+#include "tests/gateway/gw_check.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void
+test_base64 (void)
+{
+    unsigned char data[300];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char) rand ();
+    for (size_t n = 0; n <= sizeof data; n++) {
+        char *text = gw_base64_encode (data, n);
+        size_t len = 0;
+        unsigned char *back = gw_base64_decode (text, strlen (text), &len);
+        CHECK (back && len == n && memcmp (back, data, n) == 0);
+        free (back);
+        free (text);
+    }
+    const char *bad[] = {"A", "AB", "ABC", "AB=C", "A===", "====", "AB==AB==", "AB C", "AB\nC", "AB-_", "AA=A"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t len;
+        void *out = gw_base64_decode (bad[i], strlen (bad[i]), &len);
+        CHECK (out == NULL);
+        free (out);
+    }
+    size_t len;
+    CHECK (gw_base64_decode ("AA\0A", 4, &len) == NULL);
+}
+
+static void
+path_is (const char *in, const char *want)
+{
+    gw_files_error_t err;
+    char *out = gw_files_path (in, strlen (in), &err);
+    CHECK (want ? out && streq (out, want) : !out && streq (err.ename, "InvalidPath"));
+    free (out);
+}
+
+static void
+test_paths (void)
+{
+    path_is ("a//./b/", "a/b");
+    path_is ("", "");
+    path_is (".", "");
+    path_is ("./x", "x");
+    path_is ("a..b/..c", "a..b/..c");
+    path_is ("/etc/passwd", NULL);
+    path_is ("..", NULL);
+    path_is ("a/../b", NULL);
+    path_is ("a/..", NULL);
+    gw_files_error_t err;
+    CHECK (gw_files_path ("a\0b", 3, &err) == NULL);
+    char *long_path = wire_xmalloc (4098);
+    memset (long_path, 'a', 4097);
+    long_path[4097] = 0;
+    path_is (long_path, NULL);
+    long_path[4096] = 0;
+    path_is (long_path, long_path);
+    free (long_path);
+}
+
+static void
+put (int root, const char *path, const char *text)
+{
+    gw_files_error_t err;
+    int fd = gw_files_open_write (root, path, 0, &err);
+    CHECK (fd >= 0 && gw_files_write (fd, 0, text, strlen (text), &err) == 0);
+    if (fd >= 0)
+        close (fd);
+}
+
+static bool
+refused (int rc_or_fd, const gw_files_error_t *err, const char *ename)
+{
+    bool ok = rc_or_fd < 0 && streq (err->ename, ename);
+    if (!ok)
+        fprintf (stderr, "expected %s, got %d %s\n", ename, rc_or_fd, rc_or_fd < 0 ? err->ename : "");
+    return ok;
+}
+
+static void
+test_planted (int root, const char *outside)
+{
+    gw_files_error_t err;
+    struct stat st;
+    char target[600];
+    snprintf (target, sizeof target, "%s/secret", outside);
+    CHECK (symlinkat (target, root, "link") == 0);
+    CHECK (symlinkat (outside, root, "dirlink") == 0);
+    CHECK (refused (gw_files_open_read (root, "link", &st, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_open_read (root, "dirlink/secret", &st, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_open_write (root, "link", 0, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_open_write (root, "dirlink/new", 0, &err), &err, "SymlinkRefused"));
+    CHECK (gw_files_stat (root, "link", &err) == NULL && streq (err.ename, "SymlinkRefused"));
+    bool truncated;
+    CHECK (gw_files_list (root, "dirlink", &truncated, &err) == NULL && streq (err.ename, "SymlinkRefused"));
+    CHECK (mkfifoat (root, "fifo", 0600) == 0);
+    CHECK (refused (gw_files_open_read (root, "fifo", &st, &err), &err, "NotARegularFile"));
+    CHECK (refused (gw_files_open_write (root, "fifo", 0, &err), &err, "NotARegularFile"));
+    put (root, "one", "one");
+    CHECK (linkat (root, "one", root, "two", 0) == 0);
+    CHECK (refused (gw_files_open_read (root, "two", &st, &err), &err, "HardlinkRefused"));
+    CHECK (refused (gw_files_open_write (root, "one", 0, &err), &err, "HardlinkRefused"));
+    CHECK (gw_files_delete (root, "two", &err) == 0);
+    CHECK (gw_files_delete (root, "link", &err) == 0 && gw_files_delete (root, "dirlink", &err) == 0);
+    CHECK (gw_files_delete (root, "fifo", &err) == 0 && gw_files_delete (root, "one", &err) == 0);
+    CHECK (access (target, F_OK) == 0);
+}
+
+static void
+test_chunks (int root)
+{
+    gw_files_error_t err;
+    struct stat st;
+    CHECK (gw_files_mkdir (root, "d", &err) == 0 && gw_files_mkdir (root, "d", &err) == 0);
+    int fd = gw_files_open_write (root, "d/f", 0, &err);
+    CHECK (fd >= 0 && gw_files_write (fd, 0, "hello ", 6, &err) == 0);
+    close (fd);
+    CHECK (refused (gw_files_open_write (root, "d/f", 3, &err), &err, "InvalidOffset"));
+    fd = gw_files_open_write (root, "d/f", 6, &err);
+    CHECK (fd >= 0 && gw_files_write (fd, 6, "world", 5, &err) == 0);
+    close (fd);
+    char buf[32] = "";
+    fd = gw_files_open_read (root, "d/f", &st, &err);
+    CHECK (fd >= 0 && st.st_size == 11);
+    CHECK (gw_files_read (fd, 0, buf, sizeof buf, &err) == 11 && memcmp (buf, "hello world", 11) == 0);
+    CHECK (gw_files_read (fd, 6, buf, 3, &err) == 3 && memcmp (buf, "wor", 3) == 0);
+    CHECK (gw_files_read (fd, 11, buf, 3, &err) == 0);
+    close (fd);
+    CHECK (refused (gw_files_open_read (root, "d", &st, &err), &err, "IsADirectory"));
+    CHECK (refused (gw_files_open_read (root, "nothing", &st, &err), &err, "NoSuchFile"));
+    CHECK (refused (gw_files_delete (root, "d", &err), &err, "DirectoryNotEmpty"));
+    CHECK (mkfifoat (root, "d/fifo", 0600) == 0 && symlinkat ("/etc", root, "d/l") == 0);
+    bool truncated;
+    json_t *list = gw_files_list (root, "d", &truncated, &err);
+    CHECK (list && json_array_size (list) == 1 && !truncated);
+    CHECK (streq (json_string_value (json_object_get (json_array_get (list, 0), "path")), "d/f"));
+    json_decref (list);
+    json_t *model = gw_files_stat (root, "d/f", &err);
+    CHECK (model && json_integer_value (json_object_get (model, "size")) == 11);
+    CHECK (streq (json_string_value (json_object_get (model, "type")), "file"));
+    json_decref (model);
+    CHECK (gw_files_delete (root, "d/f", &err) == 0 && gw_files_delete (root, "d/fifo", &err) == 0);
+    CHECK (gw_files_delete (root, "d/l", &err) == 0 && gw_files_delete (root, "d", &err) == 0);
+    CHECK (refused (gw_files_delete (root, "", &err), &err, "InvalidPath"));
+}
+
+int
+main (void)
+{
+    char base[] = "/tmp/gw_files_test-XXXXXX";
+    if (!mkdtemp (base)) {
+        perror ("mkdtemp");
+        return 1;
+    }
+    char workspace[64], outside[64], secret[96];
+    snprintf (workspace, sizeof workspace, "%s/workspace", base);
+    snprintf (outside, sizeof outside, "%s/outside", base);
+    snprintf (secret, sizeof secret, "%s/secret", outside);
+    CHECK (mkdir (workspace, 0700) == 0 && mkdir (outside, 0700) == 0);
+    int fd = open (secret, O_WRONLY | O_CREAT, 0600);
+    CHECK (fd >= 0 && write (fd, "secret", 6) == 6);
+    close (fd);
+    test_base64 ();
+    test_paths ();
+    gw_files_error_t err;
+    int root = gw_files_root (workspace, &err);
+    CHECK (root >= 0);
+    test_planted (root, outside);
+    test_chunks (root);
+    close (root);
+    CHECK (unlink (secret) == 0 && rmdir (workspace) == 0 && rmdir (outside) == 0 && rmdir (base) == 0);
+    printf ("gw_files_test: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);
+    return failures ? 1 : 0;
+}
