@@ -14,6 +14,7 @@ import pytest
 
 import gwtest
 from gwtest import execute, stdout_of
+from kennel_testlib import wait_until
 
 MIB = 1 << 20
 CONFIG = {"warm_pool": 0, "max_message_bytes": 8 * MIB}
@@ -281,11 +282,31 @@ def test_one_gib_up_and_down_with_bounded_rss(make_gateway):
     on both sides: the gateway's peak RSS grows by a few chunks, never by
     the file. In a sanitizer build ASan's quarantine (256 MiB by default)
     keeps freed chunks resident: 16 MiB here, so that the peak measures
-    the gateway."""
+    the gateway. Meanwhile a second conversation runs `1 + 1` in a loop:
+    each chunk is one bounded step on the event loop, so its round trips
+    stay short."""
     import hashlib
     gw = make_gateway(config=dict(CONFIG, maxima={"workspace_bytes": 2 * GIB, "memory_bytes": 2 * GIB}),
                       asan_options=":quarantine_size_mb=16")
     _, kc = gw.open_client("big", policy={"workspace_bytes": GIB + 64 * MIB})
+    other, _ = gw.open_client("other")
+    rtts, before, done, moving = [], [], threading.Event(), threading.Event()
+
+    def measure():
+        okc = gwtest.kernel_client(other["connection"])
+        try:
+            while not done.is_set():
+                t = time.monotonic()
+                r, _ = execute(okc, "1 + 1")
+                (rtts if moving.is_set() else before).append(time.monotonic() - t)
+                assert r["content"]["status"] == "ok"
+                time.sleep(0.02)
+        finally:
+            okc.stop_channels()
+    prober = threading.Thread(target=measure)
+    prober.start()
+    wait_until(lambda: len(before) >= 20, 60)
+    moving.set()
     pid = gw.proc.pid
     block = os.urandom(CHUNK)
     up = hashlib.sha256()
@@ -306,7 +327,15 @@ def test_one_gib_up_and_down_with_bounded_rss(make_gateway):
         if r["eof"]:
             break
     t_down = time.monotonic() - start - t_up
+    done.set()
+    prober.join(60)
     peak = vm(pid, "VmHWM")
+    rtts.sort()
+    before.sort()
+    print(f"second conversation: before the transfers median {before[len(before) // 2] * 1e3:.1f} ms, max "
+          f"{before[-1] * 1e3:.1f} ms; during them {len(rtts)} round trips, median "
+          f"{rtts[len(rtts) // 2] * 1e3:.1f} ms, max {rtts[-1] * 1e3:.1f} ms")
+    assert len(rtts) > 20 and rtts[-1] < 2.0, rtts[-5:]
     assert offset == GIB and down.hexdigest() == up.hexdigest()
     print(f"1 GiB up {t_up:.1f} s, down {t_down:.1f} s; gateway RSS before {base >> 20} MiB, peak {peak >> 20} MiB")
     assert peak - base < 64 * MIB, (base, peak)
