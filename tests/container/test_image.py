@@ -5,7 +5,6 @@ set); refused at start, naming the layer, when any one piece of that
 privilege is missing."""
 import json
 import secrets
-import socket
 
 import pytest
 import requests
@@ -13,12 +12,7 @@ import requests
 from agentclients import Smolagents
 from imagelib import CAPS, IMAGE, least_privilege, run
 from kennel_testlib import wait_until
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from refserver import free_port
 
 
 def target(port, token):

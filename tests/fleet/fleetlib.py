@@ -15,15 +15,10 @@ import requests
 import websocket
 
 from kennel_testlib import SRCDIR, HttpGateway, wait_until
+from refserver import free_port
 
 HAPROXY_CFG = pathlib.Path(SRCDIR) / "gateway" / "deploy" / "k8s" / "base" / "haproxy.cfg"
 SERVER_LINE = "    server kennel-"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def shard_name(index):
