@@ -81,6 +81,8 @@ typedef struct http_front http_front_t;
 typedef struct ws_conn ws_conn_t;
 typedef struct http_sessions http_sessions_t;
 typedef struct http_wait http_wait_t;
+typedef struct http_mcp http_mcp_t;
+typedef struct http_mcp_req http_mcp_req_t;
 
 struct http_front {
     gw_server_t *server;
@@ -90,6 +92,7 @@ struct http_front {
     zlistx_t *websockets; /* ws_conn_t* (not owning) */
     zlistx_t *waits;      /* http_wait_t*: requests waiting for a kernel */
     http_sessions_t *sessions;
+    http_mcp_t *mcp; /* the MCP server of /mcp, made at its first request */
     char *url;
     int connections; /* websockets and requests waiting for the gateway */
 };
@@ -124,8 +127,14 @@ typedef struct {
     bool upgrading;     /* answering a websocket upgrade: lws ends the transaction */
     ws_conn_t *ws;      /* after a websocket upgrade */
     http_file_t *file;  /* a file streamed in or out (/files), or NULL */
+    http_mcp_req_t *mcp; /* a POST /mcp being answered */
 } http_req_t;
 
+/* Writes the status line and headers: content_type (NULL: none), a
+   Content-Length unless length < 0, the CORS headers, extra (NULL or
+   name, value, ..., NULL; a NULL or empty value is left out). 0 or -1. */
+int http_reply_head (struct lws *wsi, http_req_t *req, int status, const char *content_type, long long length,
+                     const char *const *extra);
 /* Writes status, the CORS headers and body (taken; NULL: none) now. 0 or -1
    (hang up). */
 int http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
@@ -227,6 +236,18 @@ int ws_conn_writable (ws_conn_t *self);
 void ws_conn_close (ws_conn_t *self, int code, const char *reason);
 /* The conversation of a websocket, or NULL once it closed. */
 gw_conv_t *ws_conn_conv (const ws_conn_t *self);
+
+/* ---- http_mcp: MCP over streamable HTTP at /mcp ------------------------ */
+
+/* /mcp and below (rest: what follows "/mcp"). */
+int http_mcp_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* The writable callback of a request answered by MCP. */
+int http_mcp_writable (struct lws *wsi, http_req_t *req);
+/* The request's connection closed or carries a new request: a call still
+   running is abandoned (its code interrupted). */
+void http_mcp_forget (http_req_t *req);
+/* At the front's end, after the connections closed. */
+void http_mcp_destroy (http_mcp_t **self_p);
 
 /* ---- http_sessions: /api/sessions -------------------------------------- */
 

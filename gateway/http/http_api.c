@@ -377,7 +377,7 @@ under (const char *path, const char *prefix)
 int
 http_api_dispatch (struct lws *wsi, http_req_t *req)
 {
-    if (req->wait || req->status)
+    if (req->wait || req->status || req->mcp)
         return 0; /* answered already, or waiting for the gateway */
     size_t n = strlen (req->path);
     while (n > 1 && req->path[n - 1] == '/')
@@ -401,5 +401,7 @@ http_api_dispatch (struct lws *wsi, http_req_t *req)
         return http_contents_route (wsi, req, rest);
     if ((rest = under (req->path, "/files")))
         return http_files_route (wsi, req, rest);
+    if ((rest = under (req->path, "/mcp")))
+        return http_mcp_route (wsi, req, rest);
     return http_reply_error (wsi, req, 404, "no such path");
 }

@@ -54,13 +54,14 @@ cors_add (struct lws *wsi, const http_settings_t *settings, unsigned char **p, u
         return 0;
     return header_add (wsi, "access-control-allow-origin:", settings->allow_origin, p, end)
            || header_add (wsi, "access-control-allow-methods:", "GET, POST, PUT, PATCH, DELETE, OPTIONS", p, end)
-           || header_add (wsi, "access-control-allow-headers:", "Authorization, Content-Type", p, end);
+           || header_add (wsi, "access-control-allow-headers:",
+                          "Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version", p, end)
+           || header_add (wsi, "access-control-expose-headers:", "Mcp-Session-Id", p, end);
 }
 
-/* The headers, then len bytes of text (of type, NULL when none). */
-static int
-reply_bytes (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len,
-             const char *location)
+int
+http_reply_head (struct lws *wsi, http_req_t *req, int status, const char *content_type, long long length,
+                 const char *const *extra)
 {
     unsigned char headers[LWS_PRE + HEADERS_MAX];
     unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
@@ -69,13 +70,28 @@ reply_bytes (struct lws *wsi, http_req_t *req, int status, const char *type, con
     char retry[16];
     snprintf (retry, sizeof retry, "%d", GW_DRAIN_RETRY_AFTER);
     if (lws_add_http_header_status (wsi, (unsigned int) status, &p, end)
-        || (type && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, (const unsigned char *) type,
-                                                  (int) strlen (type), &p, end))
-        || lws_add_http_header_content_length (wsi, len, &p, end)
-        || (location && *location && header_add (wsi, "location:", location, &p, end))
+        || (content_type && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
+                                                          (const unsigned char *) content_type,
+                                                          (int) strlen (content_type), &p, end))
+        || (length >= 0 && lws_add_http_header_content_length (wsi, (lws_filepos_t) length, &p, end))
         || (status == 503 && header_add (wsi, "retry-after:", retry, &p, end))
-        || cors_add (wsi, &req->front->settings, &p, end) || lws_finalize_http_header (wsi, &p, end)
-        || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0)
+        || cors_add (wsi, &req->front->settings, &p, end))
+        return -1;
+    for (; extra && extra[0]; extra += 2)
+        if (extra[1] && *extra[1] && header_add (wsi, extra[0], extra[1], &p, end))
+            return -1;
+    if (lws_finalize_http_header (wsi, &p, end) || lws_write (wsi, start, (size_t) (p - start), LWS_WRITE_HTTP_HEADERS) < 0)
+        return -1;
+    return 0;
+}
+
+/* The headers, then len bytes of text (of type, NULL when none). */
+static int
+reply_bytes (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len,
+             const char *location)
+{
+    const char *extra[] = {"location:", location, NULL};
+    if (http_reply_head (wsi, req, status, type, (long long) len, extra) < 0)
         return -1;
     if (len) {
         unsigned char *out = wire_xmalloc (LWS_PRE + len);

@@ -36,6 +36,7 @@ req_reset (http_req_t *req)
 {
     http_wait_cancel (req->wait);
     http_file_end (&req->file);
+    http_mcp_forget (req);
     if (req->counted)
         req->front->connections--;
     free (req->body);
@@ -219,7 +220,7 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
                                    : http_api_dispatch (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_WRITEABLE:
-        rc = req->file ? http_files_download_more (wsi, req) : http_reply_flush (wsi, req);
+        rc = req->file ? http_files_download_more (wsi, req) : req->mcp ? http_mcp_writable (wsi, req) : http_reply_flush (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
         rc = on_confirm_upgrade (wsi);
@@ -373,6 +374,7 @@ http_front_destroy (http_front_t **self_p)
         lws_context_destroy (self->lws);
     http_loop_destroy (&self->uv);
     http_wait_forget_all (self);
+    http_mcp_destroy (&self->mcp); /* after the connections: they abandoned their calls */
     zlistx_destroy (&self->waits);
     zlistx_destroy (&self->websockets);
     http_sessions_destroy (&self->sessions);

@@ -1,15 +1,21 @@
-/*  mcp.h - `kennel mcp`: an MCP server on stdio, a client of a gateway.
+/*  mcp.h - the MCP server: `kennel mcp` on stdio, and POST /mcp on the
+    HTTP front (gateway/http/http_mcp.c).
 
-    The front is a client of the gateway's authenticated control socket and
-    of each conversation's Jupyter sockets, as any host is: the core's relay
-    knows nothing of MCP (gateway/mcp/README.md). One file per concern:
+    One dispatcher (mcp_server.c) serves both transports; a transport hands
+    it each client message with a sink for what answers it. `kennel mcp` is
+    a client of the gateway's authenticated control socket and of each
+    conversation's Jupyter sockets, as any host is; inside the daemon the
+    same dispatcher opens conversations through gw_core.h and is a peer of
+    each (gw_front.h). The core's relay knows nothing of MCP
+    (gateway/mcp/README.md). One file per concern:
 
       mcp_line.c      bounded line framing on file descriptors
       mcp_rpc.c       JSON-RPC 2.0 envelopes: classify, reply, error
       mcp_server.c    the protocol's methods and revisions, cancellation, progress
+      mcp_stdio.c     the stdio transport: lines in, lines out, the client gone
       mcp_tools.c     the tools' declarations, arguments and results
-      mcp_gateway.c   the gateway: its own `kennel serve` child or a running one, control requests
-      mcp_conv.c      a conversation's sockets, executions and tool requests
+      mcp_gateway.c   the gateway: its own `kennel serve` child, a running one, or the daemon itself
+      mcp_conv.c      a conversation's sockets (or core peer), executions and tool requests
       mcp_hosttools.c tools served by a host command (--tools FILE)
       mcp_upstream.c  tools served by another MCP server (--tools-from-mcp CMD)
       mcp_main.c      `kennel mcp`: options, start, loop, end
@@ -20,6 +26,7 @@
 #include "gateway/gw_curve.h"
 #include "gateway/gw_log.h"
 #include "gateway/gw_schema.h"
+#include "gateway/gw_server.h"
 #include "gateway/gw_timer.h"
 #include "gateway/gw_tools.h"
 #include "gateway/gw_util.h"
@@ -113,7 +120,12 @@ typedef void(mcp_gateway_ready_fn) (mcp_gateway_t *gw, bool ok, const char *errm
    used, or it could not. */
 mcp_gateway_t *mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *config_path,
                                   mcp_gateway_ready_fn *ready, void *arg);
+/* The daemon the front lives in (the HTTP front's MCP): requests run
+   against its core (mcp_core.c); ready at once. */
+mcp_gateway_t *mcp_gateway_core (zloop_t *loop, gw_server_t *server);
 void mcp_gateway_destroy (mcp_gateway_t **self_p);
+/* That daemon, or NULL for a gateway reached over its control socket. */
+gw_server_t *mcp_gateway_core_server (const mcp_gateway_t *self);
 /* Whether its control socket can be used. */
 bool mcp_gateway_ready (const mcp_gateway_t *self);
 /* Whether it is the front's own child (its conversations end with it). */
@@ -125,6 +137,17 @@ void mcp_gateway_request (mcp_gateway_t *self, const char *msg_type, json_t *con
                           mcp_control_fn *done, void *arg);
 /* Forgets the callbacks that carry arg (their owner is going). */
 void mcp_gateway_forget (mcp_gateway_t *self, void *arg);
+
+/* ---- mcp_core: control requests inside the daemon ------------------------ */
+
+typedef struct mcp_core_req mcp_core_req_t;
+/* Runs a control request (content taken) against server's core from the
+   loop's next turn; fn gets the reply content the control socket would
+   have sent (no "connection"). */
+mcp_core_req_t *mcp_core_request (zloop_t *loop, gw_server_t *server, const char *msg_type, json_t *content,
+                                  mcp_control_fn *fn, void *arg);
+/* fn is never called; the request is freed when the core is done with it. */
+void mcp_core_cancel (mcp_core_req_t *req);
 
 /* ---- mcp_conv: one conversation as a Jupyter client --------------------- */
 
@@ -145,10 +168,12 @@ typedef struct {
 typedef void(mcp_exec_fn) (mcp_exec_result_t *result, void *arg);
 typedef void(mcp_exec_progress_fn) (double seconds, void *arg);
 
-/* Connects to an open conversation (its control reply content); ready once
-   the sockets carry messages both ways. */
-mcp_conv_t *mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve,
-                          void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg);
+/* Connects to an open conversation (its control reply content), or with
+   core (the daemon the front lives in) becomes a peer of it; ready once
+   messages pass both ways. NULL when the reply has no key or the core no
+   such conversation. */
+mcp_conv_t *mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *open_reply,
+                          mcp_tool_serve_fn *serve, void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg);
 void mcp_conv_destroy (mcp_conv_t **self_p);
 /* Seconds between progress calls of a running execution. */
 void mcp_conv_set_progress_interval (mcp_conv_t *self, double seconds);
@@ -181,7 +206,7 @@ json_t *mcp_tools_text_result (json_t *structured, const char *fmt, ...) __attri
    a malloc'd sentence. Unknown names: "unknown". */
 char *mcp_tools_check (const char *name, const json_t *arguments, bool *unknown);
 
-/* ---- mcp_server: the protocol ----------------------------------------- */
+/* ---- mcp_server: the protocol, whatever carries it ------------------- */
 
 typedef struct {
     const char *connection_file; /* NULL: own gateway */
@@ -190,15 +215,53 @@ typedef struct {
     const char *tools_from_mcp;
     size_t max_line_bytes;
     double progress_interval; /* s */
+    gw_server_t *core;        /* inside this daemon (the HTTP front): its core is the gateway */
 } mcp_opts_t;
+
+/* Where what answers a client's message goes: stdout for the stdio
+   transport, one POST's response for streamable HTTP. */
+typedef struct mcp_sink mcp_sink_t;
+typedef struct {
+    /* A message for the client (taken): progress notifications, then the answer. */
+    void (*send) (mcp_sink_t *sink, json_t *msg);
+    /* The message needs nothing more: answered, cancelled, or a
+       notification (nothing sent then). May be NULL. */
+    void (*end) (mcp_sink_t *sink);
+} mcp_sink_fns_t;
+struct mcp_sink {
+    const mcp_sink_fns_t *fns;
+    /* Request ids are unique per client only: a cancellation matches the
+       calls of its own scope (an HTTP session; "" or NULL: none). */
+    const char *scope;
+};
 
 typedef struct mcp_server mcp_server_t;
 mcp_server_t *mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg);
 void mcp_server_destroy (mcp_server_t **self_p);
-/* Whether the client is gone (or the gateway): the loop should end. */
+/* One client message (text NULL: one over the limit was dropped, len its
+   size); what answers it goes to sink, which must stay valid until its end
+   is called or mcp_server_abandon forgets it. */
+void mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_sink_t *sink);
+/* sink's client is gone: the code its calls run is interrupted (the
+   conversations stay), nothing more goes to sink. */
+void mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink);
+/* The client of scope ended its session: its calls are cancelled. */
+void mcp_server_end_scope (mcp_server_t *self, const char *scope);
+/* Whether a part the server cannot do without failed: the loop should end. */
 bool mcp_server_closing (const mcp_server_t *self);
 /* Exit status once the loop ended. */
 int mcp_server_exit_code (const mcp_server_t *self);
+/* Whether version is a protocol revision the server speaks. */
+bool mcp_server_version_known (const char *version);
+
+/* ---- mcp_stdio: the stdio transport ----------------------------------- */
+
+typedef struct mcp_stdio mcp_stdio_t;
+/* Reads messages from stdin, one per line, writes to stdout. */
+mcp_stdio_t *mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes);
+void mcp_stdio_destroy (mcp_stdio_t **self_p);
+/* Whether the client is gone (stdin at its end, or stdout closed). */
+bool mcp_stdio_closed (const mcp_stdio_t *self);
 
 /* `kennel mcp ...` (main.c's dispatch). */
 int mcp_main (int argc, char **argv);

@@ -6,11 +6,18 @@
     and stdin share one identity so that the kernel's tool_request, routed
     to the identities of the running shell request, reaches our stdin.
 
+    Inside the daemon (the HTTP front's MCP) there are no sockets: the
+    front is a peer of the conversation (gw_front.h) and submits and
+    receives the same messages, unsigned, through the core.
+
     Executions are kept in the order they were sent; the gateway runs them
     in that order, so the head is the one running. A timeout or a cancel
     interrupts the head only: a queued one is interrupted when it starts.
 */
 #include "mcp.h"
+#include "gateway/gw_conv.h"
+#include "gateway/gw_core.h"
+#include "gateway/gw_front.h"
 
 #include <string.h>
 
@@ -53,6 +60,7 @@ struct mcp_conv {
     wire_key_t *key;
     char session[WIRE_ID_SIZE];
     zsock_t *shell, *stdin_, *control, *iopub;
+    gw_peer_t *peer; /* inside the daemon, instead of the sockets; NULL once closed */
     bool iopub_seen, shell_seen, ready;
     int probe_timer;
     size_t probe_ms; /* doubles up to MCP_CONV_PROBE_MAX_MS */
@@ -67,31 +75,44 @@ struct mcp_conv {
     double progress_interval;
 };
 
+static zsock_t *
+s_socket_of (mcp_conv_t *self, wire_channel_t channel)
+{
+    return channel == WIRE_SHELL ? self->shell : channel == WIRE_STDIN ? self->stdin_ : self->control;
+}
+
 static void
-s_send (mcp_conv_t *self, zsock_t *sock, const char *msg_type, json_t *content, const wire_msg_t *parent,
+s_send (mcp_conv_t *self, wire_channel_t channel, const char *msg_type, json_t *content, const wire_msg_t *parent,
         char *msg_id_out, size_t out_size)
 {
     wire_msg_t *m = wire_msg_new (self->session, msg_type, parent);
     wire_msg_set_content (m, content);
     if (msg_id_out)
         snprintf (msg_id_out, out_size, "%s", wire_msg_id (m));
-    wire_msg_send (m, zsock_resolve (sock), self->key);
+    if (self->peer) {
+        zmsg_t *msg = wire_msg_encode (m, self->key); /* an empty key: unsigned */
+        if (msg)
+            gw_front_submit (self->peer, channel, &msg);
+        zmsg_destroy (&msg);
+    }
+    else if (self->shell)
+        wire_msg_send (m, zsock_resolve (s_socket_of (self, channel)), self->key);
     wire_msg_destroy (&m);
 }
 
 static void
 s_interrupt (mcp_conv_t *self)
 {
-    s_send (self, self->control, "interrupt_request", json_object (), NULL, NULL, 0);
+    s_send (self, WIRE_CONTROL, "interrupt_request", json_object (), NULL, NULL, 0);
 }
 
 static wire_msg_t *
-s_recv (mcp_conv_t *self, zsock_t *sock)
+s_decode (mcp_conv_t *self, zmsg_t *msg)
 {
-    zmsg_t *msg = zmsg_recv (sock);
     wire_error_t err;
+    bool had = msg != NULL;
     wire_msg_t *m = msg ? wire_msg_decode (&msg, self->key, NULL, &wire_limits_default, &err) : NULL;
-    if (!m && msg != NULL)
+    if (!m && had)
         gw_log_limited ("mcp/conversation", "mcp_bad_message", "{s:s, s:s}", "conversation", self->id, "reason",
                         wire_error_name (err));
     return m;
@@ -122,7 +143,7 @@ s_on_probe (zloop_t *loop, int timer_id, void *arg)
         s_ready (self, false, "the conversation's sockets carried nothing within 30 s");
         return 0;
     }
-    s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
+    s_send (self, WIRE_SHELL, "kernel_info_request", json_object (), NULL, NULL, 0);
     /* soon at first (the first result waits on it), then ever more rarely */
     self->probe_ms = self->probe_ms * 2 < MCP_CONV_PROBE_MAX_MS ? self->probe_ms * 2 : MCP_CONV_PROBE_MAX_MS;
     self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);
@@ -255,7 +276,7 @@ mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec
     /* allow_stdin: the kernel's tool calls travel on stdin; stop_on_error
        off: each call stands alone, an interrupted one must not abort the
        calls queued behind it */
-    s_send (self, self->shell, "execute_request",
+    s_send (self, WIRE_SHELL, "execute_request",
             json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
                        "user_expressions", "allow_stdin", 1, "stop_on_error", 0),
             NULL, exec->msg_id, sizeof exec->msg_id);
@@ -292,13 +313,9 @@ mcp_conv_fail_all (mcp_conv_t *self)
 
 /* ---- sockets ---------------------------------------------------------- */
 
-static int
-s_on_iopub (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_on_iopub (mcp_conv_t *self, wire_msg_t *m)
 {
-    mcp_conv_t *self = arg;
-    wire_msg_t *m = s_recv (self, sock);
-    if (!m)
-        return 0;
     self->iopub_seen = true;
     s_maybe_ready (self);
     mcp_exec_t *exec = s_exec_of (self, m);
@@ -312,17 +329,11 @@ s_on_iopub (zloop_t *loop, zsock_t *sock, void *arg)
         json_array_append_new (exec->outputs, json_pack ("{s:s, s:O}", "msg_type", type, "content", m->content));
     if (exec && exec->idle && exec->reply)
         s_exec_finish (self, exec, false);
-    wire_msg_destroy (&m);
-    return 0;
 }
 
-static int
-s_on_shell (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_on_shell (mcp_conv_t *self, wire_msg_t *m)
 {
-    mcp_conv_t *self = arg;
-    wire_msg_t *m = s_recv (self, sock);
-    if (!m)
-        return 0;
     self->shell_seen = true;
     s_maybe_ready (self);
     mcp_exec_t *exec = streq (wire_msg_type (m), "execute_reply") ? s_exec_of (self, m) : NULL;
@@ -332,8 +343,6 @@ s_on_shell (zloop_t *loop, zsock_t *sock, void *arg)
         if (exec->idle)
             s_exec_finish (self, exec, false);
     }
-    wire_msg_destroy (&m);
-    return 0;
 }
 
 static void
@@ -346,7 +355,7 @@ s_tool_done (void *arg, json_t *result, const char *ename, const char *evalue)
         json_t *content = result ? json_pack ("{s:s, s:s, s:o}", "call_id", call_id ?: "", "status", "ok", "result", result)
                                  : json_pack ("{s:s, s:s, s:s, s:s}", "call_id", call_id ?: "", "status", "error",
                                               "ename", ename, "evalue", evalue);
-        s_send (self, self->stdin_, "tool_reply", content, call->request, NULL, 0);
+        s_send (self, WIRE_STDIN, "tool_reply", content, call->request, NULL, 0);
         void *handle = zlistx_find (self->tool_calls, call);
         if (handle)
             zlistx_detach (self->tool_calls, handle);
@@ -357,30 +366,76 @@ s_tool_done (void *arg, json_t *result, const char *ename, const char *evalue)
     free (call);
 }
 
-static int
-s_on_stdin (zloop_t *loop, zsock_t *sock, void *arg)
+/* Takes *m_p when it keeps the message. */
+static void
+s_on_stdin (mcp_conv_t *self, wire_msg_t **m_p)
 {
-    mcp_conv_t *self = arg;
-    wire_msg_t *m = s_recv (self, sock);
-    if (!m)
-        return 0;
+    wire_msg_t *m = *m_p;
     const char *type = wire_msg_type (m);
     if (streq (type, "input_request"))
         /* no one can type: input() gets an empty line rather than hanging */
-        s_send (self, self->stdin_, "input_reply", json_pack ("{s:s}", "value", ""), m, NULL, 0);
+        s_send (self, WIRE_STDIN, "input_reply", json_pack ("{s:s}", "value", ""), m, NULL, 0);
     else if (streq (type, "tool_request")) {
         tool_call_t *call = wire_xcalloc (1, sizeof *call);
         call->conv = self;
         call->request = m;
-        m = NULL;
+        *m_p = NULL;
         zlistx_add_end (self->tool_calls, call);
         const char *name = json_string_value (json_object_get (call->request->content, "name"));
         json_t *arguments = json_object_get (call->request->content, "arguments");
         self->serve (name ?: "", arguments, s_tool_done, call, self->serve_arg);
     }
+}
+
+/* One message from the kernel's side, on channel. */
+static void
+s_on_message (mcp_conv_t *self, wire_channel_t channel, zmsg_t *msg)
+{
+    wire_msg_t *m = s_decode (self, msg);
+    if (!m)
+        return;
+    if (channel == WIRE_IOPUB)
+        s_on_iopub (self, m);
+    else if (channel == WIRE_SHELL)
+        s_on_shell (self, m);
+    else if (channel == WIRE_STDIN)
+        s_on_stdin (self, &m);
     wire_msg_destroy (&m);
+}
+
+static int
+s_on_socket (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    mcp_conv_t *self = arg;
+    wire_channel_t channel = sock == self->iopub ? WIRE_IOPUB : sock == self->shell ? WIRE_SHELL : WIRE_STDIN;
+    s_on_message (self, channel, zmsg_recv (sock));
     return 0;
 }
+
+/* ---- a peer of the conversation, inside the daemon -------------------- */
+
+static void
+s_on_deliver (void *arg, wire_channel_t channel, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    *msg_p = NULL;
+    s_on_message (arg, channel, msg);
+}
+
+static void
+s_on_event (void *arg, gw_event_t event, const char *detail)
+{
+    mcp_conv_t *self = arg;
+    if (event != GW_EVENT_CLOSED)
+        return;
+    /* detached by the core: an execution still waiting gets no more
+       messages, and ends as closed */
+    self->peer = NULL;
+    gw_log ("mcp_conversation_closed", "{s:s, s:s}", "conversation", self->id, "why", detail ?: "");
+    mcp_conv_fail_all (self);
+}
+
+static const gw_front_fns_t s_peer_fns = {s_on_deliver, s_on_event};
 
 /* ---- lifetime ---------------------------------------------------------- */
 
@@ -400,23 +455,46 @@ s_socket (mcp_conv_t *self, int type, const json_t *c, const char *port_field, c
     return s;
 }
 
-mcp_conv_t *
-mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve, void *serve_arg,
-              mcp_conv_ready_fn *ready, void *ready_arg)
+/* The four client sockets the open reply names; -1 without its key. */
+static int
+s_connect (mcp_conv_t *self, const json_t *open_reply)
 {
     json_t *c = json_object_get (open_reply, "connection");
     const char *key = json_string_value (json_object_get (c, "key"));
     wire_error_t err;
-    wire_key_t *wkey = key ? wire_key_new (json_string_value (json_object_get (c, "signature_scheme")), key,
-                                           strlen (key), &err)
-                           : NULL;
-    if (!wkey)
-        return NULL;
+    self->key = key ? wire_key_new (json_string_value (json_object_get (c, "signature_scheme")), key, strlen (key), &err)
+                    : NULL;
+    if (!self->key)
+        return -1;
+    self->shell = s_socket (self, ZMQ_DEALER, c, "shell_port", self->session, s_on_socket);
+    self->stdin_ = s_socket (self, ZMQ_DEALER, c, "stdin_port", self->session, s_on_socket);
+    self->control = s_socket (self, ZMQ_DEALER, c, "control_port", NULL, NULL);
+    /* an interrupt sent as the client goes away still leaves at exit */
+    zsock_set_linger (self->control, 1000);
+    self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_socket);
+    return 0;
+}
+
+/* A peer of the daemon's conversation id; -1 when it has none. */
+static int
+s_attach (mcp_conv_t *self, gw_server_t *core)
+{
+    gw_conv_t *conv = gw_core_find (core, self->id);
+    if (!conv)
+        return -1;
+    self->key = wire_key_new (NULL, "", 0, NULL);
+    self->peer = gw_front_attach (conv, &s_peer_fns, self);
+    return 0;
+}
+
+mcp_conv_t *
+mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve,
+              void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg)
+{
     mcp_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->id = wire_xstrdup (id);
     self->workspace = wire_xstrdup (json_string_value (json_object_get (open_reply, "workspace")) ?: "");
-    self->key = wkey;
     wire_id_new (self->session);
     self->execs = zlistx_new ();
     self->tool_calls = zlistx_new ();
@@ -425,14 +503,13 @@ mcp_conv_new (zloop_t *loop, const char *id, const json_t *open_reply, mcp_tool_
     self->on_ready = ready;
     self->ready_arg = ready_arg;
     self->progress_interval = 1.0;
-    self->shell = s_socket (self, ZMQ_DEALER, c, "shell_port", self->session, s_on_shell);
-    self->stdin_ = s_socket (self, ZMQ_DEALER, c, "stdin_port", self->session, s_on_stdin);
-    self->control = s_socket (self, ZMQ_DEALER, c, "control_port", NULL, NULL);
-    /* an interrupt sent as the client goes away still leaves at exit */
-    zsock_set_linger (self->control, 1000);
-    self->iopub = s_socket (self, ZMQ_SUB, c, "iopub_port", NULL, s_on_iopub);
+    if ((core ? s_attach (self, core) : s_connect (self, open_reply)) < 0) {
+        self->on_ready = NULL;
+        mcp_conv_destroy (&self);
+        return NULL;
+    }
     self->opened = self->last_used = (double) zclock_mono ();
-    s_send (self, self->shell, "kernel_info_request", json_object (), NULL, NULL, 0);
+    s_send (self, WIRE_SHELL, "kernel_info_request", json_object (), NULL, NULL, 0);
     self->probe_ms = MCP_CONV_PROBE_MS;
     self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);
     return self;
@@ -483,9 +560,11 @@ mcp_conv_destroy (mcp_conv_t **self_p)
         call->conv = NULL; /* freed when its tool server answers */
     zlistx_destroy (&self->tool_calls);
     gw_timer_end (self->loop, self->probe_timer);
+    gw_front_detach (&self->peer);
     zsock_t **socks[] = {&self->shell, &self->stdin_, &self->iopub};
     for (size_t i = 0; i < sizeof socks / sizeof *socks; i++) {
-        zloop_reader_end (self->loop, *socks[i]);
+        if (*socks[i])
+            zloop_reader_end (self->loop, *socks[i]);
         zsock_destroy (socks[i]);
     }
     zsock_destroy (&self->control);

@@ -5,7 +5,9 @@
     connection file and uses it exactly as it would use a running daemon's:
     one code path, the gateway's authenticated control socket, nothing of
     MCP in the core. The child dies with the front (PDEATHSIG) and its
-    state dir is removed at the end.
+    state dir is removed at the end. Inside the daemon (the HTTP front's
+    MCP) the gateway is the daemon itself: the same requests run against
+    its core (mcp_core.c).
 */
 #include "mcp.h"
 
@@ -26,10 +28,12 @@ typedef struct {
     void *arg;
     int timer;
     mcp_gateway_t *gw;
+    mcp_core_req_t *core_req; /* inside the daemon: the request being run */
 } pending_t;
 
 struct mcp_gateway {
     zloop_t *loop;
+    gw_server_t *core;     /* the daemon the front lives in, or NULL */
     char *state_dir;       /* own child only */
     char *connection_file; /* the file read */
     pid_t child;
@@ -52,6 +56,7 @@ s_pending_free (pending_t **p_p)
     if (!p)
         return;
     gw_timer_end (p->gw->loop, p->timer);
+    mcp_core_cancel (p->core_req);
     free (p);
     *p_p = NULL;
 }
@@ -99,10 +104,36 @@ s_on_request_timeout (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+static void
+s_on_core_reply (const json_t *content, void *arg)
+{
+    pending_t *p = arg;
+    p->core_req = NULL;
+    s_pending_finish (p->gw, p, content);
+}
+
+/* Inside the daemon: the request runs against its core. */
+static void
+s_core_request (mcp_gateway_t *self, const char *msg_type, json_t *content, int timeout_ms, mcp_control_fn *done,
+                void *arg)
+{
+    pending_t *p = wire_xcalloc (1, sizeof *p);
+    p->done = done;
+    p->arg = arg;
+    p->gw = self;
+    p->timer = gw_timer_start (self->loop, (size_t) timeout_ms, 1, s_on_request_timeout, p);
+    zlistx_add_end (self->pending, p);
+    p->core_req = mcp_core_request (self->loop, self->core, msg_type, content, s_on_core_reply, p);
+}
+
 void
 mcp_gateway_request (mcp_gateway_t *self, const char *msg_type, json_t *content, int timeout_ms, mcp_control_fn *done,
                      void *arg)
 {
+    if (self->core) {
+        s_core_request (self, msg_type, content, timeout_ms, done, arg);
+        return;
+    }
     wire_msg_t *req = wire_msg_new (self->session, msg_type, NULL);
     wire_msg_set_content (req, content);
     pending_t *p = wire_xcalloc (1, sizeof *p);
@@ -281,6 +312,24 @@ mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *confi
     if (connection_file)
         mcp_gateway_request (self, "gateway_info_request", json_object (), MCP_GATEWAY_INFO_MS, s_on_info, self);
     return self;
+}
+
+mcp_gateway_t *
+mcp_gateway_core (zloop_t *loop, gw_server_t *server)
+{
+    mcp_gateway_t *self = wire_xcalloc (1, sizeof *self);
+    self->loop = loop;
+    self->core = server;
+    self->pending = zlistx_new ();
+    self->child_item.fd = -1;
+    self->ready = true;
+    return self;
+}
+
+gw_server_t *
+mcp_gateway_core_server (const mcp_gateway_t *self)
+{
+    return self->core;
 }
 
 bool

@@ -66,10 +66,16 @@ s_parse (int argc, char **argv, mcp_opts_t *o, const char **log_file)
     return 0;
 }
 
+typedef struct {
+    mcp_server_t *server;
+    mcp_stdio_t *stdio;
+} front_t;
+
 static int
 s_on_check (zloop_t *loop, int timer_id, void *arg)
 {
-    return mcp_server_closing (arg) ? -1 : 0;
+    front_t *f = arg;
+    return mcp_server_closing (f->server) || mcp_stdio_closed (f->stdio) ? -1 : 0;
 }
 
 int
@@ -98,9 +104,11 @@ mcp_main (int argc, char **argv)
         zloop_destroy (&loop);
         return 2;
     }
-    gw_timer_start (loop, 20, 0, s_on_check, server);
+    front_t front = {server, mcp_stdio_new (loop, server, opts.max_line_bytes)};
+    gw_timer_start (loop, 20, 0, s_on_check, &front);
     zloop_start (loop);
     int rc = mcp_server_exit_code (server);
+    mcp_stdio_destroy (&front.stdio);
     mcp_server_destroy (&server);
     gw_timers_destroy (&timers);
     zloop_destroy (&loop);

@@ -1,7 +1,10 @@
-/*  mcp_server.c - the Model Context Protocol on stdio: methods, revisions,
-    tool calls, cancellation, progress.
+/*  mcp_server.c - the Model Context Protocol: methods, revisions, tool
+    calls, cancellation, progress, whatever transport carries them.
 
-    Two eras of the protocol are served on the same stdin: the handshake era
+    A transport (mcp_stdio.c; gateway/http/http_mcp.c) hands each client
+    message in with a sink: the request's answers and progress go there,
+    and the sink is told when its request needs nothing more. Two eras of
+    the protocol are served on the same transport: the handshake era
     (initialize, then requests; revisions 2024-11-05 to 2025-11-25) and the
     stateless revision 2026-07-28, where each request names its version in
     _meta and the server answers server/discover. Nothing here depends on
@@ -32,6 +35,8 @@ static const char *instructions
 /* One tools/call in flight. */
 typedef struct {
     mcp_server_t *server;
+    mcp_sink_t *sink; /* where its answer goes */
+    char *scope;      /* its client's: request ids are unique within it */
     json_t *id;
     json_t *progress_token; /* or NULL */
     bool stateless;
@@ -47,7 +52,6 @@ typedef struct {
 struct mcp_server {
     zloop_t *loop;
     mcp_opts_t opts;
-    mcp_line_t *in;
     mcp_gateway_t *gateway;
     mcp_hosttools_t *hosttools;
     mcp_upstream_t *upstream;
@@ -68,28 +72,34 @@ struct mcp_server {
 /* ---- sending -------------------------------------------------------------- */
 
 static void
-s_send (mcp_server_t *self, json_t *msg)
+s_send (mcp_sink_t *sink, json_t *msg)
 {
-    if (mcp_line_write (1, msg) < 0 && !self->closing) {
-        gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed");
-        self->closing = true;
-    }
-    json_decref (msg);
+    sink->fns->send (sink, msg);
+}
+
+/* The request of sink needs nothing more. */
+static void
+s_end (mcp_sink_t *sink)
+{
+    if (sink->fns->end)
+        sink->fns->end (sink);
 }
 
 static void
-s_reply (mcp_server_t *self, const json_t *id, json_t *result, bool stateless)
+s_reply (mcp_sink_t *sink, const json_t *id, json_t *result, bool stateless)
 {
     if (stateless)
         json_object_set_new (result, "resultType", json_string ("complete"));
-    s_send (self, mcp_rpc_result (id, result));
+    s_send (sink, mcp_rpc_result (id, result));
+    s_end (sink);
 }
 
 static void
-s_error (mcp_server_t *self, const json_t *id, int code, const char *message, json_t *data)
+s_error (mcp_sink_t *sink, const json_t *id, int code, const char *message, json_t *data)
 {
     gw_log_limited ("mcp/client", "mcp_error_reply", "{s:i, s:s}", "code", code, "message", message);
-    s_send (self, mcp_rpc_error (id, code, message, data));
+    s_send (sink, mcp_rpc_error (id, code, message, data));
+    s_end (sink);
 }
 
 /* ---- calls ------------------------------------------------------------------ */
@@ -106,6 +116,7 @@ s_call_free (call_t *call)
     json_decref (call->id);
     json_decref (call->progress_token);
     json_decref (call->arguments);
+    free (call->scope);
     free (call->tool);
     free (call->conv_id);
     free (call);
@@ -115,7 +126,7 @@ s_call_free (call_t *call)
 static void
 s_call_answer (call_t *call, json_t *result)
 {
-    s_reply (call->server, call->id, result, call->stateless);
+    s_reply (call->sink, call->id, result, call->stateless);
     s_call_free (call);
 }
 
@@ -180,7 +191,8 @@ s_conv_attach (mcp_server_t *self, const char *id, const json_t *content)
 {
     const char *status = json_string_value (json_object_get (content, "status"));
     mcp_conv_t *conv = status && streq (status, "ok")
-                           ? mcp_conv_new (self->loop, id, content, s_serve_tool, self, s_on_conv_ready, self)
+                           ? mcp_conv_new (self->loop, mcp_gateway_core_server (self->gateway), id, content,
+                                           s_serve_tool, self, s_on_conv_ready, self)
                            : NULL;
     if (conv) {
         mcp_conv_set_progress_interval (conv, self->opts.progress_interval);
@@ -266,7 +278,7 @@ s_progress (double seconds, void *arg)
     snprintf (message, sizeof message, "running for %.0f s", seconds);
     json_t *params = json_pack ("{s:O, s:f, s:s}", "progressToken", call->progress_token, "progress", seconds,
                                 "message", message);
-    s_send (call->server, mcp_rpc_notification ("notifications/progress", params));
+    s_send (call->sink, mcp_rpc_notification ("notifications/progress", params));
 }
 
 static void
@@ -535,12 +547,12 @@ s_start_deferred (mcp_server_t *self)
 }
 
 static void
-s_tools_call (mcp_server_t *self, const json_t *id, const json_t *params, bool stateless)
+s_tools_call (mcp_server_t *self, mcp_sink_t *sink, const json_t *id, const json_t *params, bool stateless)
 {
     const char *name = gw_text (json_object_get (params, "name"));
     json_t *arguments = json_object_get (params, "arguments");
     if (!name || (arguments && !json_is_object (arguments))) {
-        s_error (self, id, MCP_INVALID_PARAMS, "tools/call needs a string name and an object arguments", NULL);
+        s_error (sink, id, MCP_INVALID_PARAMS, "tools/call needs a string name and an object arguments", NULL);
         return;
     }
     bool unknown = false;
@@ -548,20 +560,22 @@ s_tools_call (mcp_server_t *self, const json_t *id, const json_t *params, bool s
     char *problem = mcp_tools_check (name, args, &unknown);
     if (unknown) {
         char *message = wire_xasprintf ("Unknown tool: %.200s", name);
-        s_error (self, id, MCP_INVALID_PARAMS, message, NULL);
+        s_error (sink, id, MCP_INVALID_PARAMS, message, NULL);
         free (message);
         free (problem);
         json_decref (args);
         return;
     }
     if (problem) {
-        s_reply (self, id, mcp_tools_error_result ("invalid arguments: %s", problem), stateless);
+        s_reply (sink, id, mcp_tools_error_result ("invalid arguments: %s", problem), stateless);
         free (problem);
         json_decref (args);
         return;
     }
     call_t *call = wire_xcalloc (1, sizeof *call);
     call->server = self;
+    call->sink = sink;
+    call->scope = wire_xstrdup (sink->scope ?: "");
     call->id = json_deep_copy (id);
     call->stateless = stateless;
     call->tool = wire_xstrdup (name);
@@ -587,6 +601,12 @@ s_listed (const char **list, const char *v)
     return false;
 }
 
+bool
+mcp_server_version_known (const char *version)
+{
+    return s_listed (handshake_versions, version) || s_listed (stateless_versions, version);
+}
+
 static json_t *
 s_versions (void)
 {
@@ -605,38 +625,49 @@ s_server_info (void)
 }
 
 static void
-s_initialize (mcp_server_t *self, const json_t *id, const json_t *params)
+s_initialize (mcp_sink_t *sink, const json_t *id, const json_t *params)
 {
     const char *asked = gw_text (json_object_get (params, "protocolVersion"));
     if (!asked) {
-        s_error (self, id, MCP_INVALID_PARAMS, "initialize needs a protocolVersion string", NULL);
+        s_error (sink, id, MCP_INVALID_PARAMS, "initialize needs a protocolVersion string", NULL);
         return;
     }
     /* the client's revision when we speak it, else our newest of that era */
     const char *version = s_listed (handshake_versions, asked) ? asked : handshake_versions[0];
     gw_log ("mcp_initialize", "{s:s, s:s, s:O}", "asked", asked, "version", version, "client",
             json_object_get (params, "clientInfo") ?: json_null ());
-    s_reply (self, id,
+    s_reply (sink, id,
              json_pack ("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities", "tools",
                         "listChanged", 0, "serverInfo", s_server_info (), "instructions", instructions),
              false);
 }
 
+/* Interrupts the call's execution (a queued one when it starts) and
+   forgets the call: no answer is sent for it. end_sink: its sink still
+   waits (a cancel), else the sink is gone with its client. */
 static void
-s_cancelled (mcp_server_t *self, const json_t *params)
+s_call_drop (call_t *call, bool end_sink)
+{
+    if (call->exec) {
+        mcp_conv_t *conv = zhashx_lookup (call->server->convs, call->conv_id);
+        if (conv)
+            mcp_conv_cancel (conv, call->exec);
+    }
+    if (end_sink)
+        s_end (call->sink);
+    s_call_free (call);
+}
+
+static void
+s_cancelled (mcp_server_t *self, const json_t *params, const char *scope)
 {
     json_t *request_id = json_object_get (params, "requestId");
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls)) {
-        if (!json_equal (call->id, request_id))
+        if (!json_equal (call->id, request_id) || !streq (call->scope, scope))
             continue;
         gw_log ("mcp_cancelled", "{s:O, s:s}", "request", request_id, "tool", call->tool);
-        if (call->exec) {
-            mcp_conv_t *conv = zhashx_lookup (self->convs, call->conv_id);
-            if (conv)
-                mcp_conv_cancel (conv, call->exec);
-        }
         /* the spec: no response for a cancelled request */
-        s_call_free (call);
+        s_call_drop (call, true);
         return;
     }
 }
@@ -644,95 +675,110 @@ s_cancelled (mcp_server_t *self, const json_t *params)
 /* The stateless revision's check of a request's own version: true when
    the request may go on (*stateless set), else answered already. */
 static bool
-s_version_ok (mcp_server_t *self, const json_t *id, const json_t *params, bool *stateless)
+s_version_ok (mcp_sink_t *sink, const json_t *id, const json_t *params, bool *stateless)
 {
     json_t *v = json_object_get (json_object_get (params, "_meta"), MCP_META_VERSION);
     *stateless = v != NULL;
     if (!v || s_listed (stateless_versions, gw_text (v)))
         return true;
-    s_error (self, id, MCP_UNSUPPORTED_VERSION, "unsupported protocol version",
+    s_error (sink, id, MCP_UNSUPPORTED_VERSION, "unsupported protocol version",
              json_pack ("{s:o, s:O}", "supported", s_versions (), "requested", v));
     return false;
 }
 
 static void
-s_request (mcp_server_t *self, const json_t *msg)
+s_request (mcp_server_t *self, mcp_sink_t *sink, const json_t *msg)
 {
     const char *method = json_string_value (json_object_get (msg, "method"));
     json_t *id = json_object_get (msg, "id");
     json_t *params = json_object_get (msg, "params");
     if (streq (method, "initialize")) {
-        s_initialize (self, id, params);
+        s_initialize (sink, id, params);
         return;
     }
     bool stateless = false;
-    if (!s_version_ok (self, id, params, &stateless))
+    if (!s_version_ok (sink, id, params, &stateless))
         return;
     if (streq (method, "ping"))
-        s_reply (self, id, json_object (), stateless);
+        s_reply (sink, id, json_object (), stateless);
     else if (streq (method, "server/discover"))
-        s_reply (self, id,
+        s_reply (sink, id,
                  json_pack ("{s:o, s:{s:{s:b}}, s:o, s:s}", "supportedVersions", s_versions (), "capabilities", "tools",
                             "listChanged", 0, "serverInfo", s_server_info (), "instructions", instructions),
                  stateless);
     else if (streq (method, "tools/list"))
-        s_reply (self, id, json_pack ("{s:o}", "tools", mcp_tools_list ()), stateless);
+        s_reply (sink, id, json_pack ("{s:o}", "tools", mcp_tools_list ()), stateless);
     else if (streq (method, "tools/call"))
-        s_tools_call (self, id, params, stateless);
+        s_tools_call (self, sink, id, params, stateless);
     else {
         char *message = wire_xasprintf ("Method not found: %.200s", method);
-        s_error (self, id, MCP_METHOD_NOT_FOUND, message, NULL);
+        s_error (sink, id, MCP_METHOD_NOT_FOUND, message, NULL);
         free (message);
     }
 }
 
-static void
-s_on_line (const char *line, size_t len, void *arg)
+void
+mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_sink_t *sink)
 {
-    mcp_server_t *self = arg;
-    if (!line) {
+    if (!text) {
         char message[128];
         snprintf (message, sizeof message, "message over %zu bytes dropped", self->opts.max_line_bytes);
-        s_error (self, NULL, MCP_INVALID_REQUEST, message, json_pack ("{s:I}", "bytes", (json_int_t) len));
+        s_error (sink, NULL, MCP_INVALID_REQUEST, message, json_pack ("{s:I}", "bytes", (json_int_t) len));
         return;
     }
-    if (len == 0)
-        return; /* a blank line is no message */
     json_error_t jerr;
-    json_t *msg = json_loadb (line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    json_t *msg = json_loadb (text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!msg) {
-        s_error (self, NULL, MCP_PARSE_ERROR, "Parse error", json_pack ("{s:s}", "detail", jerr.text));
+        s_error (sink, NULL, MCP_PARSE_ERROR, "Parse error", json_pack ("{s:s}", "detail", jerr.text));
         return;
     }
     int code;
     const char *why = NULL;
     switch (mcp_rpc_classify (msg, &code, &why)) {
     case MCP_RPC_INVALID:
-        s_error (self, NULL, code, why, NULL);
+        s_error (sink, NULL, code, why, NULL);
         break;
     case MCP_RPC_REQUEST:
-        s_request (self, msg);
+        s_request (self, sink, msg);
         break;
     case MCP_RPC_NOTIFICATION:
         if (streq (json_string_value (json_object_get (msg, "method")), "notifications/cancelled"))
-            s_cancelled (self, json_object_get (msg, "params"));
+            s_cancelled (self, json_object_get (msg, "params"), sink->scope ?: "");
+        s_end (sink); /* never answered */
         break;
     case MCP_RPC_RESPONSE:
-        break; /* the front sends the client no requests */
+        s_end (sink); /* the front sends the client no requests */
+        break;
     }
     json_decref (msg);
 }
 
-/* stdin closed: the client is gone. Running code is interrupted; with a
-   shared daemon the conversations stay for their idle_ttl. */
-static void
-s_on_eof (void *arg)
+/* The client went away: its running code is interrupted, its conversations
+   stay (for their idle_ttl on a shared gateway). */
+void
+mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink)
 {
-    mcp_server_t *self = arg;
-    gw_log ("mcp_client_gone", "{s:s, s:i}", "reason", "stdin closed", "running", (int) zlistx_size (self->calls));
-    for (mcp_conv_t *conv = zhashx_first (self->convs); conv; conv = zhashx_next (self->convs))
-        mcp_conv_abandon (conv);
-    self->closing = true;
+    zlistx_t *gone = zlistx_new ();
+    for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
+        if (call->sink == sink)
+            zlistx_add_end (gone, call);
+    if (zlistx_size (gone))
+        gw_log ("mcp_client_gone", "{s:s, s:i}", "scope", sink->scope ?: "", "running", (int) zlistx_size (gone));
+    for (call_t *call = zlistx_first (gone); call; call = zlistx_next (gone))
+        s_call_drop (call, false);
+    zlistx_destroy (&gone);
+}
+
+void
+mcp_server_end_scope (mcp_server_t *self, const char *scope)
+{
+    zlistx_t *ended = zlistx_new ();
+    for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
+        if (streq (call->scope, scope))
+            zlistx_add_end (ended, call);
+    for (call_t *call = zlistx_first (ended); call; call = zlistx_next (ended))
+        s_call_drop (call, true);
+    zlistx_destroy (&ended);
 }
 
 /* ---- start and end ---------------------------------------------------------- */
@@ -834,13 +880,13 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     }
     if (opts->tools_from_mcp)
         self->upstream = mcp_upstream_start (loop, opts->tools_from_mcp, s_on_upstream_ready, self);
-    self->gateway = mcp_gateway_start (loop, opts->connection_file, opts->config, s_on_gateway_ready, self);
+    self->gateway = opts->core ? mcp_gateway_core (loop, opts->core)
+                               : mcp_gateway_start (loop, opts->connection_file, opts->config, s_on_gateway_ready, self);
     if (!self->gateway) {
         *errmsg = wire_xstrdup ("cannot use the gateway");
         mcp_server_destroy (&self);
         return NULL;
     }
-    self->in = mcp_line_new (loop, 0, opts->max_line_bytes, s_on_line, s_on_eof, self);
     return self;
 }
 
@@ -862,7 +908,6 @@ mcp_server_destroy (mcp_server_t **self_p)
     mcp_server_t *self = *self_p;
     if (!self)
         return;
-    mcp_line_destroy (&self->in);
     self->closing = true;
     /* first: its pending requests end (NULL) while the calls they belong to
        still exist */

@@ -6,6 +6,7 @@ import os
 import pathlib
 import queue
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -140,3 +141,24 @@ def node(script, *args, timeout=180, env=None):
     d = node_dir()
     return subprocess.run([shutil.which("node") or "node", str(d / script), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def sdk_report(*args, env=None):
+    """One run of tests/mcp/node/client.mjs (args after its PORT): every
+    scenario, one report, plus whether code inside reached the listener on
+    the host's loopback that it must not reach."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    done = node("client.mjs", port, *args, env=env)
+    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        listener.accept()
+        r["listener_reached"] = True
+    except BlockingIOError:
+        r["listener_reached"] = False
+    listener.close()
+    return r

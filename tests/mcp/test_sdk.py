@@ -2,35 +2,19 @@
 from npm, pinned in tests/mcp/node/package-lock.json, installed by `make
 mcp-node`): its stdio client against kennel, and a tiny server written with
 it whose tools kennel forwards into the kernel (--tools-from-mcp)."""
-import json
 import shutil
-import socket
 import time
 
 import pytest
 
 from kennel_testlib import built
-from mcplib import Mcp, node, node_dir
+from mcplib import Mcp, node_dir, sdk_report
 
 
 @pytest.fixture(scope="module")
 def report():
     """One run of tests/mcp/node/client.mjs: every scenario, one report."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    listener.setblocking(False)
-    port = listener.getsockname()[1]
-    done = node("client.mjs", port, built("gateway/kennel"), "--progress-interval", "0.2")
-    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
-    r = json.loads(done.stdout.strip().splitlines()[-1])
-    try:
-        listener.accept()
-        r["listener_reached"] = True
-    except BlockingIOError:
-        r["listener_reached"] = False
-    listener.close()
-    return r
+    return sdk_report(built("gateway/kennel"), "--progress-interval", "0.2")
 
 
 def test_sdk_connects_and_lists_the_tools(report):

@@ -1,17 +1,25 @@
-// The official MCP TypeScript SDK's client against `kennel mcp` over stdio.
-// usage: node client.mjs PORT KENNEL [ARGS...]
-// Runs every scenario tests/mcp/test_sdk.py checks and prints one JSON
-// report on stdout; PORT is a listener on the host's loopback that code
-// inside must not reach.
+// The official MCP TypeScript SDK's client against kennel's MCP server.
+// usage: node client.mjs PORT KENNEL [ARGS...]     `kennel mcp` over stdio
+//        node client.mjs PORT --http URL           POST URL (streamable HTTP),
+//                                                  token in KENNEL_HTTP_TOKEN
+// Runs every scenario tests/mcp/test_sdk.py and tests/mcp/test_http.py
+// check and prints one JSON report on stdout; PORT is a listener on the
+// host's loopback that code inside must not reach.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [port, command, ...args] = process.argv.slice(2);
 const report = {};
 const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text).join("");
 const opts = { timeout: 120000 };
 
-const transport = new StdioClientTransport({ command, args: ["mcp", ...args], env: process.env, stderr: "inherit" });
+const http = command === "--http";
+const transport = http
+  ? new StreamableHTTPClientTransport(new URL(args[0]), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.KENNEL_HTTP_TOKEN}` } },
+    })
+  : new StdioClientTransport({ command, args: ["mcp", ...args], env: process.env, stderr: "inherit" });
 const client = new Client({ name: "kennel-sdk-test", version: "1.0.0" });
 const t0 = performance.now();
 await client.connect(transport);
@@ -58,5 +66,9 @@ report.network = text(r);
 
 r = await client.callTool({ name: "conversation_list", arguments: {} }, undefined, opts);
 report.listed = r.structuredContent.conversations.map((c) => c.conversation_id);
+if (http) {
+  report.session = transport.sessionId ?? null;
+  await transport.terminateSession(); // DELETE /mcp
+}
 await client.close();
 console.log(JSON.stringify(report));

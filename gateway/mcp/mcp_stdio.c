@@ -1,0 +1,73 @@
+/*  mcp_stdio.c - MCP on stdio: one JSON-RPC message per line on stdin,
+    one per line on stdout, logs never there.
+
+    Every request of the one client shares one sink (stdout). stdin at its
+    end means the client is gone: the code its calls run is interrupted
+    and the front ends (mcp_main.c).
+*/
+#include "mcp.h"
+
+struct mcp_stdio {
+    mcp_sink_t sink; /* first: the sink is the transport */
+    mcp_server_t *server;
+    mcp_line_t *in;
+    bool closed;
+};
+
+static void
+s_send (mcp_sink_t *sink, json_t *msg)
+{
+    mcp_stdio_t *self = (mcp_stdio_t *) sink;
+    if (mcp_line_write (1, msg) < 0 && !self->closed) {
+        gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed");
+        self->closed = true;
+    }
+    json_decref (msg);
+}
+
+static const mcp_sink_fns_t s_fns = {s_send, NULL};
+
+static void
+s_on_line (const char *line, size_t len, void *arg)
+{
+    mcp_stdio_t *self = arg;
+    if (line && len == 0)
+        return; /* a blank line is no message */
+    mcp_server_receive (self->server, line, len, &self->sink);
+}
+
+static void
+s_on_eof (void *arg)
+{
+    mcp_stdio_t *self = arg;
+    gw_log ("mcp_client_gone", "{s:s}", "reason", "stdin closed");
+    mcp_server_abandon (self->server, &self->sink);
+    self->closed = true;
+}
+
+mcp_stdio_t *
+mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes)
+{
+    mcp_stdio_t *self = wire_xcalloc (1, sizeof *self);
+    self->sink = (mcp_sink_t) {.fns = &s_fns, .scope = ""};
+    self->server = server;
+    self->in = mcp_line_new (loop, 0, max_line_bytes, s_on_line, s_on_eof, self);
+    return self;
+}
+
+bool
+mcp_stdio_closed (const mcp_stdio_t *self)
+{
+    return self->closed;
+}
+
+void
+mcp_stdio_destroy (mcp_stdio_t **self_p)
+{
+    mcp_stdio_t *self = *self_p;
+    if (!self)
+        return;
+    mcp_line_destroy (&self->in);
+    free (self);
+    *self_p = NULL;
+}

@@ -1,0 +1,237 @@
+"""MCP over streamable HTTP: POST /mcp on `kennel serve --http` (the
+dispatcher of `kennel mcp` inside the daemon, talking to its core). The
+official SDK's StreamableHTTPClientTransport runs the stdio test's scenario
+(tests/mcp/node/client.mjs); requests and raw HTTP check auth, Origin, bad
+JSON-RPC, the stream of a call with progress, sessions, and a client that
+drops its connection mid-execution."""
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+import requests
+
+from kennel_testlib import HttpGateway
+from mcplib import sdk_report
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "pytest", "version": "0"}}}
+ACCEPT = "application/json, text/event-stream"
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    g = HttpGateway(tmp_path_factory.mktemp("mcp-http"))
+    g.wait_ready()
+    yield g
+    if g.proc.poll() is None:
+        assert g.stop() == 0, g.log_file.read_text()[-3000:]
+
+
+def post(gw, msg, token=True, headers=None, stream=False, timeout=120):
+    h = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    if token:
+        h["Authorization"] = f"Bearer {gw.token}"
+    h.update(headers or {})
+    data = msg if isinstance(msg, (bytes, str)) else json.dumps(msg)
+    return requests.post(gw.url + "mcp", data=data, headers=h, stream=stream, timeout=timeout)
+
+
+def call(gw, rid, name, arguments, meta=None, **kw):
+    params = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+    return post(gw, {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}, **kw)
+
+
+def events(response):
+    """The JSON messages of an event stream, in order."""
+    out = []
+    for line in response.iter_lines(decode_unicode=True):
+        if line and line.startswith("data: "):
+            out.append(json.loads(line[6:]))
+    return out
+
+
+def text(result):
+    return "".join(c["text"] for c in result["content"] if c["type"] == "text")
+
+
+@pytest.fixture(scope="module")
+def report(gw):
+    """One run of the SDK's streamable HTTP client: every scenario of the
+    stdio test, one report."""
+    return sdk_report("--http", gw.url + "mcp", env=dict(os.environ, KENNEL_HTTP_TOKEN=gw.token))
+
+
+def test_sdk_over_http_lists_the_tools(report):
+    assert report["server"]["name"] == "kennel"
+    assert report["tools"] == ["python_exec", "conversation_open", "conversation_close",
+                               "conversation_restart", "conversation_list"]
+    assert report["session"]  # initialize gave a Mcp-Session-Id, DELETE ended it
+
+
+def test_sdk_over_http_variable_persists(report):
+    assert report["persist"] == "42"
+
+
+def test_sdk_over_http_gets_a_matplotlib_png(report):
+    assert report["image"] == {"mimeType": "image/png", "magic": "89504e470d0a1a0a"}
+
+
+def test_sdk_over_http_gets_iserror_for_1_0(report):
+    assert report["zero_division"]["isError"] is True
+    assert "ZeroDivisionError: division by zero" in report["zero_division"]["text"]
+
+
+def test_sdk_over_http_cancel_interrupts_and_the_conversation_goes_on(report):
+    assert report["cancel_rejected"] is True
+    assert report["after_cancel"]["text"] == "82"
+
+
+def test_sdk_over_http_gets_progress(report):
+    assert report["progress_notifications"] >= 1
+
+
+def test_sdk_over_http_no_network_from_inside(report):
+    assert report["network"].startswith("refused"), report["network"]
+    assert report["listener_reached"] is False
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer wrong", "token wrong"])
+def test_a_request_without_the_token_is_401(gw, auth):
+    r = post(gw, INIT, token=False, headers={"Authorization": auth} if auth else {})
+    assert r.status_code == 401, r.text
+    assert "mcp-session-id" not in r.headers
+
+
+def test_a_foreign_origin_is_403(gw):
+    r = post(gw, INIT, headers={"Origin": "http://evil.example:80"})
+    assert r.status_code == 403, r.text
+
+
+def test_initialize_answers_json_with_a_session(gw):
+    r = post(gw, INIT)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["result"]["serverInfo"]["name"] == "kennel"
+    assert r.headers["mcp-session-id"]
+
+
+@pytest.mark.parametrize("body, code", [
+    (b"{not json", -32700),
+    (b"", -32700),
+    (b"[]", -32600),
+    (json.dumps({"jsonrpc": "1.0", "id": 1, "method": "ping"}).encode(), -32600),
+])
+def test_bad_json_rpc_is_400_with_its_error(gw, body, code):
+    r = post(gw, body)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == code
+    assert r.json()["id"] is None
+
+
+def test_unknown_method_and_bad_params_are_json_rpc_errors(gw):
+    r = post(gw, {"jsonrpc": "2.0", "id": 7, "method": "nope"})
+    assert r.status_code == 200 and r.json()["error"]["code"] == -32601
+    r = post(gw, {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": 3}})
+    assert r.json()["error"]["code"] == -32602
+    r = call(gw, 9, "no_such_tool", {})
+    assert r.json()["error"]["code"] == -32602
+
+
+def test_a_notification_is_202_without_a_body(gw):
+    r = post(gw, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert r.status_code == 202 and r.content == b""
+
+
+def test_get_is_405_and_an_unknown_protocol_version_400(gw):
+    r = requests.get(gw.url + "mcp", headers={"Authorization": f"Bearer {gw.token}", "Accept": "text/event-stream"},
+                     timeout=30)
+    assert r.status_code == 405
+    r = post(gw, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"MCP-Protocol-Version": "1999-01-01"})
+    assert r.status_code == 400
+
+
+def test_a_call_with_a_progress_token_streams_its_progress_then_the_answer(gw):
+    r = call(gw, 11, "python_exec", {"code": "import time; time.sleep(2.5); print('slept')"},
+             meta={"progressToken": "p1"}, stream=True)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    msgs = events(r)
+    progress = [m for m in msgs if m.get("method") == "notifications/progress"]
+    assert progress and all(m["params"]["progressToken"] == "p1" for m in progress)
+    assert msgs[-1]["id"] == 11 and text(msgs[-1]["result"]) == "slept\n"
+
+
+def test_the_stateless_revision_is_served_over_http(gw):
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    r = post(gw, {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
+    assert r.status_code == 200 and "2026-07-28" in r.json()["result"]["supportedVersions"]
+    r = call(gw, 2, "python_exec", {"code": "21 * 2"}, meta=meta)
+    assert r.json()["result"]["resultType"] == "complete"
+    assert text(r.json()["result"]) == "42"
+
+
+def open_conversation(gw):
+    r = call(gw, 1, "conversation_open", {})
+    conv = r.json()["result"]["structuredContent"]["conversation"]
+    assert call(gw, 2, "python_exec", {"code": "alive = 1", "conversation": conv}).json()["result"]["isError"] is False
+    return conv
+
+
+def test_a_client_that_drops_its_connection_mid_execution_interrupts_it(gw):
+    conv = open_conversation(gw)
+    s = socket.create_connection((gw.url.split("//")[1].split(":")[0], int(gw.url.rsplit(":", 1)[1].strip("/"))))
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "python_exec", "arguments": {"conversation": conv, "code": "n = 0\nwhile True:\n    n += 1"}}})
+    s.sendall((f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gw.token}\r\nAccept: {ACCEPT}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
+    time.sleep(1.5)  # it runs
+    s.close()
+    # the loop is interrupted: the next call runs at once, the state kept
+    r = call(gw, 4, "python_exec", {"conversation": conv, "code": "print(alive, n > 0)"}, timeout=20)
+    assert text(r.json()["result"]) == "1 True\n", r.text
+    assert any(e.get("event") == "mcp_client_gone" for e in gw.log())
+
+
+def call_in_thread(gw, rid, conv, code, session):
+    """A call running in a thread; got["r"] its response once joined."""
+    got = {}
+
+    def run():
+        got["r"] = call(gw, rid, "python_exec", {"conversation": conv, "code": code},
+                        headers={"Mcp-Session-Id": session}, timeout=60)
+    th = threading.Thread(target=run)
+    th.start()
+    return th, got
+
+
+def test_delete_cancels_the_session_s_running_calls(gw):
+    conv = open_conversation(gw)
+    sid = post(gw, INIT).headers["mcp-session-id"]
+    th, got = call_in_thread(gw, 5, conv, "while True: pass", sid)
+    time.sleep(1.5)
+    r = requests.delete(gw.url + "mcp", headers={"Authorization": f"Bearer {gw.token}", "Mcp-Session-Id": sid},
+                        timeout=30)
+    assert r.status_code == 204
+    th.join(30)
+    assert got["r"].status_code == 202  # cancelled: no answer
+    r = call(gw, 6, "python_exec", {"conversation": conv, "code": "alive + 1"}, timeout=20)
+    assert text(r.json()["result"]) == "2"
+
+
+def test_a_cancel_matches_its_own_session_only(gw):
+    conv = open_conversation(gw)
+    a = post(gw, INIT).headers["mcp-session-id"]
+    b = post(gw, INIT).headers["mcp-session-id"]
+    th, got = call_in_thread(gw, 9, conv, "import time; time.sleep(3); 'done'", a)
+    time.sleep(1)
+    r = post(gw, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}},
+             headers={"Mcp-Session-Id": b})
+    assert r.status_code == 202
+    th.join(60)
+    assert text(got["r"].json()["result"]) == "'done'"
