@@ -1,7 +1,7 @@
 # rules for gateway/mcp/ (see gateway/mcp/README.md): `kennel mcp`, built
 # into the kennel binary as a subcommand.
 gateway_kennel_SOURCES += gateway/mcp/mcp.h gateway/mcp/mcp_line.c gateway/mcp/mcp_rpc.c \
-	gateway/mcp/mcp_server.c gateway/mcp/mcp_stdio.c gateway/mcp/mcp_core.c gateway/mcp/mcp_tools.c gateway/mcp/mcp_gateway.c gateway/mcp/mcp_conv.c \
+	gateway/mcp/mcp_server.c gateway/mcp/mcp_stdio.c gateway/mcp/mcp_core.c gateway/mcp/mcp_tools.c gateway/mcp/mcp_files.c gateway/mcp/mcp_gateway.c gateway/mcp/mcp_conv.c \
 	gateway/mcp/mcp_hosttools.c gateway/mcp/mcp_upstream.c gateway/mcp/mcp_proc.c gateway/mcp/mcp_main.c
 
 EXTRA_DIST += gateway/mcp/README.md
@@ -18,5 +18,5 @@ $(MCP_NODE_DIR)/node_modules/.package-lock.json: $(top_srcdir)/tests/mcp/node/pa
 .PHONY: mcp-node
 
 EXTRA_DIST += tests/mcp/mcplib.py tests/mcp/test_framing.py tests/mcp/test_exec.py tests/mcp/test_hosttools.py \
-	tests/mcp/test_sdk.py tests/mcp/test_http.py tests/mcp/node/package.json tests/mcp/node/package-lock.json tests/mcp/node/client.mjs \
+	tests/mcp/test_sdk.py tests/mcp/test_http.py tests/mcp/test_files.py tests/mcp/node/package.json tests/mcp/node/package-lock.json tests/mcp/node/client.mjs \
 	tests/mcp/node/weather_server.mjs

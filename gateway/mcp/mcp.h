@@ -115,20 +115,19 @@ typedef struct mcp_gateway mcp_gateway_t;
 typedef void(mcp_control_fn) (const json_t *content, void *arg);
 typedef void(mcp_gateway_ready_fn) (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg);
 
-/* connection_file NULL: starts `kennel serve` in a private state dir
-   (config_path passed on). ready is called once the control socket can be
-   used, or it could not. */
-mcp_gateway_t *mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *config_path,
-                                  mcp_gateway_ready_fn *ready, void *arg);
-/* The daemon the front lives in (the HTTP front's MCP): requests run
-   against its core (mcp_core.c); ready at once. */
-mcp_gateway_t *mcp_gateway_core (zloop_t *loop, gw_server_t *server);
+/* The running daemon of connection_file; ready is called once it
+   answered gateway_info, or it did not. */
+mcp_gateway_t *mcp_gateway_start (zloop_t *loop, const char *connection_file, mcp_gateway_ready_fn *ready, void *arg);
+/* The gateway in this process: embedded for the front (owned: `kennel
+   mcp`), or the daemon the front lives in (the HTTP front's /mcp).
+   Requests run against its core (mcp_core.c); ready at once. */
+mcp_gateway_t *mcp_gateway_core (zloop_t *loop, gw_server_t *server, bool owned);
 void mcp_gateway_destroy (mcp_gateway_t **self_p);
-/* That daemon, or NULL for a gateway reached over its control socket. */
+/* The gateway in this process, or NULL for one reached over its socket. */
 gw_server_t *mcp_gateway_core_server (const mcp_gateway_t *self);
 /* Whether its control socket can be used. */
 bool mcp_gateway_ready (const mcp_gateway_t *self);
-/* Whether it is the front's own child (its conversations end with it). */
+/* Whether it is the front's own (its conversations end with it). */
 bool mcp_gateway_owned (const mcp_gateway_t *self);
 /* Sends one control request (content taken); done gets the reply's
    content, or NULL when the gateway did not answer within timeout_ms or
@@ -206,6 +205,16 @@ json_t *mcp_tools_text_result (json_t *structured, const char *fmt, ...) __attri
    a malloc'd sentence. Unknown names: "unknown". */
 char *mcp_tools_check (const char *name, const json_t *arguments, bool *unknown);
 
+/* ---- mcp_files: file_put, file_get, file_list ------------------------- */
+
+bool mcp_files_tool (const char *name);
+/* The gateway file request of a call: its content (new) and *msg_type;
+   NULL + *problem (malloc'd) when the arguments cannot make one. */
+json_t *mcp_files_request (const char *tool, const char *conversation, const json_t *arguments, const char **msg_type,
+                           char **problem);
+/* The CallToolResult of the gateway's reply (NULL: none came). */
+json_t *mcp_files_result (const char *tool, const json_t *reply);
+
 /* ---- mcp_server: the protocol, whatever carries it ------------------- */
 
 typedef struct {
@@ -215,7 +224,8 @@ typedef struct {
     const char *tools_from_mcp;
     size_t max_line_bytes;
     double progress_interval; /* s */
-    gw_server_t *core;        /* inside this daemon (the HTTP front): its core is the gateway */
+    gw_server_t *core;        /* the gateway in this process (embedded, or the daemon of /mcp), or NULL */
+    bool own_core;            /* core is embedded for this front: its conversations end with it */
 } mcp_opts_t;
 
 /* Where what answers a client's message goes: stdout for the stdio
@@ -247,8 +257,6 @@ void mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_s
 void mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink);
 /* The client of scope ended its session: its calls are cancelled. */
 void mcp_server_end_scope (mcp_server_t *self, const char *scope);
-/* Whether a part the server cannot do without failed: the loop should end. */
-bool mcp_server_closing (const mcp_server_t *self);
 /* Exit status once the loop ended. */
 int mcp_server_exit_code (const mcp_server_t *self);
 /* Whether version is a protocol revision the server speaks. */
@@ -257,8 +265,9 @@ bool mcp_server_version_known (const char *version);
 /* ---- mcp_stdio: the stdio transport ----------------------------------- */
 
 typedef struct mcp_stdio mcp_stdio_t;
-/* Reads messages from stdin, one per line, writes to stdout. */
-mcp_stdio_t *mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes);
+/* Reads messages from stdin, one per line, writes them to out (stdout,
+   moved away from fd 1: see mcp_main.c). */
+mcp_stdio_t *mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes, int out);
 void mcp_stdio_destroy (mcp_stdio_t **self_p);
 /* Whether the client is gone (stdin at its end, or stdout closed). */
 bool mcp_stdio_closed (const mcp_stdio_t *self);

@@ -150,6 +150,16 @@ s_on_probe (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+/* Ready from the loop's next turn: the caller keeps it first. */
+static int
+s_on_attached (zloop_t *loop, int timer_id, void *arg)
+{
+    mcp_conv_t *self = arg;
+    self->probe_timer = 0;
+    s_ready (self, true, NULL);
+    return 0;
+}
+
 static void
 s_maybe_ready (mcp_conv_t *self)
 {
@@ -509,6 +519,12 @@ mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *op
         return NULL;
     }
     self->opened = self->last_used = (double) zclock_mono ();
+    if (core) {
+        /* a peer misses nothing the kernel sends (no subscription to wait
+           for), and the core answered the open once the kernel was ready */
+        self->probe_timer = gw_timer_start (loop, 0, 1, s_on_attached, self);
+        return self;
+    }
     s_send (self, WIRE_SHELL, "kernel_info_request", json_object (), NULL, NULL, 0);
     self->probe_ms = MCP_CONV_PROBE_MS;
     self->probe_timer = gw_timer_start (loop, self->probe_ms, 1, s_on_probe, self);

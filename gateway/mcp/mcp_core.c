@@ -14,6 +14,7 @@
 #include "mcp.h"
 #include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
+#include "gateway/gw_files.h"
 
 #include <string.h>
 
@@ -88,6 +89,21 @@ s_open (mcp_core_req_t *req, const char *id)
     gw_conv_when_ready (conv, s_on_open_ready, req); /* may answer at once */
 }
 
+/* The file requests, as the control socket runs them (base64 content: no
+   raw frames here). */
+static void
+s_files (mcp_core_req_t *req)
+{
+    wire_msg_t *m = wire_msg_new (NULL, req->msg_type, NULL);
+    wire_msg_set_content (m, json_incref (req->content));
+    zmsg_t *out = zmsg_new ();
+    gw_files_error_t err;
+    json_t *reply = gw_control_files (req->server, m, req->msg_type, out, &err);
+    zmsg_destroy (&out);
+    wire_msg_destroy (&m);
+    s_answer (req, reply ? reply : s_error (err.ename, err.evalue));
+}
+
 static int
 s_on_run (zloop_t *loop, int timer_id, void *arg)
 {
@@ -98,6 +114,10 @@ s_on_run (zloop_t *loop, int timer_id, void *arg)
         return 0;
     }
     const char *type = req->msg_type;
+    if (gw_control_files_handles (type)) {
+        s_files (req);
+        return 0;
+    }
     if (streq (type, "conversation_list_request")) {
         s_answer (req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", gw_core_list (req->server)));
         return 0;

@@ -1,25 +1,15 @@
 /*  mcp_gateway.c - the gateway the front is a client of.
 
-    Without --connection-file the front starts `kennel serve` (this very
-    binary) with a private state dir and the ipc transport, waits for its
-    connection file and uses it exactly as it would use a running daemon's:
-    one code path, the gateway's authenticated control socket, nothing of
-    MCP in the core. The child dies with the front (PDEATHSIG) and its
-    state dir is removed at the end. Inside the daemon (the HTTP front's
-    MCP) the gateway is the daemon itself: the same requests run against
-    its core (mcp_core.c).
+    With --connection-file it is a running daemon, reached on its
+    authenticated control socket as `kennel info` reaches it. Otherwise it
+    is a gateway embedded in this very process (mcp_main.c), or the daemon
+    the front lives in (the HTTP front's /mcp): control requests then run
+    against its core (mcp_core.c), nothing of MCP in the core either way.
 */
 #include "mcp.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#define MCP_GATEWAY_START_MS 30000
-#define MCP_GATEWAY_POLL_MS 2
 #define MCP_GATEWAY_INFO_MS 5000
 
 typedef struct {
@@ -33,13 +23,9 @@ typedef struct {
 
 struct mcp_gateway {
     zloop_t *loop;
-    gw_server_t *core;     /* the daemon the front lives in, or NULL */
-    char *state_dir;       /* own child only */
+    gw_server_t *core;     /* the gateway in this process, or NULL */
+    bool owned;            /* embedded for this front: its conversations end with it */
     char *connection_file; /* the file read */
-    pid_t child;
-    zmq_pollitem_t child_item; /* the child's pidfd */
-    int poll_timer;
-    double started;
     zsock_t *control;
     wire_key_t *key;
     char session[WIRE_ID_SIZE];
@@ -205,123 +191,37 @@ s_on_info (const json_t *content, void *arg)
     s_ready (self, true, NULL);
 }
 
-static int
-s_on_poll (zloop_t *loop, int timer_id, void *arg)
-{
-    mcp_gateway_t *self = arg;
-    struct stat st;
-    if (stat (self->connection_file, &st) < 0) {
-        if (zclock_mono () - self->started < MCP_GATEWAY_START_MS)
-            return 0;
-        gw_timer_end (loop, self->poll_timer);
-        self->poll_timer = 0;
-        s_ready (self, false, "the gateway wrote no connection file within 30 s");
-        return 0;
-    }
-    gw_timer_end (loop, self->poll_timer);
-    self->poll_timer = 0;
-    char *errmsg = NULL;
-    if (s_connect (self, &errmsg) < 0) {
-        s_ready (self, false, errmsg);
-        free (errmsg);
-        return 0;
-    }
-    s_ready (self, true, NULL);
-    return 0;
-}
-
-/* The gateway child ended: everything it served is gone. */
-static int
-s_on_child_exit (zloop_t *loop, zmq_pollitem_t *item, void *arg)
-{
-    mcp_gateway_t *self = arg;
-    int status = 0;
-    waitpid (self->child, &status, 0);
-    zloop_poller_end (loop, item);
-    close (item->fd);
-    item->fd = -1;
-    self->child = 0;
-    gw_log ("mcp_gateway_exit", "{s:i}", "wait_status", status);
-    if (self->poll_timer) {
-        gw_timer_end (loop, self->poll_timer);
-        self->poll_timer = 0;
-        s_ready (self, false, "the gateway exited before it was ready (its lines are above on stderr)");
-    }
-    else
-        s_ready (self, false, "the gateway exited");
-    return 0;
-}
-
-static int
-s_spawn_child (mcp_gateway_t *self, const char *config_path, char **errmsg)
-{
-    char tmpl[] = "/tmp/kennel-mcp-XXXXXX";
-    if (!mkdtemp (tmpl)) {
-        *errmsg = wire_xasprintf ("cannot create a state dir in /tmp: %s", strerror (errno));
-        return -1;
-    }
-    chmod (tmpl, 0711); /* the sandbox's host uid traverses it, as in kernel mode */
-    self->state_dir = wire_xstrdup (tmpl);
-    self->connection_file = wire_xasprintf ("%s/gateway.json", tmpl);
-    char self_exe[4096];
-    ssize_t n = readlink ("/proc/self/exe", self_exe, sizeof self_exe - 1);
-    self_exe[n > 0 ? n : 0] = 0;
-    char *argv[] = {self_exe, "serve", "--state-dir", self->state_dir, "--transport", "ipc", config_path ? "--config" : NULL,
-                    (char *) config_path, NULL};
-    self->child = mcp_spawn (argv, -1, -1, -1);
-    if (self->child < 0) {
-        *errmsg = wire_xasprintf ("cannot start kennel serve: %s", strerror (errno));
-        return -1;
-    }
-    self->child_item = (zmq_pollitem_t) {.fd = mcp_pidfd_open (self->child), .events = ZMQ_POLLIN};
-    if (self->child_item.fd >= 0)
-        zloop_poller (self->loop, &self->child_item, s_on_child_exit, self);
-    self->started = (double) zclock_mono ();
-    self->poll_timer = gw_timer_start (self->loop, MCP_GATEWAY_POLL_MS, 0, s_on_poll, self);
-    gw_log ("mcp_gateway_start", "{s:s, s:i}", "state_dir", self->state_dir, "pid", (int) self->child);
-    return 0;
-}
-
 mcp_gateway_t *
-mcp_gateway_start (zloop_t *loop, const char *connection_file, const char *config_path, mcp_gateway_ready_fn *ready,
-                   void *arg)
+mcp_gateway_start (zloop_t *loop, const char *connection_file, mcp_gateway_ready_fn *ready, void *arg)
 {
     mcp_gateway_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->pending = zlistx_new ();
-    self->child_item.fd = -1;
     self->on_ready = ready;
     self->ready_arg = arg;
     char id[WIRE_ID_SIZE];
     wire_id_new (id);
     snprintf (self->session, sizeof self->session, "%s", id);
     char *errmsg = NULL;
-    int rc;
-    if (connection_file) {
-        self->connection_file = wire_xstrdup (connection_file);
-        rc = s_connect (self, &errmsg);
-    }
-    else
-        rc = s_spawn_child (self, config_path, &errmsg);
-    if (rc < 0) {
+    self->connection_file = wire_xstrdup (connection_file);
+    if (s_connect (self, &errmsg) < 0) {
         fprintf (stderr, "kennel mcp: %s\n", errmsg);
         free (errmsg);
         mcp_gateway_destroy (&self);
         return NULL;
     }
-    if (connection_file)
-        mcp_gateway_request (self, "gateway_info_request", json_object (), MCP_GATEWAY_INFO_MS, s_on_info, self);
+    mcp_gateway_request (self, "gateway_info_request", json_object (), MCP_GATEWAY_INFO_MS, s_on_info, self);
     return self;
 }
 
 mcp_gateway_t *
-mcp_gateway_core (zloop_t *loop, gw_server_t *server)
+mcp_gateway_core (zloop_t *loop, gw_server_t *server, bool owned)
 {
     mcp_gateway_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->core = server;
+    self->owned = owned;
     self->pending = zlistx_new ();
-    self->child_item.fd = -1;
     self->ready = true;
     return self;
 }
@@ -341,24 +241,7 @@ mcp_gateway_ready (const mcp_gateway_t *self)
 bool
 mcp_gateway_owned (const mcp_gateway_t *self)
 {
-    return self->state_dir != NULL;
-}
-
-/* SIGTERM, then SIGKILL after 5 s: the daemon closes its conversations
-   (their kernels killed, directories removed) on SIGTERM. */
-static void
-s_child_stop (mcp_gateway_t *self)
-{
-    if (self->child <= 0)
-        return;
-    kill (self->child, SIGTERM);
-    for (int i = 0; i < 500; i++) {
-        if (waitpid (self->child, NULL, WNOHANG) == self->child)
-            return;
-        zclock_sleep (10);
-    }
-    kill (self->child, SIGKILL);
-    waitpid (self->child, NULL, 0);
+    return self->owned;
 }
 
 void
@@ -373,20 +256,10 @@ mcp_gateway_destroy (mcp_gateway_t **self_p)
     while ((p = zlistx_first (self->pending)))
         s_pending_finish (self, p, NULL);
     zlistx_destroy (&self->pending);
-    gw_timer_end (self->loop, self->poll_timer);
     if (self->control)
         zloop_reader_end (self->loop, self->control);
     zsock_destroy (&self->control);
     wire_key_destroy (&self->key);
-    if (self->child_item.fd >= 0) {
-        zloop_poller_end (self->loop, &self->child_item);
-        close (self->child_item.fd);
-    }
-    s_child_stop (self);
-    if (self->state_dir) {
-        gw_fs_remove_tree (self->state_dir);
-        free (self->state_dir);
-    }
     free (self->connection_file);
     free (self);
     *self_p = NULL;

@@ -5,13 +5,18 @@
                [--progress-interval S]
 
     stdout carries protocol messages only; every log line goes to stderr
-    (or --log-file), the embedded gateway's too.
+    (or --log-file), the embedded gateway's too. Without --connection-file
+    the gateway runs in this process, on its loop (s_serve_embedded).
 */
 #include "mcp.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MCP_LINE_DEFAULT (8 * 1024 * 1024)
 
@@ -69,13 +74,93 @@ s_parse (int argc, char **argv, mcp_opts_t *o, const char **log_file)
 typedef struct {
     mcp_server_t *server;
     mcp_stdio_t *stdio;
+    gw_server_t *gateway; /* embedded, or NULL */
 } front_t;
 
 static int
 s_on_check (zloop_t *loop, int timer_id, void *arg)
 {
     front_t *f = arg;
-    return mcp_server_closing (f->server) || mcp_stdio_closed (f->stdio) ? -1 : 0;
+    if (!mcp_stdio_closed (f->stdio))
+        return 0;
+    if (!f->gateway)
+        return -1;
+    gw_server_stop (f->gateway);
+    return 0;
+}
+
+/* The MCP messages keep the real stdout; fd 1 becomes stderr, so that
+   nothing else in this process or its children (the embedded gateway's
+   kernels, the tool commands) can write into the protocol. */
+static int
+s_stdout_private (void)
+{
+    int out = fcntl (1, F_DUPFD_CLOEXEC, 3);
+    if (out < 0 || dup2 (2, 1) < 0)
+        return -1;
+    return out;
+}
+
+/* The front on loop until its client or gateway goes; its exit status. */
+static int
+s_serve (zloop_t *loop, mcp_opts_t *opts, int out, gw_server_t *gateway)
+{
+    char *errmsg = NULL;
+    mcp_server_t *server = mcp_server_new (loop, opts, &errmsg);
+    if (!server) {
+        fprintf (stderr, "kennel mcp: %s\n", errmsg ?: "cannot start");
+        free (errmsg);
+        return 2;
+    }
+    front_t front = {server, mcp_stdio_new (loop, server, opts->max_line_bytes, out), gateway};
+    gw_timer_start (loop, 20, 0, s_on_check, &front);
+    if (gateway)
+        gw_server_run (gateway);
+    else
+        zloop_start (loop);
+    int rc = mcp_server_exit_code (server);
+    mcp_stdio_destroy (&front.stdio);
+    mcp_server_destroy (&server);
+    return rc;
+}
+
+/* A gateway in this process, on a private state dir and the ipc
+   transport: no second process to start, no socket between the front and
+   the core, and the default conversation's kernel starts at once. */
+static int
+s_serve_embedded (mcp_opts_t *opts, int out)
+{
+    char *errmsg = NULL;
+    gw_config_t *config = gw_config_load (opts->config, &errmsg);
+    if (!config) {
+        fprintf (stderr, "kennel mcp: %s\n", errmsg);
+        free (errmsg);
+        return 2;
+    }
+    char state[] = "/tmp/kennel-mcp-XXXXXX";
+    if (!mkdtemp (state)) {
+        fprintf (stderr, "kennel mcp: cannot create a state dir in /tmp: %s\n", strerror (errno));
+        gw_config_destroy (&config);
+        return 1;
+    }
+    chmod (state, 0711); /* the sandbox's host uid traverses it, as in kernel mode */
+    gw_server_t *gateway = gw_server_new (&config, state, "127.0.0.1", "ipc", &errmsg);
+    gw_config_destroy (&config);
+    char *connection_file = wire_xasprintf ("%s/gateway.json", state);
+    int rc = 1;
+    if (gateway && gw_server_listen (gateway, connection_file, &errmsg) == 0) {
+        gw_log ("mcp_gateway_start", "{s:s}", "state_dir", state);
+        opts->core = gateway;
+        opts->own_core = true;
+        rc = s_serve (gw_server_loop (gateway), opts, out, gateway);
+    }
+    else
+        fprintf (stderr, "kennel mcp: the gateway: %s\n", errmsg ?: "cannot start");
+    free (errmsg);
+    free (connection_file);
+    gw_server_destroy (&gateway); /* closes the conversations */
+    gw_fs_remove_tree (state);
+    return rc;
 }
 
 int
@@ -86,32 +171,23 @@ mcp_main (int argc, char **argv)
     if (s_parse (argc, argv, &opts, &log_file) < 0)
         return 2;
     /* a client or a tool command that goes away must not kill the front */
-    signal (SIGPIPE, SIG_IGN);
-    zsys_init ();
-    zsys_set_logstream (NULL);
-    if (gw_log_open (log_file) < 0) {
-        fprintf (stderr, "kennel mcp: cannot open the log file %s\n", log_file);
+    gw_process_setup (log_file, false);
+    int out = s_stdout_private ();
+    if (out < 0) {
+        fprintf (stderr, "kennel mcp: cannot set stdout aside: %s\n", strerror (errno));
         return 2;
     }
-    zloop_t *loop = zloop_new ();
-    gw_timers_t *timers = gw_timers_new (loop);
-    char *errmsg = NULL;
-    mcp_server_t *server = mcp_server_new (loop, &opts, &errmsg);
-    if (!server) {
-        fprintf (stderr, "kennel mcp: %s\n", errmsg ?: "cannot start");
-        free (errmsg);
+    int rc;
+    if (opts.connection_file) {
+        zloop_t *loop = zloop_new ();
+        gw_timers_t *timers = gw_timers_new (loop);
+        rc = s_serve (loop, &opts, out, NULL);
         gw_timers_destroy (&timers);
         zloop_destroy (&loop);
-        return 2;
     }
-    front_t front = {server, mcp_stdio_new (loop, server, opts.max_line_bytes)};
-    gw_timer_start (loop, 20, 0, s_on_check, &front);
-    zloop_start (loop);
-    int rc = mcp_server_exit_code (server);
-    mcp_stdio_destroy (&front.stdio);
-    mcp_server_destroy (&server);
-    gw_timers_destroy (&timers);
-    zloop_destroy (&loop);
+    else
+        rc = s_serve_embedded (&opts, out);
+    close (out);
     gw_log ("mcp_stopped", "{s:i}", "exit_code", rc);
     gw_log_close ();
     return rc;

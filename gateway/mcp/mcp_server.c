@@ -45,6 +45,7 @@ typedef struct {
     char *conv_id; /* python_exec: the conversation it waits for or runs in */
     mcp_exec_t *exec;
     double progress;
+    bool sent;        /* a request of its own is with the gateway: not dispatched again */
     bool deferred;    /* came before the gateway was ready */
     bool revalidated; /* its conversation was confirmed after an idle spell */
 } call_t;
@@ -66,7 +67,6 @@ struct mcp_server {
     zlistx_t *calls;     /* call_t */
     unsigned next_conv;
     int exit_code;
-    bool closing;
 };
 
 /* ---- sending -------------------------------------------------------------- */
@@ -316,7 +316,7 @@ s_conv_dispatch (mcp_server_t *self, const char *conv_id)
         return; /* called again once it is ready or failed */
     zlistx_t *waiting = zlistx_new ();
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
-        if (call->conv_id && !call->exec && streq (call->conv_id, conv_id))
+        if (call->conv_id && !call->exec && !call->sent && streq (call->conv_id, conv_id))
             zlistx_add_end (waiting, call);
     for (call_t *call = zlistx_first (waiting); call; call = zlistx_next (waiting)) {
         if (conv)
@@ -335,6 +335,7 @@ static void
 s_on_revalidate (const json_t *content, void *arg)
 {
     call_t *call = arg;
+    call->sent = false;
     mcp_server_t *self = call->server;
     mcp_conv_t *conv = zhashx_lookup (self->convs, call->conv_id);
     const char *status = json_string_value (json_object_get (content, "status"));
@@ -363,6 +364,7 @@ s_conv_revalidate (call_t *call)
 {
     mcp_server_t *self = call->server;
     call->revalidated = true;
+    call->sent = true;
     json_t *spec = zhashx_lookup (self->specs, call->conv_id);
     json_t *content = json_pack ("{s:s, s:s}", "conversation_id", call->conv_id, "kernel", "python");
     if (spec) {
@@ -372,6 +374,29 @@ s_conv_revalidate (call_t *call)
     }
     mcp_gateway_request (self->gateway, "conversation_open_request", content, MCP_CONTROL_TIMEOUT_MS, s_on_revalidate,
                          call);
+}
+
+static void
+s_on_files_reply (const json_t *content, void *arg)
+{
+    call_t *call = arg;
+    s_call_answer (call, mcp_files_result (call->tool, content));
+}
+
+/* file_put, file_get, file_list: one file request of the gateway's. */
+static void
+s_files_call (call_t *call)
+{
+    const char *type = NULL;
+    char *problem = NULL;
+    json_t *content = mcp_files_request (call->tool, call->conv_id, call->arguments, &type, &problem);
+    if (!content) {
+        s_call_answer (call, mcp_tools_error_result ("invalid arguments: %s", problem));
+        free (problem);
+        return;
+    }
+    call->sent = true;
+    mcp_gateway_request (call->server->gateway, type, content, MCP_CONTROL_TIMEOUT_MS, s_on_files_reply, call);
 }
 
 /* A call whose conversation is ready. */
@@ -389,6 +414,10 @@ s_conv_call (call_t *call, mcp_conv_t *conv)
     }
     if (!call->revalidated && mcp_conv_idle_seconds (conv) > MCP_REVALIDATE_S) {
         s_conv_revalidate (call);
+        return;
+    }
+    if (mcp_files_tool (call->tool)) {
+        s_files_call (call);
         return;
     }
     json_t *timeout = json_object_get (call->arguments, "timeout");
@@ -418,8 +447,10 @@ s_on_adopt_list (const json_t *content, void *arg)
                                                  call->conv_id));
 }
 
+/* python_exec and the file tools: the call runs once its conversation is
+   ready. */
 static void
-s_tool_python_exec (mcp_server_t *self, call_t *call)
+s_tool_in_conversation (mcp_server_t *self, call_t *call)
 {
     const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
     call->conv_id = wire_xstrdup (conv_id);
@@ -523,8 +554,8 @@ s_call_start (mcp_server_t *self, call_t *call)
     call->deferred = false;
     if (!s_gateway_usable (self))
         s_call_answer (call, mcp_tools_error_result ("kennel cannot run code: %s", self->startup_error));
-    else if (streq (call->tool, "python_exec"))
-        s_tool_python_exec (self, call);
+    else if (streq (call->tool, "python_exec") || mcp_files_tool (call->tool))
+        s_tool_in_conversation (self, call);
     else if (streq (call->tool, "conversation_open"))
         s_tool_open (self, call);
     else
@@ -783,8 +814,8 @@ mcp_server_end_scope (mcp_server_t *self, const char *scope)
 
 /* ---- start and end ---------------------------------------------------------- */
 
-/* A part the front cannot serve without failed: the calls waiting for it
-   get why, then the front ends with exit status 1. */
+/* A part the front cannot serve without failed: every call gets why (the
+   waiting ones now), and the front's exit status is 1 when its client goes. */
 static void
 s_start_failed (mcp_server_t *self, const char *why)
 {
@@ -792,7 +823,6 @@ s_start_failed (mcp_server_t *self, const char *why)
     free (self->startup_error);
     self->startup_error = wire_xstrdup (why);
     self->exit_code = 1;
-    self->closing = true;
     s_start_deferred (self);
 }
 
@@ -880,20 +910,15 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     }
     if (opts->tools_from_mcp)
         self->upstream = mcp_upstream_start (loop, opts->tools_from_mcp, s_on_upstream_ready, self);
-    self->gateway = opts->core ? mcp_gateway_core (loop, opts->core)
-                               : mcp_gateway_start (loop, opts->connection_file, opts->config, s_on_gateway_ready, self);
+    self->gateway = opts->core ? mcp_gateway_core (loop, opts->core, opts->own_core)
+                               : mcp_gateway_start (loop, opts->connection_file, s_on_gateway_ready, self);
     if (!self->gateway) {
         *errmsg = wire_xstrdup ("cannot use the gateway");
         mcp_server_destroy (&self);
         return NULL;
     }
+    s_conv_open_early (self); /* an own gateway is ready at once */
     return self;
-}
-
-bool
-mcp_server_closing (const mcp_server_t *self)
-{
-    return self->closing;
 }
 
 int
@@ -908,7 +933,6 @@ mcp_server_destroy (mcp_server_t **self_p)
     mcp_server_t *self = *self_p;
     if (!self)
         return;
-    self->closing = true;
     /* first: its pending requests end (NULL) while the calls they belong to
        still exist */
     mcp_gateway_destroy (&self->gateway);

@@ -11,6 +11,7 @@ struct mcp_stdio {
     mcp_sink_t sink; /* first: the sink is the transport */
     mcp_server_t *server;
     mcp_line_t *in;
+    int out;
     bool closed;
 };
 
@@ -18,7 +19,7 @@ static void
 s_send (mcp_sink_t *sink, json_t *msg)
 {
     mcp_stdio_t *self = (mcp_stdio_t *) sink;
-    if (mcp_line_write (1, msg) < 0 && !self->closed) {
+    if (mcp_line_write (self->out, msg) < 0 && !self->closed) {
         gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed");
         self->closed = true;
     }
@@ -46,9 +47,10 @@ s_on_eof (void *arg)
 }
 
 mcp_stdio_t *
-mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes)
+mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes, int out)
 {
     mcp_stdio_t *self = wire_xcalloc (1, sizeof *self);
+    self->out = out;
     self->sink = (mcp_sink_t) {.fns = &s_fns, .scope = ""};
     self->server = server;
     self->in = mcp_line_new (loop, 0, max_line_bytes, s_on_line, s_on_eof, self);

@@ -373,7 +373,7 @@ def section_tools(run):
 # ---- 8. kennel mcp over stdio ---------------------------------------------------------
 
 class McpStdio:
-    """One `kennel mcp` (its own `kennel serve` child), driven line by line
+    """One `kennel mcp` (its embedded gateway), driven line by line
     as an MCP client drives it."""
 
     def __init__(self, run):

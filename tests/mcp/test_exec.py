@@ -3,13 +3,15 @@ real `kennel mcp`, its own `kennel serve` child (or a running daemon with
 --connection-file), real confined kernels."""
 import base64
 import json
+import os
 import pathlib
+import subprocess
 import time
 
 import pytest
 
 import hostprobe
-from kennel_testlib import Control, serve, traversable_dir, wait_until
+from kennel_testlib import Control, built, serve, traversable_dir, wait_until
 from mcplib import Mcp
 
 
@@ -139,43 +141,102 @@ def test_no_network_inside(mcp):
     listener.close()
 
 
-def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_path):
-    """With a running daemon (--connection-file) the conversation outlives
-    the client for its idle_ttl; the code it was running is interrupted,
-    and a later front takes the handle up again."""
+def shared_conversation(tmp_path):
+    """A running daemon (warm_pool 0) and a conversation a first front
+    opened there with `kept = 7`: (daemon, state dir, handle, its workspace)."""
     state = traversable_dir("kennel-mcp-test-")
     config = tmp_path / "config.json"
     config.write_text(json.dumps(hostprobe.gateway_config({"warm_pool": 0})))
     daemon = serve(state, config, tmp_path / "gateway.log")
+    m = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"], log_name="mcp0.log")
+    m.initialize()
+    opened = m.call("conversation_open")
+    handle = opened["structuredContent"]["conversation"]
+    m.call("python_exec", {"code": "kept = 7", "conversation": handle})
+    assert m.close() == 0, m.log_text()
+    return daemon, state, handle, pathlib.Path(opened["structuredContent"]["workspace"])
+
+
+def state_of(control, handle):
+    convs = control.request("conversation_list_request")["content"]["conversations"]
+    return {c["conversation_id"]: c["state"] for c in convs}.get(handle)
+
+
+def reattached_value(tmp_path, state, handle):
+    """A second front takes the handle up again: `kept * 6` there."""
+    m2 = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"], log_name="mcp2.log")
+    m2.initialize()
+    r = m2.call("python_exec", {"code": "kept * 6", "conversation": handle})
+    text = m2.text(r)
+    r = m2.call("python_exec", {"code": "1", "conversation": "mcp-no-such-handle"})
+    assert r["isError"] is True and "no conversation mcp-no-such-handle" in m2.text(r), r
+    assert m2.close() == 0, m2.log_text()
+    return text
+
+
+def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_path):
+    """With a running daemon (--connection-file) the conversation outlives
+    the client for its idle_ttl; the code it was running is interrupted,
+    and a later front takes the handle up again."""
+    daemon, state, handle, workspace = shared_conversation(tmp_path)
     try:
         m = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"])
         m.initialize()
-        opened = m.call("conversation_open")
-        handle = opened["structuredContent"]["conversation"]
-        started = pathlib.Path(opened["structuredContent"]["workspace"]) / "started"
-        m.call("python_exec", {"code": "kept = 7", "conversation": handle})
         m.start("tools/call", {"name": "python_exec", "arguments": {
             "code": "open('/workspace/started', 'w').close()\nwhile True: pass", "conversation": handle}})
         control = Control(state / "gateway.json")
-
-        def state_of():
-            convs = control.request("conversation_list_request")["content"]["conversations"]
-            return {c["conversation_id"]: c["state"] for c in convs}.get(handle)
-
         # the loop runs (a SIGINT before the code starts would be lost)
-        wait_until(started.exists, 20, "the loop to start")
-        assert state_of() == "busy"
+        wait_until((workspace / "started").exists, 20, "the loop to start")
+        assert state_of(control, handle) == "busy"
         assert m.close() == 0, m.log_text()
-        wait_until(lambda: state_of() == "idle", 20, lambda: f"the interrupted loop to end: {state_of()}")
-        # still open, variables kept: a second front reattaches the handle
+        wait_until(lambda: state_of(control, handle) == "idle", 20,
+                   lambda: f"the interrupted loop to end: {state_of(control, handle)}")
         control.close()
-        m2 = Mcp(tmp_path, args=["--connection-file", state / "gateway.json"], log_name="mcp2.log")
-        m2.initialize()
-        r = m2.call("python_exec", {"code": "kept * 6", "conversation": handle})
-        assert m2.text(r) == "42", (r, m2.log_text())
-        r = m2.call("python_exec", {"code": "1", "conversation": "mcp-no-such-handle"})
-        assert r["isError"] is True and "no conversation mcp-no-such-handle" in m2.text(r), r
-        assert m2.close() == 0, m2.log_text()
+        assert reattached_value(tmp_path, state, handle) == "42"
+    finally:
+        daemon.terminate()
+        daemon.wait(20)
+
+
+CLIENT = """
+import json, subprocess, sys, time
+kennel, conn, handle, log = sys.argv[1:]
+p = subprocess.Popen([kennel, "mcp", "--connection-file", conn], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=open(log, "wb"))
+def send(m):
+    p.stdin.write(json.dumps(m).encode() + b"\\n"); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "doomed", "version": "1"}}})
+p.stdout.readline()
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "python_exec", "arguments": {
+      "code": "open('/workspace/started', 'w').close()\\nwhile True: pass", "conversation": handle}}})
+print(p.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_client_killed_mid_execution_interrupts_and_keeps_the_conversation(tmp_path):
+    """The MCP client process is SIGKILLed while its call runs `while True`
+    (its pipes close with it): kennel mcp interrupts the loop and ends; the
+    conversation stays on the daemon with its variables."""
+    daemon, state, handle, workspace = shared_conversation(tmp_path)
+    try:
+        client = subprocess.Popen(["/usr/bin/python3", "-c", CLIENT, str(built("gateway/kennel")),
+                                   str(state / "gateway.json"), handle, str(tmp_path / "doomed.log")],
+                                  stdout=subprocess.PIPE, text=True)
+        front = int(client.stdout.readline())
+        control = Control(state / "gateway.json")
+        wait_until((workspace / "started").exists, 30, "the loop to start")
+        assert state_of(control, handle) == "busy"
+        client.kill()
+        client.wait(10)
+        wait_until(lambda: state_of(control, handle) == "idle", 20,
+                   lambda: f"the interrupted loop to end: {state_of(control, handle)}")
+        wait_until(lambda: not os.path.exists(f"/proc/{front}") or
+                   open(f"/proc/{front}/stat").read().split()[2] == "Z", 20, "kennel mcp to end")
+        assert "mcp_client_gone" in (tmp_path / "doomed.log").read_text()
+        control.close()
+        assert reattached_value(tmp_path, state, handle) == "42"
     finally:
         daemon.terminate()
         daemon.wait(20)

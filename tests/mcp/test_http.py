@@ -70,7 +70,7 @@ def report(gw):
 def test_sdk_over_http_lists_the_tools(report):
     assert report["server"]["name"] == "kennel"
     assert report["tools"] == ["python_exec", "conversation_open", "conversation_close",
-                               "conversation_restart", "conversation_list"]
+                               "conversation_restart", "conversation_list", "file_put", "file_get", "file_list"]
     assert report["session"]  # initialize gave a Mcp-Session-Id, DELETE ended it
 
 
@@ -235,3 +235,17 @@ def test_a_cancel_matches_its_own_session_only(gw):
     assert r.status_code == 202
     th.join(60)
     assert text(got["r"].json()["result"]) == "'done'"
+
+
+def test_file_tools_over_http(gw):
+    conv = open_conversation(gw)
+    r = call(gw, 1, "file_put", {"path": "h.txt", "content": "over http", "conversation": conv})
+    assert r.json()["result"]["isError"] is False, r.text
+    r = call(gw, 2, "python_exec", {"code": "open('/workspace/h.txt').read()", "conversation": conv})
+    assert text(r.json()["result"]) == "'over http'"
+    r = call(gw, 3, "file_get", {"path": "h.txt", "conversation": conv})
+    assert r.json()["result"]["content"][0]["text"] == "over http"
+    r = call(gw, 4, "file_list", {"conversation": conv})
+    assert "h.txt" in [e["name"] for e in r.json()["result"]["structuredContent"]["entries"]]
+    r = call(gw, 5, "file_get", {"path": "../x", "conversation": conv})
+    assert r.json()["result"]["isError"] is True and text(r.json()["result"]).startswith("InvalidPath")

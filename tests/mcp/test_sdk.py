@@ -20,7 +20,7 @@ def report():
 def test_sdk_connects_and_lists_the_tools(report):
     assert report["server"]["name"] == "kennel"
     assert report["tools"] == ["python_exec", "conversation_open", "conversation_close",
-                               "conversation_restart", "conversation_list"]
+                               "conversation_restart", "conversation_list", "file_put", "file_get", "file_list"]
 
 
 def test_sdk_variable_persists_between_calls(report):
