@@ -322,6 +322,10 @@ kernel_serve (gw_server_t *server, const serve_opts_t *o, wire_connection_t *con
 static int
 kernel_run (const serve_opts_t *o, wire_connection_t *conn, json_t *tools)
 {
+    /* the front end, as it is now: one that dies before PR_SET_PDEATHSIG
+       leaves a reaper as parent, and one that is PID 1 (a container's
+       entrypoint) is 1 all along */
+    pid_t front_end = getppid ();
     char *errmsg = NULL;
     char *notebook = NULL, *state_dir = NULL;
     gw_config_t *config = gw_config_load (o->config, &errmsg);
@@ -342,13 +346,13 @@ kernel_run (const serve_opts_t *o, wire_connection_t *conn, json_t *tools)
     prctl (PR_SET_PDEATHSIG, SIGTERM);
     gw_server_t *server = NULL;
     int rc = 1;
-    if (getppid () != 1 && state_dir)
+    if (getppid () == front_end && state_dir)
         server = gw_server_new (&config, state_dir, conn->ip, conn->transport, &errmsg);
     if (server) {
         gw_server_set_kernel_workspace (server, notebook);
         rc = kernel_serve (server, o, conn, tools);
     }
-    else if (getppid () != 1)
+    else if (getppid () == front_end)
         fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");
     free (errmsg);
     gw_server_destroy (&server);
