@@ -13,6 +13,7 @@ tools/toolhost.py, bench/benchlib.py)."""
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -332,6 +333,29 @@ def json_log(path):
         return []
 
 
+def mounts_below(path):
+    """The mount points under path in this mount namespace, sorted."""
+    prefix = str(path) + "/"
+    with open("/proc/self/mountinfo") as f:
+        return sorted(line.split()[4] for line in f if line.split()[4].startswith(prefix))
+
+
+def unmount_below(path):
+    """What a daemon killed without its clean stop left mounted under its
+    state dir (a root gateway's tmpfs workspaces and run dirs)."""
+    for point in reversed(mounts_below(path)):
+        subprocess.run(["umount", "-l", point], check=False)
+
+
+def remove_state(path):
+    """Removes a daemon's state dir once it has stopped, unmounting first
+    what a root gateway killed without its clean stop left there: rmtree
+    alone empties the tmpfs workspaces but leaves each mounted, and the
+    host's mount table grows with every killed gateway."""
+    unmount_below(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 # ---- the HTTP front --------------------------------------------------------------
 
 class HttpGateway:
@@ -396,6 +420,5 @@ class HttpGateway:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         rc = self.proc.wait(timeout)
-        import shutil
-        shutil.rmtree(self.state, ignore_errors=True)
+        remove_state(self.state)
         return rc

@@ -1,7 +1,7 @@
 """Fixtures for the gateway's tests; the helpers are in gwtest.py."""
 import pytest
 
-from gwtest import Gateway, unmount_below
+from gwtest import Gateway, remove_state
 
 
 @pytest.fixture
@@ -11,7 +11,7 @@ def gateway(tmp_path):
     if gw.proc.poll() is None:
         assert gw.stop() == 0
     else:
-        unmount_below(gw.state)
+        remove_state(gw.state)
 
 
 @pytest.fixture
@@ -30,4 +30,4 @@ def make_gateway(tmp_path):
         if gw.proc.poll() is None:
             gw.stop()
         else:
-            unmount_below(gw.state)
+            remove_state(gw.state)

@@ -16,8 +16,8 @@ import time
 
 import hostprobe
 from kennel_testlib import (LSAN_SUPPRESSIONS, Control, become, built, connect, execute, gone,  # noqa: F401
-                            install_kernelspec, json_log, kernel_client, launcher, notebook_dir, serve, stdout_of,
-                            traversable_dir)
+                            install_kernelspec, json_log, kernel_client, launcher, mounts_below, notebook_dir, serve,
+                            remove_state, stdout_of, traversable_dir, unmount_below)
 
 
 
@@ -101,20 +101,6 @@ def unprivileged_gateway(prefix, config=None):
             assert gw.stop() == 0
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-def mounts_below(path):
-    """The mount points under path in this mount namespace, sorted."""
-    prefix = str(path) + "/"
-    with open("/proc/self/mountinfo") as f:
-        return sorted(line.split()[4] for line in f if line.split()[4].startswith(prefix))
-
-
-def unmount_below(path):
-    """What a daemon killed without its clean stop left mounted under its
-    state dir (a root gateway's tmpfs workspaces and run dirs)."""
-    for point in reversed(mounts_below(path)):
-        subprocess.run(["umount", "-l", point], check=False)
 
 
 def remove_kept(conv_dir):

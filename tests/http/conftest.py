@@ -5,7 +5,7 @@ http_gateway unpacks as (base_url, token); other folders (the real-client
 tests) use kennel_testlib.HttpGateway the same way."""
 import pytest
 
-from kennel_testlib import HttpGateway
+from kennel_testlib import HttpGateway, remove_state
 
 
 @pytest.fixture
@@ -15,6 +15,8 @@ def http_gateway(tmp_path):
     yield gw
     if gw.proc.poll() is None:
         assert gw.stop() == 0, gw.log_file.read_text()[-3000:]
+    else:
+        remove_state(gw.state)
 
 
 @pytest.fixture
@@ -34,3 +36,5 @@ def make_http_gateway(tmp_path):
     for gw in made:
         if gw.proc.poll() is None:
             gw.stop()
+        else:
+            remove_state(gw.state)

@@ -14,7 +14,7 @@ import requests
 import websocket
 
 from httptest import V1, api, close_code, connect, message, recv, run, send, start_kernel, stdout
-from kennel_testlib import gone
+from kennel_testlib import gone, mounts_below
 
 ECHO = {"name": "echo", "description": "Returns its value.",
         "parameters": {"type": "object", "properties": {"value": {}}, "required": ["value"]}}
@@ -211,3 +211,21 @@ def test_a_slow_kernel_start_is_waited_for(make_http_gateway, tmp_path):
     t0 = time.monotonic()
     model = start_kernel(gw)
     assert time.monotonic() - t0 > 5.5 and model["execution_state"] in ("idle", "busy", "starting")
+
+
+def test_a_killed_gateway_leaves_no_mounts_behind(make_http_gateway):
+    """A root gateway mounts a tmpfs per workspace and run dir in the
+    host's mount namespace; SIGKILLed, it cannot unmount them, and a test
+    that only removed its state dir left ~100 mounts per killed gateway
+    (the host's mount table grew until service_exec.py, which remounts
+    each, timed out). stop() unmounts what the daemon left."""
+    gw = make_http_gateway()
+    start_kernel(gw)
+    if os.geteuid() != 0:
+        assert mounts_below(gw.state) == [], "an unprivileged gateway mounts in its own namespace"
+        return
+    assert mounts_below(gw.state), "a root gateway's workspaces are tmpfs mounts in the host namespace"
+    gw.proc.kill()
+    gw.proc.wait(10)
+    gw.stop()
+    assert mounts_below(gw.state) == []

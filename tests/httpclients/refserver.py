@@ -6,7 +6,6 @@ directories under the test's tmp dir, bound to 127.0.0.1."""
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -76,7 +75,8 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         if getattr(self, "state", None):
-            shutil.rmtree(self.state, ignore_errors=True)
+            from kennel_testlib import remove_state
+            remove_state(self.state)
         return self.proc.returncode
 
 
