@@ -44,6 +44,7 @@ def test_gateway_as_pid_1_starts_kernels(tmp_path):
         gateway = int(pathlib.Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
         os.kill(gateway, signal.SIGTERM)
         assert proc.wait(30) == 0
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def test_kernel_mode_under_a_pid_1_front_end(tmp_path):
