@@ -1546,7 +1546,9 @@ def _shell_class():
 
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False,
                     **kwargs):
-            _publish_display(dict(data), metadata or {}, transient, update)
+            # IPython's formatters give a PNG as bytes (ipykernel base64s it)
+            data = {mime: _encode_mime(mime, value) for mime, value in data.items()}
+            _publish_display(data, metadata or {}, transient, update)
 
         def clear_output(self, wait=False):
             _publish_clear(wait)
@@ -1993,6 +1995,12 @@ def _compile_cell(source, filename):
     ast = _lazy("ast")
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | _state.future_flags
     tree = compile(source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+    # IPython runs a cell statement by statement, so a __future__ import may
+    # come anywhere in it (SymPy's examples put one after other imports);
+    # in one code object it must come first
+    future = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    if future:
+        tree.body = future + [n for n in tree.body if n not in future]
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(source):
         last = tree.body.pop()

@@ -332,3 +332,25 @@ def test_automagic_only_in_the_notebook_profile(kernel, notebook):
     assert reply["ename"] == "NameError"
     ok(kernel, "%who")
     assert notebook.value("pwd") == "'/workspace'"
+
+
+# ---- found by the notebook corpus (tests/gateway/test_corpus.py) -------------
+
+def test_a_future_import_after_other_statements(kernel):
+    """IPython runs a cell statement by statement: IPython's own SymPy
+    example has `from __future__ import division` after other imports."""
+    _, outputs = ok(kernel, "import math\nfrom __future__ import division\nprint(math.floor(7 / 2), 7 / 2)")
+    assert stream_text(outputs) == "3 3.5\n"
+
+
+def test_a_png_formatter_returning_bytes_is_displayed(kernel):
+    """IPython's formatters give image/png as bytes (IPython's Custom
+    Display Logic example registers one): sent base64, as ipykernel does."""
+    code = ("class Dot:\n    pass\n"
+            "png = b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8)\n"
+            "get_ipython().display_formatter.formatters['image/png'].for_type(Dot, lambda d: png)\n"
+            "from IPython.display import display\n"
+            "display(Dot())")
+    _, outputs = ok(kernel, code)
+    shown = [m["content"]["data"] for m in outputs if m["msg_type"] == "display_data"]
+    assert shown and shown[0]["image/png"] == "iVBORw0KGgoAAAAAAAAAAA==", shown
