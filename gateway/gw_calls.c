@@ -13,13 +13,12 @@
     config asks for them.
 */
 #include "gw_config.h"
-#include "gw_conv.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
 #include "gw_schema.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_tools.h"
 #include "gw_util.h"
@@ -33,14 +32,14 @@ static void
 tool_log (gw_relay_t *self, const char *msg_id, const char *name, size_t bytes, double duration,
           const char *status, const char *ename, const char *reason, json_t *arguments)
 {
-    json_t *line = json_pack ("{s:s, s:s, s:s, s:I, s:f, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
+    json_t *line = json_pack ("{s:s, s:s, s:s, s:I, s:f, s:s}", "conversation", self->id, "msg_id",
                               msg_id ? msg_id : "", "tool", name ? name : "", "bytes", (json_int_t) bytes,
                               "duration", duration, "status", status);
     if (ename)
         json_object_set_new (line, "ename", json_string (ename));
     if (reason)
         json_object_set_new (line, "reason", json_string (reason));
-    if (arguments && gw_conv_config (self->conv)->log_tool_arguments)
+    if (arguments && self->owner->config (self->conv)->log_tool_arguments)
         json_object_set (line, "arguments", arguments);
     gw_log ("tool_call", "O", line);
     json_decref (line);
@@ -104,7 +103,7 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
     call->timer_id = 0; /* a one-shot timer, already gone */
     char evalue[300];
     snprintf (evalue, sizeof evalue, "the host did not answer tool '%.*s' within %g s",
-              gw_text_fit (call->name, 200), call->name, gw_conv_policy (self->conv)->tool_timeout);
+              gw_text_fit (call->name, 200), call->name, self->owner->policy (self->conv)->tool_timeout);
     json_t *call_id = json_string (call->call_id);
     tool_answer_error (self, call->header, call_id, "ToolTimeout", evalue);
     json_decref (call_id);
@@ -151,7 +150,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
 {
     const char *name = json_string_value (json_object_get (content, "name"));
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
-    int max_calls = gw_conv_config (self->conv)->max_tool_calls;
+    int max_calls = self->owner->config (self->conv)->max_tool_calls;
     const json_t *tool = NULL;
     char problem[300];
     if (!e || !e->started) {
@@ -174,7 +173,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
         *ename = "BadToolRequest";
         snprintf (why, size, "a tool_request needs a call_id string not already pending");
     }
-    else if (!name || !(tool = gw_conv_tool (self->conv, name))) {
+    else if (!name || !(tool = self->owner->tool (self->conv, name))) {
         *ename = "UnknownTool";
         snprintf (why, size, "this conversation declared no tool named '%.*s'", name ? gw_text_fit (name, 200) : 0,
                   name ? name : "");
@@ -217,12 +216,12 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->name = wire_xstrdup (name);
     call->exec_msg_id = wire_xstrdup (e->msg_id);
     call->header = json_incref (header);
-    if (gw_conv_config (self->conv)->log_tool_arguments)
+    if (self->owner->config (self->conv)->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
     call->token = zframe_dup (zmsg_first (e->ids));
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();
-    double timeout = gw_conv_policy (self->conv)->tool_timeout;
+    double timeout = self->owner->policy (self->conv)->tool_timeout;
     if (timeout != GW_UNLIMITED)
         call->timer_id
             = gw_timer_start (gw_server_loop (self->server), gw_limit_ms (timeout) + 1, 1, on_tool_timeout, call);
@@ -241,7 +240,7 @@ tool_reply_admit (gw_relay_t *self, zmsg_t *msg)
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
     gw_call_t *call = call_id ? zhashx_lookup (self->calls, call_id) : NULL;
     if (!call) {
-        gw_log ("tool_reply_dropped", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "call_id",
+        gw_log ("tool_reply_dropped", "{s:s, s:s, s:s}", "conversation", self->id, "call_id",
                 call_id ? call_id : "", "reason", "no pending tool call of this conversation has this call_id");
         json_decref (content);
         return false;

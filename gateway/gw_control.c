@@ -9,16 +9,21 @@
     gw_core.h, their client sockets are the ZeroMQ front's.
 */
 #include "gw_control.h"
+#include "gw_capacity.h"
+#include "gw_config.h"
 #include "gw_conv.h"
 #include "gw_core.h"
 #include "gw_files.h"
 #include "gw_io.h"
 #include "gw_log.h"
-#include "gw_server.h"
-#include "gw_server_private.h"
+#include "gw_ops.h"
+#include "gw_pool.h"
+#include "gw_server_access.h"
 #include "gw_util.h"
 #include "gw_zmq_front.h"
+#include "gw_zygote.h"
 #include "wire.h"
+#include "config.h"
 
 #include <string.h>
 
@@ -33,14 +38,15 @@ reply_send_with (gw_server_t *self, wire_msg_t *req, json_t *content, zmsg_t *bu
         snprintf (type, sizeof type, "%.*s_reply", (int) (len - 8), req_type);
     else
         snprintf (type, sizeof type, "error_reply");
-    wire_msg_t *reply = wire_msg_new (self->session, type, req);
+    wire_msg_t *reply = wire_msg_new (gw_server_session (self), type, req);
     wire_msg_set_content (reply, content);
     if (buffers) {
         zmsg_destroy (&reply->buffers);
         reply->buffers = buffers;
     }
-    wire_msg_send (reply, self->control, self->key);
-    gw_io_sent (self->io, self->control); /* often sent from a launch's callback, not the control handler */
+    wire_msg_send (reply, gw_server_control (self), gw_server_key (self));
+    /* often sent from a launch's callback, not the control handler */
+    gw_io_sent (gw_server_io (self), gw_server_control (self));
     wire_msg_destroy (&reply);
 }
 
@@ -58,10 +64,42 @@ reply_error (gw_server_t *self, wire_msg_t *req, const char *ename, const char *
                                       "traceback"));
 }
 
+/* gateway_info's content (docs/PROTOCOL.md section 3): answered only once
+   the start-up probe has ended, so a layer report, or the probe's failure,
+   is always there. */
+static json_t *
+info_content (gw_server_t *self)
+{
+    const gw_config_t *config = gw_server_config (self);
+    json_t *kernels = json_pack ("[s]", "python");
+    const char *name;
+    json_t *k;
+    json_object_foreach (config->kernels, name, k)
+        json_array_append_new (kernels, json_string (name));
+    json_t *last = gw_server_last_layers (self);
+    json_t *layers = last ? json_deep_copy (last) : json_object ();
+    gw_pool_t *pool = gw_server_pool (self);
+    json_t *pool_info = pool ? gw_pool_info (pool)
+                             : json_pack ("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "starting", 0, "claimed", 0);
+    const char *layer;
+    const char *startup_error = gw_server_startup_error (self, &layer);
+    json_t *content = json_pack (
+        "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
+        "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
+        startup_error == NULL, "confinement", layers, "confinement_taken", gw_server_layers_taken (self), "limits",
+        gw_config_limits_json (config), "conversations", gw_core_count (self), "transport", gw_server_transport (self),
+        "curve", gw_server_curve (self), "warm_pool", pool_info, "capacity", gw_capacity_json (gw_server_capacity (self)),
+        "fork_server", gw_zygote_info (gw_server_zygote (self), config));
+    json_object_set_new (content, "draining", json_boolean (gw_drain_active (self)));
+    if (startup_error)
+        json_object_set_new (content, "startup_error", json_pack ("{s:s, s:s}", "layer", layer, "reason", startup_error));
+    return content;
+}
+
 static void
 do_gateway_info (gw_server_t *self, wire_msg_t *req)
 {
-    reply_send (self, req, gw_server_info (self));
+    reply_send (self, req, info_content (self));
 }
 
 static json_t *
@@ -228,7 +266,8 @@ gw_control_on_message (zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *id = zmsg_first (msg);
     for (size_t i = 0; id && i < zframe_size (id) && i < 16; i++)
         snprintf (source + 8 + 2 * i, 3, "%02x", zframe_data (id)[i]);
-    wire_msg_t *req = wire_msg_decode (&msg, self->key, self->replay, &self->limits, &err);
+    wire_msg_t *req
+        = wire_msg_decode (&msg, gw_server_key (self), gw_server_replay (self), gw_server_limits (self), &err);
     if (!req) {
         gw_log_limited (source, "bad_message", "{s:s, s:s, s:s, s:s}", "channel", "control", "from", "client",
                         "reason", wire_error_name (err), "detail", wire_strerror (err));

@@ -17,7 +17,6 @@
 */
 #include "gw_conv.h"
 #include "gw_config.h"
-#include "gw_core.h"
 #include "gw_front.h"
 #include "gw_kernel.h"
 #include "gw_launch.h"
@@ -29,7 +28,7 @@
 #include "gw_quota.h"
 #include "gw_relay.h"
 #include "gw_remove.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_slots.h"
 #include "gw_timer.h"
 #include "gw_tools.h"
@@ -78,7 +77,14 @@ struct gw_conv {
     bool queued;     /* waiting for a launch slot */
     bool claimed;    /* the kernel starting is a claimed pooled one */
     bool pooled;     /* kernel is a claimed pooled one, adopted by gw_conv_start */
+    gw_conv_close_fn *close_later; /* the table's (gw_core.c) */
 };
+
+/* What the relay asks of its conversation (gw_relay_owner_t). */
+static void gw_conv_kernel_start (gw_conv_t *self);
+static void gw_conv_kernel_ready (gw_conv_t *self);
+static void gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause);
+static void gw_conv_request_close (gw_conv_t *self);
 
 const char *
 gw_conv_id (const gw_conv_t *self)
@@ -105,33 +111,28 @@ gw_conv_workspace (const gw_conv_t *self)
 {
     return self->workspace;
 }
-const gw_policy_t *
+static const gw_policy_t *
 gw_conv_policy (const gw_conv_t *self)
 {
     return &self->policy;
 }
-gw_launch_t *
+static gw_launch_t *
 gw_conv_launch (gw_conv_t *self)
 {
     return gw_kernel_launch_of (self->kernel);
 }
-bool
-gw_conv_kernel_alive (const gw_conv_t *self)
-{
-    return self->kstate == K_RUNNING;
-}
-bool
+static bool
 gw_conv_kernel_dead (const gw_conv_t *self)
 {
     return self->kstate == K_DEAD;
 }
-void
+static void
 gw_conv_touch (gw_conv_t *self)
 {
     self->last_activity = gw_clock_mono ();
 }
 
-const json_t *
+static const json_t *
 gw_conv_tool (const gw_conv_t *self, const char *name)
 {
     return gw_tools_find (self->tools, name);
@@ -262,7 +263,7 @@ on_launch_status (gw_launch_t *launch, void *arg)
     /* K_STARTING until the relay's handshake: gw_conv_kernel_ready */
 }
 
-void
+static void
 gw_conv_kernel_ready (gw_conv_t *self)
 {
     launch_timer_stop (self);
@@ -352,7 +353,7 @@ launch_timer_start (gw_conv_t *self)
 static int make_dir (const char *path, mode_t mode, char **errmsg);
 
 /* Starts a kernel now if a launch slot is free, else when one is. */
-void
+static void
 gw_conv_kernel_start (gw_conv_t *self)
 {
     self->kstate = K_STARTING;
@@ -440,7 +441,7 @@ kernel_launch (gw_conv_t *self)
 static int
 make_dir (const char *path, mode_t mode, char **errmsg)
 {
-    if (mkdir (path, mode) < 0 && errno != EEXIST) {
+    if (gw_fs_make_dir (path, mode, false) < 0) {
         *errmsg = wire_xasprintf ("cannot create %s: %s", path, strerror (errno));
         return -1;
     }
@@ -496,13 +497,22 @@ warm_adopt (gw_conv_t *self)
     on_launch_status (gw_conv_launch (self), self);
 }
 
+static const gw_relay_owner_t relay_owner = {
+    .id = gw_conv_id, .config = gw_conv_config, .policy = gw_conv_policy, .workspace = gw_conv_workspace,
+    .tool = gw_conv_tool, .launch = gw_conv_launch, .kernel_dead = gw_conv_kernel_dead,
+    .kernel_start = gw_conv_kernel_start, .kernel_ready = gw_conv_kernel_ready, .kill_kernel = gw_conv_kill_kernel,
+    .touch = gw_conv_touch, .interrupt = gw_conv_interrupt, .restart = gw_conv_restart,
+    .request_close = gw_conv_request_close,
+};
+
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             bool pooled, char **errmsg)
+             bool pooled, gw_conv_close_fn *close_later, char **errmsg)
 {
     gw_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
     self->config = gw_config_ref (gw_server_config (server));
+    self->close_later = close_later;
     self->id = wire_xstrdup (id);
     self->kernel_name = wire_xstrdup (kernel ? kernel : "python");
     self->tools = tools ? json_incref (tools) : json_array ();
@@ -530,7 +540,7 @@ gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *to
         gw_conv_destroy (&self, true);
         return NULL;
     }
-    self->relay = gw_relay_new (self, server);
+    self->relay = gw_relay_new (self, &relay_owner, server);
     return self;
 }
 
@@ -597,7 +607,7 @@ gw_conv_interrupt (gw_conv_t *self)
     return launch && self->kstate == K_RUNNING ? gw_launch_signal (launch, SIGINT) : -1;
 }
 
-void
+static void
 gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
 {
     if (!gw_conv_launch (self) || self->kstate != K_RUNNING)
@@ -608,11 +618,11 @@ gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause)
     gw_launch_kill (gw_conv_launch (self));
 }
 
-void
+static void
 gw_conv_request_close (gw_conv_t *self)
 {
     /* after the handler that asked returns: it still uses the relay */
-    gw_core_close_later (self->server, self->id, "shutdown_request");
+    self->close_later (self->server, self->id, "shutdown_request");
 }
 
 /* Why the client's executions end, in its words: the close request's

@@ -1,5 +1,6 @@
-/*  gw_conv.h - one conversation (gw_conv.c): its directories, its kernel
-    and the relay's view of them.
+/*  gw_conv.h - one conversation (gw_conv.c): its directories, its policy
+    and tools, its kernel's lifecycle; it owns its relay (gw_relay.h),
+    which reaches it only through the functions it hands the relay.
 */
 #ifndef GW_CONV_H_INCLUDED
 #define GW_CONV_H_INCLUDED
@@ -9,16 +10,18 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
-typedef struct gw_launch gw_launch_t; /* gw_launch.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 typedef struct gw_conv gw_conv_t;
 
+/* How a conversation asks the table that made it to close it once the
+   current handler has returned (gw_core_close_later). */
+typedef void (gw_conv_close_fn) (gw_server_t *server, const char *id, const char *why);
 /* Creates the directories (claims a warm-pool kernel when pooled and the
    pool has one that fits). NULL + *errmsg. Only the table (gw_core.c)
    makes conversations. */
 gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
-                        const gw_policy_t *policy, bool pooled, char **errmsg);
+                        const gw_policy_t *policy, bool pooled, gw_conv_close_fn *close_later, char **errmsg);
 /* Starts its kernel (or adopts the claimed one). */
 void gw_conv_start (gw_conv_t *self);
 /* Stops the kernel, closes the sockets, removes the directories (the
@@ -50,27 +53,8 @@ void gw_conv_announce_stopping (gw_conv_t *self);
 /* The config the conversation was opened under (a reload changes only
    later conversations'). */
 const gw_config_t *gw_conv_config (const gw_conv_t *self);
-/* Internal to gw_conv.c and gw_relay.c */
-void gw_conv_kernel_start (gw_conv_t *self);
 
-/* ---- used by the relay (gw_relay.c and its family) --------------------- */
-
-const gw_policy_t *gw_conv_policy (const gw_conv_t *self);
-gw_launch_t *gw_conv_launch (gw_conv_t *self);
-bool gw_conv_kernel_alive (const gw_conv_t *self);
-/* The kernel is gone (dead and not yet restarted). */
-bool gw_conv_kernel_dead (const gw_conv_t *self);
-void gw_conv_touch (gw_conv_t *self);
-/* The declared tool named name, or NULL. */
-const json_t *gw_conv_tool (const gw_conv_t *self, const char *name);
 /* Replaces the declared tools; a running kernel is reconfigured. */
 void gw_conv_set_tools (gw_conv_t *self, json_t *tools);
-/* Kills the kernel now (timeout past grace); its death is handled as usual
-   but reported as the given cause. */
-void gw_conv_kill_kernel (gw_conv_t *self, const char *ename, const char *cause);
-/* The relay's handshake with a fresh kernel succeeded. */
-void gw_conv_kernel_ready (gw_conv_t *self);
-/* shutdown_request restart:false: close after the reply went out. */
-void gw_conv_request_close (gw_conv_t *self);
 
 #endif

@@ -8,7 +8,7 @@
 #include "gw_conv.h"
 #include "gw_log.h"
 #include "gw_ops.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_tools.h"
 #include "gw_util.h"
@@ -46,7 +46,7 @@ gw_core_open_checked (gw_server_t *server, const char *id, const char *kernel, j
                       const gw_policy_t *policy, bool pooled, gw_core_attach_fn *attach, void *arg,
                       char **errmsg)
 {
-    gw_conv_t *conv = gw_conv_new (server, id, kernel, tools, policy, pooled, errmsg);
+    gw_conv_t *conv = gw_conv_new (server, id, kernel, tools, policy, pooled, gw_core_close_later, errmsg);
     if (conv && attach && attach (conv, arg, errmsg) < 0)
         gw_conv_destroy (&conv, false);
     if (!conv)

@@ -13,7 +13,7 @@
 #include "gw_core.h"
 #include "gw_log.h"
 #include "gw_ops.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
 

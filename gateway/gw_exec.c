@@ -5,14 +5,13 @@
     never finish (kernel died, conversation closed, queue full).
 */
 #include "gw_config.h"
-#include "gw_conv.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
 #include "gw_proc.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
 #include "wire.h"
@@ -58,12 +57,12 @@ exec_start_head (gw_relay_t *self)
         return;
     e->started = true;
     e->started_at = gw_clock_mono ();
-    gw_launch_t *launch = gw_conv_launch (self->conv);
+    gw_launch_t *launch = self->owner->launch (self->conv);
     gw_proc_watch_start (&e->usage, launch ? gw_launch_kernel_pid (launch) : 0);
-    double timeout = gw_conv_policy (self->conv)->execution_timeout;
+    double timeout = self->owner->policy (self->conv)->execution_timeout;
     if (timeout != GW_UNLIMITED)
         e->timer_id = gw_timer_start (gw_server_loop (self->server), gw_limit_ms (timeout), 1, on_exec_timeout, self);
-    gw_log ("execute_start", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+    gw_log ("execute_start", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
 }
 
 void
@@ -83,8 +82,8 @@ void
 exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
 {
     exec_stop_timers (self, e);
-    gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", gw_conv_id (self->conv), "msg_id",
-            e->msg_id, "status", status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
+    gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", self->id, "msg_id", e->msg_id, "status",
+            status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
             (json_int_t) e->output_bytes, "truncated", e->truncated);
     gw_metrics_execution (status, e->started ? gw_clock_mono () - e->started_at : -1);
     self->executions++;
@@ -130,10 +129,10 @@ on_grace_over (zloop_t *loop, int timer_id, void *arg)
     snprintf (cause, sizeof cause,
               "execution exceeded %g s and did not stop on interrupt; the kernel was killed and restarts, "
               "variables are lost",
-              gw_conv_policy (self->conv)->execution_timeout);
-    gw_log ("kill", "{s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "reason",
+              self->owner->policy (self->conv)->execution_timeout);
+    gw_log ("kill", "{s:s, s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id, "reason",
             "timeout");
-    gw_conv_kill_kernel (self->conv, "ExecutionTimeout", cause);
+    self->owner->kill_kernel (self->conv, "ExecutionTimeout", cause);
     return 0;
 }
 
@@ -145,13 +144,13 @@ on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
     e->timer_id = 0;
     e->timed_out = true;
     gw_metrics_timeout ();
-    gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id, "limit",
-            gw_conv_policy (self->conv)->execution_timeout);
-    gw_launch_t *launch = gw_conv_launch (self->conv);
+    gw_log ("timeout", "{s:s, s:s, s:f}", "conversation", self->id, "msg_id", e->msg_id, "limit",
+            self->owner->policy (self->conv)->execution_timeout);
+    gw_launch_t *launch = self->owner->launch (self->conv);
     if (launch)
         gw_launch_signal (launch, SIGINT);
-    e->grace_timer_id = gw_timer_start (loop, (size_t) (gw_conv_config (self->conv)->interrupt_grace * 1000) + 1, 1,
-                                        on_grace_over, self);
+    double grace = self->owner->config (self->conv)->interrupt_grace;
+    e->grace_timer_id = gw_timer_start (loop, (size_t) (grace * 1000) + 1, 1, on_grace_over, self);
     return 0;
 }
 
@@ -165,7 +164,7 @@ timeout_report (gw_relay_t *self, gw_exec_t *e)
     e->timeout_reported = true;
     char evalue[200];
     snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
-              gw_conv_policy (self->conv)->execution_timeout);
+              self->owner->policy (self->conv)->execution_timeout);
     publish_error (self, e->header, "ExecutionTimeout", evalue);
 }
 
@@ -208,7 +207,7 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
     else if (e && pid && streq (pid, e->msg_id)) {
         int d = delimiter_index (msg);
         int64_t bytes = (int64_t) zframe_size (frame_at (msg, d + 5));
-        int64_t limit = gw_conv_policy (self->conv)->output_bytes;
+        int64_t limit = self->owner->policy (self->conv)->output_bytes;
         int64_t room = limit - e->output_bytes;
         e->output_bytes += bytes;
         if (limit != GW_UNLIMITED && e->output_bytes > limit) {
@@ -218,7 +217,7 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
             if (!e->truncated) {
                 e->truncated = true;
                 *marker = true;
-                gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", gw_conv_id (self->conv), "msg_id",
+                gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", self->id, "msg_id",
                         e->msg_id, "limit", (json_int_t) limit);
             }
         }
@@ -232,7 +231,7 @@ publish_marker (gw_relay_t *self)
     gw_exec_t *e = exec_head (self);
     char text[200];
     snprintf (text, sizeof text, "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
-              (long long) gw_conv_policy (self->conv)->output_bytes);
+              (long long) self->owner->policy (self->conv)->output_bytes);
     publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
 }
 
@@ -261,13 +260,13 @@ exec_new (zmsg_t *msg, json_t *header)
 void
 track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
 {
-    int limit = gw_conv_config (self->conv)->queue_limit;
+    int limit = self->owner->config (self->conv)->queue_limit;
     gw_exec_t *e = exec_new (*msg_p, header);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];
         snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
                   (int) zlistx_size (self->execs) - 1, limit);
-        gw_log ("queue_full", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+        gw_log ("queue_full", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
         exec_fail (self, e, "QueueFull", evalue, "kept", true);
         exec_destroy (&e);
         zmsg_destroy (msg_p);
@@ -303,7 +302,7 @@ execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const 
         }
         else
             exec_fail (self, e, ename, evalue, state, !first || !e->started);
-        gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id",
+        gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "msg_id",
                 e->msg_id, "status", "error", "reason", evalue);
         gw_metrics_execution ("cut", e->started ? gw_clock_mono () - e->started_at : -1);
         self->executions++;

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 /* One chunk: a read or write of this much on a tmpfs takes about a
    millisecond (gateway/README.md, "File API"). */

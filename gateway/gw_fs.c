@@ -16,7 +16,9 @@
     was left. No recursion, a fixed number of fds, whatever the depth.
     Removal makes each directory the gateway owns 0700 before reading it,
     and passes over a directory until a pass finds it empty. Nothing here
-    logs or touches the event loop: callable from any thread.
+    logs or touches the event loop: callable from any thread. The gateway's
+    own directories (state dir, conversations, pool) are made here too
+    (gw_fs_make_dir).
 */
 #include "gw_util.h"
 #include "wire.h"
@@ -282,4 +284,24 @@ gw_fs_tree_bytes (const char *path)
     walk_t w = {.remove = false};
     walk_run (&w, fd);
     return w.bytes;
+}
+
+int
+gw_fs_make_dir (const char *path, mode_t mode, bool parents)
+{
+    if (parents) {
+        char *copy = wire_xstrdup (path);
+        for (char *p = copy + 1; *p; p++)
+            if (*p == '/') {
+                *p = 0;
+                int rc = gw_fs_make_dir (copy, mode, false);
+                *p = '/';
+                if (rc < 0) {
+                    free (copy);
+                    return -1;
+                }
+            }
+        free (copy);
+    }
+    return mkdir (path, mode) < 0 && errno != EEXIST ? -1 : 0;
 }

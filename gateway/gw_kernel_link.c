@@ -9,14 +9,13 @@
     A connection that drops once the kernel is ready is the kernel breaking
     its channel: the kernel is killed and its clients are told.
 */
-#include "gw_conv.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
 #include "gw_peek.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
 #include "gw_zmtp.h"
@@ -54,7 +53,7 @@ on_probe_timer (zloop_t *loop, int timer_id, void *arg)
        retried by ZeroMQ (reconnection is off); no user code has run yet,
        so connecting again by path is still safe */
     if (self->handshakes != 0xF && (gw_clock_mono () - self->connected_at) * 1000 > KERNEL_CONNECT_RETRY_MS) {
-        gw_log ("kernel_connect_retry", "{s:s, s:i}", "conversation", gw_conv_id (self->conv), "handshakes",
+        gw_log ("kernel_connect_retry", "{s:s, s:i}", "conversation", self->id, "handshakes",
                 (int) self->handshakes);
         kernel_sockets_drop (self);
         kernel_connect_or_wait (self);
@@ -81,7 +80,7 @@ probe_check (gw_relay_t *self)
     self->kernel_ready = true;
     backlog_flush (self);
     exec_start_head (self);
-    gw_conv_kernel_ready (self->conv);
+    self->owner->kernel_ready (self->conv);
 }
 
 /* Whether a kernel message answers our own probe (parent session is ours). */
@@ -102,7 +101,7 @@ own_reply_check (gw_relay_t *self, zmsg_t *msg)
     json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
     const char *status = json_string_value (json_object_get (content, "status"));
     if (status && streq (status, "error"))
-        gw_log ("configure_refused", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "reason",
+        gw_log ("configure_refused", "{s:s, s:s}", "conversation", self->id, "reason",
                 json_string_value (json_object_get (content, "evalue")) ?: "");
     json_decref (content);
 }
@@ -138,7 +137,7 @@ on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
                   "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
                   "killed and the next request starts a fresh kernel, variables are lost",
                   gw_channel_name (self->dropped_channel), 2 * gw_server_limits (self->server)->max_message_bytes);
-    gw_conv_kill_kernel (self->conv, "KernelDied", cause);
+    self->owner->kill_kernel (self->conv, "KernelDied", cause);
     return 0;
 }
 
@@ -168,7 +167,7 @@ on_kernel_monitor (zloop_t *loop, zsock_t *sock, void *arg)
         }
     }
     else if (ev == ZMQ_EVENT_DISCONNECTED && self->kernel_ready && !self->drop_timer) {
-        gw_log ("kernel_channel_closed", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "channel",
+        gw_log ("kernel_channel_closed", "{s:s, s:s}", "conversation", self->id, "channel",
                 gw_channel_name (ch));
         self->dropped_channel = ch;
         self->drop_timer = gw_timer_start (loop, KERNEL_DROP_GRACE_MS, 1, on_kernel_drop_grace, self);
@@ -255,7 +254,7 @@ kernel_guard_connect (gw_relay_t *self, int ch, zsock_t *s)
     snprintf (path, sizeof path, "%s/" LAUNCH_KERNEL_SOCKET, self->run_dir, self->kernel_ports[ch]);
     size_t max = gw_server_limits (self->server)->max_message_bytes;
     gw_zmtp_limits_t limits = {max && max <= UINT64_MAX / 2 ? 2 * (uint64_t) max : UINT64_MAX, GW_ZMTP_FRAMES_MAX};
-    self->guard[ch] = gw_zmtp_guard_new (gw_server_io (self->server), path, &limits, gw_conv_id (self->conv),
+    self->guard[ch] = gw_zmtp_guard_new (gw_server_io (self->server), path, &limits, self->id,
                                          gw_channel_name (ch), endpoint, sizeof endpoint);
     return self->guard[ch] ? zsock_connect (s, "%s", endpoint) : -1;
 }
@@ -290,9 +289,9 @@ kernel_connect (gw_relay_t *self)
     for (int ch = 0; ch < 4; ch++)
         if (kernel_socket_open (self, ch) < 0) {
             char source[200];
-            snprintf (source, sizeof source, "conversation/%s/kernel_connect", gw_conv_id (self->conv));
+            snprintf (source, sizeof source, "conversation/%s/kernel_connect", self->id);
             gw_log_limited (source, "kernel_connect_failed", "{s:s, s:s, s:s}", "conversation",
-                            gw_conv_id (self->conv), "channel", gw_channel_name (ch), "reason", strerror (errno));
+                            self->id, "channel", gw_channel_name (ch), "reason", strerror (errno));
             kernel_sockets_drop (self);
             return -1;
         }

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 /* The upper bounds (seconds) of every histogram's buckets, then +Inf. */
 #define GW_METRICS_BUCKETS 14

@@ -9,7 +9,7 @@
 #include <czmq.h>
 #include <stdbool.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 /* ---- gw_signal: SIGTERM, SIGINT and SIGHUP as events of the loop ------- */
 

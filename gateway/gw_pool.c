@@ -18,12 +18,11 @@
 #include "gw_pool.h"
 #include "gw_capacity.h"
 #include "gw_config.h"
-#include "gw_core.h"
 #include "gw_kernel.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_quota.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_slots.h"
 #include "gw_timer.h"
 #include "gw_util.h"
@@ -180,12 +179,6 @@ on_warm_exit (gw_launch_t *launch, void *arg)
     warm_remove (self, warm);
 }
 
-static int
-make_dir (const char *path, mode_t mode)
-{
-    return mkdir (path, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* One more pooled kernel: its dirs, run dir and key, the launcher. */
 static void
 pool_launch (gw_pool_t *self)
@@ -202,8 +195,8 @@ pool_launch (gw_pool_t *self)
     char *runs = wire_xasprintf ("%s/run", gw_server_state_dir (self->server));
     const gw_config_t *config = gw_server_config (self->server);
     char *errmsg = NULL;
-    if (make_dir (top, 0711) < 0 || make_dir (runs, 0711) < 0 || make_dir (warm->dir, 0711) < 0
-             || make_dir (workspace, 0700) < 0) {
+    if (gw_fs_make_dir (top, 0711, false) < 0 || gw_fs_make_dir (runs, 0711, false) < 0
+        || gw_fs_make_dir (warm->dir, 0711, false) < 0 || gw_fs_make_dir (workspace, 0700, false) < 0) {
         errmsg = wire_xasprintf ("cannot create %s: %s", warm->dir, strerror (errno));
     }
     else if (gw_quota_apply (config, workspace, config->defaults.workspace_bytes, config->defaults.workspace_files,
@@ -240,7 +233,7 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
         || gw_clock_mono () < self->retry_at
         || gw_clock_mono () < self->claimed_at + POOL_QUIET_S
         || gw_slots_busy (gw_server_slots (server))
-        || !gw_capacity_fds_room (gw_server_capacity (server), gw_core_count (server)))
+        || !gw_capacity_fds_room (gw_server_capacity (server), (int) zhashx_size (gw_server_table (server))))
         return 0;
     for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
         if (!w->ready)

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 typedef struct gw_kernel gw_kernel_t; /* gw_kernel.h */
 typedef struct gw_pool gw_pool_t;
 /* Starts filling in the background (one launch at a time, after the

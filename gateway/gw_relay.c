@@ -16,13 +16,12 @@
     tracked on the way.
 */
 #include "gw_relay.h"
-#include "gw_conv.h"
 #include "gw_front.h"
 #include "gw_log.h"
 #include "gw_peek.h"
 #include "gw_peers.h"
 #include "gw_relay_private.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "wire.h"
 
 #include <string.h>
@@ -194,8 +193,8 @@ to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
     zmsg_pushmem (*msg_p, &channel, sizeof channel);
     zlistx_add_end (self->backlog, *msg_p);
     *msg_p = NULL;
-    if (gw_conv_kernel_dead (self->conv))
-        gw_conv_kernel_start (self->conv);
+    if (self->owner->kernel_dead (self->conv))
+        self->owner->kernel_start (self->conv);
 }
 
 /* A peer's message (token, route, delimiter, signature, parts) checked as
@@ -218,7 +217,7 @@ client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
         log_bad (self, gw_channel_name (channel), err, "client");
         return NULL;
     }
-    gw_conv_touch (self->conv);
+    self->owner->touch (self->conv);
     return header;
 }
 
@@ -242,12 +241,12 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
     publish_status (self, req->header, "busy");
     wire_msg_t *reply;
     if (streq (msg_type, "interrupt_request")) {
-        int rc = gw_conv_interrupt (self->conv);
+        int rc = self->owner->interrupt (self->conv);
         reply = wire_msg_new (self->session, "interrupt_reply", req);
         wire_msg_set_content (reply, rc == 0 ? json_pack ("{s:s}", "status", "ok")
                                              : json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
                                                           "NoKernel", "evalue", "no kernel is running", "traceback"));
-        gw_log ("interrupt", "{s:s, s:b}", "conversation", gw_conv_id (self->conv), "delivered", rc == 0);
+        gw_log ("interrupt", "{s:s, s:b}", "conversation", self->id, "delivered", rc == 0);
     }
     else {
         bool restart = json_is_true (json_object_get (req->content, "restart"));
@@ -263,9 +262,9 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
         publish_status (self, req->header, "idle");
         wire_msg_destroy (&req);
         if (restart && !gw_server_kernel_mode (self->server))
-            gw_conv_restart (self->conv, "shutdown_request with restart");
+            self->owner->restart (self->conv, "shutdown_request with restart");
         else
-            gw_conv_request_close (self->conv);
+            self->owner->request_close (self->conv);
         return;
     }
     client_send_own (self, reply, WIRE_CONTROL);
@@ -329,10 +328,12 @@ relay_submit (void *arg, wire_channel_t channel, zmsg_t **msg_p)
 /* ---- lifecycle ------------------------------------------------------------ */
 
 gw_relay_t *
-gw_relay_new (gw_conv_t *conv, gw_server_t *server)
+gw_relay_new (gw_conv_t *conv, const gw_relay_owner_t *owner, gw_server_t *server)
 {
     gw_relay_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
+    self->owner = owner;
+    self->id = owner->id (conv);
     self->server = server;
     self->peers = gw_peers_new (conv, relay_submit, calls_end_peer, self);
     self->execs = zlistx_new ();

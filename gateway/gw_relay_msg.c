@@ -3,7 +3,6 @@
     gw_front.h), and the gateway's own messages (status, error) on behalf
     of a conversation.
 */
-#include "gw_conv.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
@@ -12,7 +11,7 @@
 #include "gw_peers.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "wire.h"
 
 #include <string.h>
@@ -68,7 +67,7 @@ resign (zmsg_t *msg, const wire_key_t *key)
 void
 log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
 {
-    gw_log_bad_message (gw_conv_id (self->conv), channel, err, from);
+    gw_log_bad_message (self->id, channel, err, from);
 }
 
 /* Sends to the kernel without ever blocking the loop: a kernel that stops
@@ -85,7 +84,7 @@ kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
     if (rc == 0 && !*msg_p)
         return;
     zmsg_destroy (msg_p);
-    gw_log_dropped (gw_conv_id (self->conv), gw_channel_name (channel));
+    gw_log_dropped (self->id, gw_channel_name (channel));
 }
 
 /* To the peers, unsigned (gw_front.h): the signature frame goes empty. */
@@ -130,7 +129,7 @@ publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, js
 {
     wire_msg_t *m = own_msg (self, msg_type, parent_header, NULL);
     char topic[200];
-    snprintf (topic, sizeof topic, "kernel.%s.%s", gw_conv_id (self->conv), msg_type);
+    snprintf (topic, sizeof topic, "kernel.%s.%s", self->id, msg_type);
     zmsg_addstr (m->identities, topic);
     wire_msg_set_content (m, content);
     client_send_own (self, m, WIRE_IOPUB);

@@ -10,7 +10,8 @@
 #ifndef GW_RELAY_PRIVATE_H_INCLUDED
 #define GW_RELAY_PRIVATE_H_INCLUDED
 
-#include "gw_conv.h"
+#include "gw_config.h"
+#include "gw_front.h"
 #include "gw_peers.h"
 #include "gw_proc.h"
 #include "gw_relay.h"
@@ -60,6 +61,8 @@ typedef struct {
 
 struct gw_relay {
     gw_conv_t *conv;
+    const gw_relay_owner_t *owner; /* conv's side: the relay never calls gw_conv.c by name */
+    const char *id;                /* conv's id, for the log: as long-lived as the relay */
     gw_server_t *server;
     gw_peers_t *peers;
     char *closed_why; /* set by gw_relay_close: what is submitted now is answered, never relayed */

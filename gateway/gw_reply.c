@@ -3,7 +3,6 @@
     metadata.kennel spliced in (the execution's cost), and after a timeout
     that the interrupt ended, its content made ExecutionTimeout.
 */
-#include "gw_conv.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_meta.h"
@@ -12,7 +11,7 @@
 #include "gw_quota.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
 #include "wire.h"
@@ -28,7 +27,7 @@ exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
 {
     double cpu = 0, wall = e->started ? gw_clock_mono () - e->started_at : 0;
     int64_t hwm = 0;
-    gw_launch_t *launch = gw_conv_launch (self->conv);
+    gw_launch_t *launch = self->owner->launch (self->conv);
     if (launch && gw_launch_state (launch) == GW_LAUNCH_CONFINED)
         gw_proc_watch_end (&e->usage, &cpu, &hwm);
     gw_proc_watch_close (&e->usage);
@@ -40,7 +39,7 @@ exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state)
     if (launch && gw_launch_state (launch) == GW_LAUNCH_EXITED)
         json_object_set_new (cost, "kernel_ended", json_string (gw_launch_cause (launch)));
     int64_t ws_bytes, ws_files;
-    if (gw_quota_usage (gw_conv_workspace (self->conv), &ws_bytes, &ws_files)) {
+    if (gw_quota_usage (self->owner->workspace (self->conv), &ws_bytes, &ws_files)) {
         json_object_set_new (cost, "workspace_bytes", json_integer ((json_int_t) ws_bytes));
         json_object_set_new (cost, "workspace_files", json_integer ((json_int_t) ws_files));
     }
@@ -63,7 +62,7 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
             = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
         char evalue[200];
         snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
-                  gw_conv_policy (self->conv)->execution_timeout);
+                  self->owner->policy (self->conv)->execution_timeout);
         json_t *fresh = json_pack ("{s:s, s:O?, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error", "execution_count",
                                    json_object_get (content, "execution_count"), "ename", "ExecutionTimeout",
                                    "evalue", evalue, "traceback", evalue, "user_expressions", "payload");
@@ -101,7 +100,7 @@ on_idle_wait_over (zloop_t *loop, int timer_id, void *arg)
         if (e->idle_timer_id == timer_id) {
             e->idle_timer_id = 0;
             if (e->reply) {
-                gw_log ("no_idle", "{s:s, s:s}", "conversation", gw_conv_id (self->conv), "msg_id", e->msg_id);
+                gw_log ("no_idle", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
                 reply_complete (self, zlistx_cursor (self->execs), e);
             }
             break;

@@ -38,26 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* mkdir -p; what we create is 0711: the sandbox's host uid must traverse
-   it to reach a conversation's workspace and run dir (gw_conv.c). */
-static int
-make_dirs (const char *path)
-{
-    char *copy = wire_xstrdup (path);
-    for (char *p = copy + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir (copy, 0711) < 0 && errno != EEXIST) {
-                free (copy);
-                return -1;
-            }
-            *p = '/';
-        }
-    int rc = mkdir (copy, 0711) < 0 && errno != EEXIST ? -1 : 0;
-    free (copy);
-    return rc;
-}
-
 /* Started by root, the launcher hands workspaces to an unprivileged host
    uid that must traverse every directory above them: say so at start
    rather than let each conversation fail at the mount stage. */
@@ -119,7 +99,9 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
         *errmsg = wire_xstrdup ("--transport must be tcp or ipc");
         return NULL;
     }
-    if (make_dirs (state_dir) < 0) {
+    /* 0711: the sandbox's host uid must traverse it to reach a
+       conversation's workspace and run dir (gw_conv.c) */
+    if (gw_fs_make_dir (state_dir, 0711, true) < 0) {
         *errmsg = wire_xasprintf ("cannot create the state dir %s: %s", state_dir, strerror (errno));
         return NULL;
     }
@@ -206,12 +188,6 @@ control_secure (gw_server_t *self, char **errmsg)
     return 0;
 }
 
-bool
-gw_server_authenticates (const gw_server_t *self)
-{
-    return self->curve || streq (self->transport, "ipc");
-}
-
 int
 gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg)
 {
@@ -281,19 +257,6 @@ connection_file_write (gw_server_t *self, char **errmsg)
     }
     free (tmp);
     return rc;
-}
-
-void
-gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pid_t pid, double started)
-{
-    char taken[40];
-    gw_iso_time (gw_clock_wall (), taken);
-    json_decref (self->last_layers);
-    json_decref (self->layers_taken);
-    self->last_layers = json_deep_copy (layers);
-    self->layers_taken = json_pack ("{s:s, s:s, s:i}", "taken", taken, "by", by, "pid", (int) pid);
-    if (started >= 0)
-        json_object_set_new (self->layers_taken, "seconds", json_real (gw_clock_mono () - started));
 }
 
 /* ---- the confinement probe ---------------------------------------------
@@ -470,21 +433,6 @@ gw_server_run (gw_server_t *self)
             self->last_signal || zsys_interrupted, "by",
             self->last_signal ? strsignal (self->last_signal) : zsys_interrupted ? "interrupt" : "the gateway");
     return self->exit_code;
-}
-
-static int
-on_stop (zloop_t *loop, int timer_id, void *arg)
-{
-    return -1;
-}
-
-void
-gw_server_stop (gw_server_t *self)
-{
-    if (self->stopping)
-        return;
-    self->stopping = true;
-    gw_timer_start (self->loop, 1, 1, on_stop, self);
 }
 
 void

@@ -1,19 +1,18 @@
-/*  gw_server_access.c - what the rest of the gateway reads of the server
-    (its fields are private: gw_server_private.h), and gateway_info's
-    content, which is made of them. Apart from gw_server.c so that a test
-    can link it with a server built by hand (tests/fuzz/gw_control_fuzz.c).
+/*  gw_server_access.c - the server as the other classes see it
+    (gw_server_access.h, gw_ops.h's server side): what they read of it (its
+    fields are private: gw_server_private.h), the layer report and config
+    they hand it, the end of its loop. Apart from gw_server.c so that the
+    classes below the server do not depend on it, and so that a test can
+    link it with a server built by hand (tests/fuzz/gw_control_fuzz.c).
 */
+#include "gw_server_access.h"
 #include "gw_capacity.h"
 #include "gw_config.h"
-#include "gw_core.h"
 #include "gw_ops.h"
-#include "gw_pool.h"
-#include "gw_server.h"
 #include "gw_server_private.h"
+#include "gw_timer.h"
 #include "gw_util.h"
-#include "gw_zygote.h"
 #include "wire.h"
-#include "config.h"
 
 zloop_t *
 gw_server_loop (const gw_server_t *self)
@@ -193,30 +192,67 @@ gw_server_connection_info (gw_server_t *self)
 }
 
 json_t *
-gw_server_info (gw_server_t *self)
+gw_server_layers_taken (const gw_server_t *self)
 {
-    json_t *kernels = json_pack ("[s]", "python");
-    const char *name;
-    json_t *k;
-    json_object_foreach (self->config->kernels, name, k)
-        json_array_append_new (kernels, json_string (name));
-    /* answered only once the start-up probe has ended: a report, or the
-       probe's failure, is always there */
-    json_t *layers = self->last_layers ? json_deep_copy (self->last_layers) : json_object ();
-    json_t *pool = self->pool ? gw_pool_info (self->pool)
-                              : json_pack ("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "starting", 0, "claimed", 0);
-    json_t *content = json_pack (
-        "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
-        "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
-        self->startup_error == NULL, "confinement", layers, "confinement_taken", self->layers_taken, "limits",
-        gw_config_limits_json (self->config), "conversations", gw_core_count (self), "transport", self->transport,
-        "curve", self->curve, "warm_pool", pool, "capacity", gw_capacity_json (&self->capacity), "fork_server",
-        gw_zygote_info (self->zygote, self->config));
-    json_object_set_new (content, "draining", json_boolean (self->drain_started > 0));
-    if (self->startup_error)
-        json_object_set_new (content, "startup_error",
-                             json_pack ("{s:s, s:s}", "layer", self->startup_layer, "reason", self->startup_error));
-    return content;
+    return self->layers_taken;
+}
+
+zsock_t *
+gw_server_control (const gw_server_t *self)
+{
+    return self->control;
+}
+
+const wire_key_t *
+gw_server_key (const gw_server_t *self)
+{
+    return self->key;
+}
+
+wire_replay_t *
+gw_server_replay (const gw_server_t *self)
+{
+    return self->replay;
+}
+
+const char *
+gw_server_session (const gw_server_t *self)
+{
+    return self->session;
+}
+
+bool
+gw_server_authenticates (const gw_server_t *self)
+{
+    return self->curve || streq (self->transport, "ipc");
+}
+
+void
+gw_server_set_layers (gw_server_t *self, json_t *layers, const char *by, pid_t pid, double started)
+{
+    char taken[40];
+    gw_iso_time (gw_clock_wall (), taken);
+    json_decref (self->last_layers);
+    json_decref (self->layers_taken);
+    self->last_layers = json_deep_copy (layers);
+    self->layers_taken = json_pack ("{s:s, s:s, s:i}", "taken", taken, "by", by, "pid", (int) pid);
+    if (started >= 0)
+        json_object_set_new (self->layers_taken, "seconds", json_real (gw_clock_mono () - started));
+}
+
+static int
+on_stop (zloop_t *loop, int timer_id, void *arg)
+{
+    return -1;
+}
+
+void
+gw_server_stop (gw_server_t *self)
+{
+    if (self->stopping)
+        return;
+    self->stopping = true;
+    gw_timer_start (self->loop, 1, 1, on_stop, self);
 }
 
 void

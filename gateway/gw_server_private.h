@@ -1,6 +1,6 @@
-/*  gw_server_private.h - the server's fields: for gw_server.c and the
-    handler of its control socket (gw_control.c) only; everyone else uses
-    the accessors of gw_server.h.
+/*  gw_server_private.h - the server's fields: for gw_server.c and
+    gw_server_access.c only; everyone else uses the accessors of
+    gw_server_access.h.
 */
 #ifndef GW_SERVER_PRIVATE_H_INCLUDED
 #define GW_SERVER_PRIVATE_H_INCLUDED
@@ -8,15 +8,12 @@
 #include "gw_capacity.h"
 #include "gw_config.h"
 #include "gw_curve.h"
-#include "gw_launch.h"
 #include "gw_ops.h"
-#include "gw_pool.h"
-#include "gw_remove.h"
-#include "gw_server.h"
-#include "gw_slots.h"
-#include "gw_timer.h"
-#include "gw_zygote.h"
+#include "gw_server_access.h"
 #include "wire.h"
+
+typedef struct gw_launch gw_launch_t; /* gw_launch.h */
+typedef struct gw_timers gw_timers_t; /* gw_timer.h */
 
 struct gw_server {
     zloop_t *loop;

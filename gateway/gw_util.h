@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 /* On a check of untrusted bytes (a peek, a validator, a policy lowering):
@@ -80,5 +81,9 @@ int gw_fs_remove_tree (const char *path);
 int gw_fs_graveyard_empty (const char *graveyard);
 /* Disk usage (allocated blocks) of a tree, symlinks not followed. */
 int64_t gw_fs_tree_bytes (const char *path);
+/* mkdir of path with mode, a directory there already being no error; with
+   parents, the missing ones above it first, each with mode (mkdir -p). 0,
+   or -1 with errno. */
+int gw_fs_make_dir (const char *path, mode_t mode, bool parents);
 
 #endif

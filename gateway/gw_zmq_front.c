@@ -15,7 +15,7 @@
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
-#include "gw_server.h"
+#include "gw_server_access.h"
 #include "gw_util.h"
 #include "wire.h"
 

@@ -6,7 +6,7 @@
 #include "gw_config.h"
 #include <jansson.h>
 
-typedef struct gw_server gw_server_t; /* gw_server.h */
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 typedef struct gw_zygote gw_zygote_t;
 /* Starts `launcher --zygote <state>/zygote.sock [--preload ...]`; readiness

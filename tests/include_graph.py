@@ -14,7 +14,7 @@ Nodes are files (the file-level graph): a cycle is headers including each
 other. --modules checks that graph and then one where a file and its header
 are one node, X.c with X.h (and a private header that X.c includes and that
 includes X.h, such as confine/private.h or pykernel_internal.h, goes with
-X): there "X.c includes Y.h while Y.c includes X.h" is a cycle too, two
+X; not a Y.h that has its own Y.c): there "X.c includes Y.h while Y.c includes X.h" is a cycle too, two
 classes that depend on each other.
 
 Prints the number of nodes and edges, with --edges every edge, and each
@@ -65,10 +65,12 @@ def file_edges(files):
 
 def module_of(files, edges):
     """X.c and X.h -> X; a header that X.c includes and that includes X.h
-    is X's private header and goes with X."""
+    is X's private header and goes with X, unless it is the header of a
+    class of its own (Y.h beside a Y.c): a Y.h that includes X.h while X.c
+    includes Y.h is a cycle between X and Y, not one class."""
     stem = {f: os.path.splitext(f)[0] for f in files}
     for c, h in edges:
-        if c.endswith(".c") and (h, stem[c] + ".h") in edges:
+        if c.endswith(".c") and (h, stem[c] + ".h") in edges and stem[h] + ".c" not in files:
             stem[h] = stem[c]
     return stem
 

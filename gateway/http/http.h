@@ -18,7 +18,7 @@
 #include "gateway/gw_log.h"
 #include "gateway/gw_metrics.h"
 #include "gateway/gw_ops.h"
-#include "gateway/gw_server.h"
+#include "gateway/gw_server_access.h"
 #include "gateway/gw_timer.h"
 #include "gateway/gw_util.h"
 #include "gateway/gw_zygote.h"

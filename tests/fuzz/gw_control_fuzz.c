@@ -37,7 +37,7 @@
 #include "gateway/gw_io.h"
 #include "gateway/gw_log.h"
 #include "gateway/gw_pool.h"
-#include "gateway/gw_server.h"
+#include "gateway/gw_server_access.h"
 #include "gateway/gw_server_private.h"
 #include "gateway/gw_timer.h"
 #include "gateway/gw_tools.h"
@@ -281,9 +281,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             bool pooled, char **errmsg)
+             bool pooled, gw_conv_close_fn *close_later, char **errmsg)
 {
     (void) pooled;
+    (void) close_later;
     if (!s_id_ok (id) || (strcmp (kernel, "python") != 0 && !json_object_get (server->config->kernels, kernel)))
         __builtin_trap ();
     json_t *got = gw_policy_to_json (policy);
@@ -396,12 +397,6 @@ gw_conv_set_tools (gw_conv_t *self, json_t *tools)
 {
     json_decref (self->tools);
     self->tools = json_incref (tools);
-}
-
-void
-gw_server_stop (gw_server_t *self)
-{
-    (void) self; /* the target drives no loop: each input is one handler call */
 }
 
 /* Only gw_core_close_later starts one: run after the handler. */
