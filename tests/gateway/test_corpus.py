@@ -1,19 +1,18 @@
-"""Real notebooks from public repositories (issue 16), each executed by
-nbclient twice in the same test: with Debian's ipykernel ("python3") and
-with kennel's kernelspec, each in a fresh copy of the notebook's directory
-(its data files beside it) that belongs to a person (person_owns). Every
-code cell that runs clean under ipykernel must run clean under kennel,
-except the documented sandbox refusals below. The per-notebook counts go
-to BUILDDIR/test-artifacts/corpus/NAME.json (tests/README.md has the table).
+"""The notebooks Debian ships in its documentation packages (issue 16),
+each executed by nbclient twice in the same test: with Debian's ipykernel
+("python3") and with kennel's kernelspec, each in a fresh copy of the
+notebook's directory (its data files and sibling notebooks beside it) that
+belongs to a person (person_owns). Every code cell that runs clean under
+ipykernel must run clean under kennel, except the documented sandbox
+refusals below. The per-notebook counts go to
+BUILDDIR/test-artifacts/corpus/NAME.json (tests/README.md has the table).
 
-Where the notebooks are: tests/corpus/manifest.json names each one (repo,
-commit, path, licence); the notebooks themselves (outputs cleared, with the
-data files they open and their licences) live in the directory
-KENNEL_NOTEBOOK_CORPUS names, else tests/corpus/. A notebook the manifest
-names that is not there fails its test, naming the directory; with no
-notebooks at all and no KENNEL_NOTEBOOK_CORPUS the module is skipped with
-that reason."""
+Where the notebooks are: ./quickstart installs the packages of PACKAGES
+(TEST_PACKAGES); each notebook under the directory named there, gzipped
+(.ipynb.gz, as Debian compresses larger doc files) or not, is one test. A
+package that is not installed fails its test, naming ./quickstart."""
 import concurrent.futures
+import gzip
 import json
 import os
 import pathlib
@@ -23,29 +22,57 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from kennel_testlib import BUILDDIR, SRCDIR, install_kernelspec, person_owns, traversable_dir
+from kennel_testlib import BUILDDIR, install_kernelspec, person_owns, traversable_dir
 
-MANIFEST = json.loads((SRCDIR / "tests" / "corpus" / "manifest.json").read_text())
-CORPUS = pathlib.Path(os.environ.get("KENNEL_NOTEBOOK_CORPUS", SRCDIR / "tests" / "corpus"))
-# the notebooks are not in this repository (tests/README.md, "Notebook
-# corpus"): without them and without KENNEL_NOTEBOOK_CORPUS the module says
-# so as its skip reason; with either, a missing notebook fails
-pytestmark = pytest.mark.skipif(
-    "KENNEL_NOTEBOOK_CORPUS" not in os.environ and not any(CORPUS.rglob("*.ipynb")),
-    reason=f"no notebook corpus: {CORPUS} holds only the manifest; set KENNEL_NOTEBOOK_CORPUS to the directory "
-           "holding the notebooks it names (tests/README.md, 'Notebook corpus')")
+DOC = pathlib.Path("/usr/share/doc")
+# package: the directory under DOC/package whose notebooks are run (the
+# HTML trees also hold each notebook's Sphinx source as .ipynb.txt: not run)
+PACKAGES = {
+    "python-sympy-doc": "examples",
+    "python-notebook-doc": "html/examples/Notebook",
+    "python-nbconvert-doc": "html",
+    "python-pandas-doc": "html/user_guide",
+}
 CELL_TIMEOUT = 60
+
+# notebooks not run, with why
+EXCLUDED = {
+    "python-nbconvert-doc/html/nbconvert_library.ipynb": "its first cell downloads a notebook from a public site "
+        "(jakevdp.github.io): tests reach no address off this machine, and the 12 other cells need it",
+    "python-sympy-doc/examples/intermediate/limit_examples_advanced.ipynb": "one cell runs past the 60 s timeout "
+        "under both kernels: a minute of the corpus's time, and a verdict that depends on the machine's load",
+}
 
 # (notebook, code cell index from 0): why kennel refuses what ipykernel runs.
 # Each is the sandbox doing its job, never a parity gap.
+QT = "python-notebook-doc/html/examples/Notebook/Connecting with the Qt Console.ipynb"
 REFUSALS = {
-    ("ipython/Importing Notebooks.ipynb", 15): "copies a notebook into IPython's package directory under /usr, "
-                                               "read-only in the sandbox",
-    ("ipython/Beyond Plain Python.ipynb", 46): "%connect_info: the connection file and its key stay outside the "
-                                               "kernel (no kernel internals reachable from Python)",
-    ("ipython/Beyond Plain Python.ipynb", 47): "%qtconsole starts a Qt console on that connection file: neither "
-                                               "a display nor the file is in the sandbox",
+    (QT, 0): "%connect_info: the connection file and its key stay outside the kernel (no kernel internals "
+             "reachable from Python)",
+    (QT, 2): "%qtconsole starts a Qt console on that connection file: neither a display nor the file is in the sandbox",
+    ("python-notebook-doc/html/examples/Notebook/Importing Notebooks.ipynb", 16):
+        "copies a notebook into IPython's package directory under /usr, read-only in the sandbox",
 }
+
+
+def notebook_name(path):
+    return path.name[:-len(".gz")] if path.name.endswith(".gz") else path.name
+
+
+def collect():
+    """One parameter per notebook, "package/path"; a package not installed
+    is one parameter that fails."""
+    found = []
+    for package, sub in PACKAGES.items():
+        top = DOC / package / sub
+        if not top.is_dir():
+            found.append(pytest.param(package, id=package))
+            continue
+        for path in sorted([*top.rglob("*.ipynb"), *top.rglob("*.ipynb.gz")]):
+            name = f"{package}/{path.relative_to(DOC / package).parent / notebook_name(path)}"
+            if name not in EXCLUDED:
+                found.append(pytest.param(name, id=name))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +94,37 @@ def chown_tree(top, like):
             os.chown(os.path.join(root, name), st.st_uid, st.st_gid)
 
 
+def gunzip_notebooks(top):
+    """Debian's gzipped notebooks unpacked in place, so that a notebook
+    importing its siblings (Importing Notebooks) finds them too."""
+    for path in top.rglob("*.ipynb.gz"):
+        with gzip.open(path) as packed:
+            path.with_name(notebook_name(path)).write_bytes(packed.read())
+        path.unlink()
+
+
+def source_of(notebook):
+    """The installed notebook's path (gzipped or not), or a failure naming
+    ./quickstart."""
+    package = notebook.split("/")[0]
+    top = DOC / package / PACKAGES[package]
+    assert top.is_dir(), (f"{top} is missing: ./quickstart installs {' '.join(PACKAGES)} (TEST_PACKAGES); "
+                          "installed, a dpkg path-exclude of /usr/share/doc (/etc/dpkg/dpkg.cfg.d/) drops it")
+    source = DOC / notebook
+    return source if source.is_file() else source.with_name(source.name + ".gz")
+
+
 def run(notebook, kernel):
     """Executes a fresh copy of the notebook's directory; returns
     (code cells, [indexes of cells with an error output], what stopped the
     run or None)."""
-    source = CORPUS / notebook
-    assert source.is_file(), f"{source} is missing: put the corpus (tests/corpus/manifest.json) in {CORPUS}"
+    source = source_of(notebook)
     workdir = person_owns(traversable_dir("kennel-corpus-", 0o755))
     try:
         shutil.copytree(source.parent, workdir, dirs_exist_ok=True)
+        gunzip_notebooks(workdir)
         chown_tree(workdir, workdir)
-        nb = nbformat.read(workdir / source.name, as_version=4)
+        nb = nbformat.read(workdir / notebook_name(source), as_version=4)
         client = NotebookClient(nb, kernel_name=kernel, timeout=CELL_TIMEOUT, startup_timeout=60, allow_errors=True,
                                 resources={"metadata": {"path": str(workdir)}})
         stopped = None
@@ -92,8 +139,9 @@ def run(notebook, kernel):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-@pytest.mark.parametrize("notebook", [m["notebook"] for m in MANIFEST])
+@pytest.mark.parametrize("notebook", collect())
 def test_notebook_runs_under_kennel_as_under_ipykernel(notebook, jupyter_path):
+    source_of(notebook)
     # both at once: the test's time is the slower run's
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         ipy, ken = pool.submit(run, notebook, "python3"), pool.submit(run, notebook, "kennel")
