@@ -45,13 +45,15 @@ EXCLUDED = {
 
 # (notebook, code cell index from 0): why kennel refuses what ipykernel runs.
 # Each is the sandbox doing its job, never a parity gap.
+IMPORTING = "python-notebook-doc/html/examples/Notebook/Importing Notebooks.ipynb"
 QT = "python-notebook-doc/html/examples/Notebook/Connecting with the Qt Console.ipynb"
 REFUSALS = {
     (QT, 0): "%connect_info: the connection file and its key stay outside the kernel (no kernel internals "
              "reachable from Python)",
     (QT, 2): "%qtconsole starts a Qt console on that connection file: neither a display nor the file is in the sandbox",
-    ("python-notebook-doc/html/examples/Notebook/Importing Notebooks.ipynb", 16):
-        "copies a notebook into IPython's package directory under /usr, read-only in the sandbox",
+    (IMPORTING, 16): "copies a notebook into IPython's package directory under /usr, read-only in the sandbox",
+    (IMPORTING, 17): "imports the notebook that cell 16 could not copy (it passed only when an ipykernel run "
+                     "had left the copy on the host)",
 }
 
 
@@ -85,6 +87,21 @@ def jupyter_path(tmp_path_factory):
         os.environ.pop("JUPYTER_PATH")
     else:
         os.environ["JUPYTER_PATH"] = old
+
+
+# Importing Notebooks copies a notebook into IPython's package directory:
+# under ipykernel, run as root, that write reaches the host's /usr.
+IPYTHON_PACKAGE = pathlib.Path(__import__("IPython").__file__).parent
+
+
+@pytest.fixture
+def host_unchanged():
+    """Removes the notebooks a run under ipykernel wrote into IPython's
+    package directory, so that the check leaves the host's /usr as it was."""
+    before = set(IPYTHON_PACKAGE.rglob("*.ipynb"))
+    yield
+    for left in set(IPYTHON_PACKAGE.rglob("*.ipynb")) - before:
+        left.unlink()
 
 
 def chown_tree(top, like):
@@ -140,7 +157,7 @@ def run(notebook, kernel):
 
 
 @pytest.mark.parametrize("notebook", collect())
-def test_notebook_runs_under_kennel_as_under_ipykernel(notebook, jupyter_path):
+def test_notebook_runs_under_kennel_as_under_ipykernel(notebook, jupyter_path, host_unchanged):
     source_of(notebook)
     # both at once: the test's time is the slower run's
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
