@@ -189,12 +189,26 @@ stream_cut (zmsg_t *msg, int64_t room)
     json_decref (content);
 }
 
+/* The bytes an output costs: its content and binary buffers, the frames
+   after metadata. */
+static int64_t
+output_size (zmsg_t *msg)
+{
+    int64_t bytes = 0;
+    for (zframe_t *f = frame_at (msg, delimiter_index (msg) + 5); f; f = zmsg_next (msg))
+        bytes += (int64_t) zframe_size (f);
+    return bytes;
+}
+
 /* Output accounting and truncation for iopub messages of the running
-   request: false = drop. *marker: send the truncation marker after it. */
+   request: false = drop. *marker: send the truncation marker after it.
+   Comm messages count (a widget's state, its binary buffers): over the
+   limit they are dropped like display_data. */
 bool
 iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
 {
-    static const char *outputs[] = {"stream", "display_data", "update_display_data", "execute_result", "error", NULL};
+    static const char *outputs[] = {"stream",    "display_data", "update_display_data", "execute_result", "error",
+                                    "comm_open", "comm_msg",     "comm_close",          NULL};
     int i;
     for (i = 0; outputs[i] && !streq (outputs[i], msg_type); i++)
         ;
@@ -205,8 +219,7 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
     if (e && pid && streq (pid, e->msg_id) && e->timed_out && streq (msg_type, "error"))
         admit = false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
     else if (e && pid && streq (pid, e->msg_id)) {
-        int d = delimiter_index (msg);
-        int64_t bytes = (int64_t) zframe_size (frame_at (msg, d + 5));
+        int64_t bytes = output_size (msg);
         int64_t limit = self->owner->policy (self->conv)->output_bytes;
         int64_t room = limit - e->output_bytes;
         e->output_bytes += bytes;

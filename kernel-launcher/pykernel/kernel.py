@@ -2,7 +2,7 @@
 
 The C side owns sockets, keys, signing, threads and the message loop. It calls
 configure(settings_json) once, then dispatch(msg_type, content_json,
-header_json) for every shell request, and gives us the `_kennel` module
+header_json, buffers) for every shell request, and gives us the `_kennel` module
 (publish, stdin_request, write_stream, flush_output). This file is compiled
 into the binary and runs as a private module that is not in sys.modules.
 
@@ -105,13 +105,15 @@ def _quiet():
     return request is not None and request.silent
 
 
-def _publish(msg_type, content, metadata=None):
-    """One iopub message. The C side publishes queued stream text (Python's
-    and fd 1/2's) before it, so order is kept."""
+def _publish(msg_type, content, metadata=None, buffers=None):
+    """One iopub message, with binary buffers (bytes-like objects) as the
+    frames after its content. The C side publishes queued stream text
+    (Python's and fd 1/2's) before it, so order is kept."""
     if _state.forked:
         _publish_from_child(msg_type, content)
         return
-    _publish_raw(msg_type, _dumps(content), None if metadata is None else _dumps(metadata))
+    _publish_raw(msg_type, _dumps(content), None if metadata is None else _dumps(metadata),
+                 list(buffers) if buffers else None)
 
 
 def _dumps(obj):
@@ -1349,7 +1351,7 @@ class _SessionStandIn:
             msg = msg_or_type
         else:
             msg = self.msg(msg_or_type, content, parent, header, metadata)
-        _publish(msg["msg_type"], msg.get("content", {}), msg.get("metadata") or None)
+        _publish(msg["msg_type"], msg.get("content", {}), msg.get("metadata") or None, buffers)
         return msg
 
 
@@ -1395,7 +1397,8 @@ _iopub_stand_in = _KernelStandIn.iopub_socket
 class Comm:
     """One comm (messaging spec "Custom messages"): what ipykernel.comm.Comm
     offers libraries (ipywidgets imports it; kernel.py puts this class in
-    its place). Binary buffers are not sent (the C side publishes JSON)."""
+    its place). Binary buffers (bytes, memoryview, bytearray) travel as the
+    message's frames after the content, as ipykernel sends them."""
 
     def __init__(self, target_name="", data=None, metadata=None, buffers=None, comm_id=None,
                  primary=True, target_module=None, **kwargs):
@@ -1414,7 +1417,7 @@ class Comm:
 
     def _publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
         content = dict(keys, data={} if data is None else data, comm_id=self.comm_id)
-        _publish(msg_type, content, metadata or None)
+        _publish(msg_type, content, metadata or None, buffers)
 
     def open(self, data=None, metadata=None, buffers=None):
         _comm_manager.register_comm(self)
@@ -1482,10 +1485,11 @@ class CommManager:
                 for comm_id, comm in self.comms.items()
                 if target_name is None or comm.target_name == target_name}
 
-    def handle(self, msg_type, content, header):
-        """A front end's comm message; a callback's error goes to stderr."""
+    def handle(self, msg_type, content, header, buffers=()):
+        """A front end's comm message, its binary buffers as memoryviews (as
+        ipykernel gives them); a callback's error goes to stderr."""
         msg = {"header": header, "msg_id": header.get("msg_id", ""), "msg_type": msg_type,
-               "content": content, "metadata": {}, "buffers": [], "parent_header": {}}
+               "content": content, "metadata": {}, "buffers": list(buffers), "parent_header": {}}
         comm_id = content.get("comm_id", "")
         _state.running_user_code = True
         try:
@@ -2641,8 +2645,8 @@ def configure(settings_json):
     return None
 
 
-def dispatch(msg_type, content_json, header_json):
-    """One shell request. Returns (reply type, reply content JSON, reply
+def dispatch(msg_type, content_json, header_json, buffers=()):
+    """One shell request (buffers: its binary frames as memoryviews). Returns (reply type, reply content JSON, reply
     metadata JSON, abort queue) or None when the request has no reply."""
     reply_type = msg_type[:-len("_request")] + "_reply" if msg_type.endswith("_request") else None
     try:
@@ -2675,7 +2679,7 @@ def dispatch(msg_type, content_json, header_json):
         elif msg_type == "shutdown_request":
             reply = {"status": "ok", "restart": bool(content.get("restart", False))}
         elif msg_type in ("comm_open", "comm_msg", "comm_close"):
-            _comm_manager.handle(msg_type, content, header)
+            _comm_manager.handle(msg_type, content, header, buffers)
             _streams.flush()
             return None
         else:

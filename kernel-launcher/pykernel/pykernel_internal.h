@@ -59,6 +59,12 @@ int pykernel_utf8_test (bool verbose);
 
 /* ---- iopub -------------------------------------------------------------- */
 
+/* Binary buffers one published message may carry: a quarter of the frames
+   the gateway's ZMTP guard lets through a message (GW_ZMTP_FRAMES_MAX,
+   4,096), over which it would kill the kernel; ipywidgets sends one per
+   binary trait. */
+#define PYKERNEL_BUFFERS_MAX 1000
+
 typedef struct pykernel_iopub pykernel_iopub_t;
 
 /* Takes ownership of the bound PUB socket. The key and session are copied. */
@@ -71,6 +77,10 @@ void pykernel_iopub_set_parent (pykernel_iopub_t *self, const json_t *parent_hea
    NULL). parent_header NULL = the current parent. Thread-safe. 0 or -1. */
 int pykernel_iopub_send (pykernel_iopub_t *self, const char *msg_type, json_t *content, json_t *metadata,
                          const json_t *parent_header);
+/* pykernel_iopub_send with binary buffers after the content (*buffers_p
+   stolen and set to NULL; buffers_p or *buffers_p may be NULL). */
+int pykernel_iopub_send_buffers (pykernel_iopub_t *self, const char *msg_type, json_t *content, json_t *metadata,
+                                 const json_t *parent_header, zmsg_t **buffers_p);
 /* status message: state is "busy" or "idle". */
 int pykernel_iopub_status (pykernel_iopub_t *self, const char *state, const json_t *parent_header);
 /* Bytes sent so far (for tests and metrics). */

@@ -61,16 +61,30 @@ int
 pykernel_iopub_send (pykernel_iopub_t *self, const char *msg_type, json_t *content, json_t *metadata,
                      const json_t *parent_header)
 {
+    return pykernel_iopub_send_buffers (self, msg_type, content, metadata, parent_header, NULL);
+}
+
+int
+pykernel_iopub_send_buffers (pykernel_iopub_t *self, const char *msg_type, json_t *content, json_t *metadata,
+                             const json_t *parent_header, zmsg_t **buffers_p)
+{
     wire_msg_t *msg = wire_msg_new (self->session, msg_type, NULL);
     if (!msg) {
         json_decref (content);
         json_decref (metadata);
+        if (buffers_p)
+            zmsg_destroy (buffers_p);
         return -1;
     }
     wire_msg_set_content (msg, content ? content : json_object ());
     if (metadata) {
         json_decref (msg->metadata);
         msg->metadata = metadata;
+    }
+    if (buffers_p && *buffers_p) {
+        zmsg_destroy (&msg->buffers);
+        msg->buffers = *buffers_p;
+        *buffers_p = NULL;
     }
     /* the topic frame, as ipykernel names it: kernel.<session>.<msg_type> */
     char topic[256];
@@ -159,6 +173,18 @@ pykernel_iopub_test (bool verbose)
     msg = frames ? wire_msg_decode (&frames, key, replay, &wire_limits_default, &err) : NULL;
     CHECK (msg && strcmp (wire_msg_type (msg), "stream") == 0);
     CHECK (msg && strcmp (json_string_value (json_object_get (msg->content, "text")), "hi") == 0);
+    wire_msg_destroy (&msg);
+    zmsg_t *buffers = zmsg_new ();
+    zmsg_addmem (buffers, "\0\xff", 2);
+    zmsg_addmem (buffers, "", 0);
+    CHECK (pykernel_iopub_send_buffers (iopub, "comm_msg", json_pack ("{ss}", "comm_id", "c"), NULL, NULL,
+                                        &buffers) == 0);
+    CHECK (!buffers);
+    frames = zmsg_recv (sub);
+    msg = frames ? wire_msg_decode (&frames, key, replay, &wire_limits_default, &err) : NULL;
+    CHECK (msg && zmsg_size (msg->buffers) == 2);
+    CHECK (msg && zframe_size (zmsg_first (msg->buffers)) == 2
+           && memcmp (zframe_data (zmsg_first (msg->buffers)), "\0\xff", 2) == 0);
     wire_msg_destroy (&msg);
     CHECK (pykernel_iopub_sent_bytes (iopub) > 0);
     json_decref (parent);

@@ -64,27 +64,68 @@ s_parse_json_arg (const char *what, const char *text)
     return value;
 }
 
+/* A copy of each bytes-like object of seq (None: no buffers) as frames,
+   copied while the GIL is held so the send can run without it. NULL with
+   an exception set. */
+static zmsg_t *
+s_buffers_from_py (const char *msg_type, PyObject *seq)
+{
+    zmsg_t *frames = zmsg_new ();
+    if (seq == Py_None)
+        return frames;
+    PyObject *items = PySequence_Fast (seq, "_kennel.publish: buffers must be a list or tuple");
+    if (!items) {
+        zmsg_destroy (&frames);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE (items);
+    if (n > PYKERNEL_BUFFERS_MAX) {
+        /* the gateway cuts a kernel connection at GW_ZMTP_FRAMES_MAX frames
+           a message and kills the kernel: refused here, as the caller's error */
+        PyErr_Format (PyExc_ValueError, "%s with %zd binary buffers: at most %d buffers a message", msg_type, n,
+                      PYKERNEL_BUFFERS_MAX);
+        n = -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer (PySequence_Fast_GET_ITEM (items, i), &view, PyBUF_SIMPLE) != 0) {
+            PyErr_Format (PyExc_TypeError, "%s: buffer %zd is not a contiguous bytes-like object", msg_type, i);
+            n = -1;
+            break;
+        }
+        zmsg_addmem (frames, view.buf, (size_t) view.len);
+        PyBuffer_Release (&view);
+    }
+    Py_DECREF (items);
+    if (n < 0)
+        zmsg_destroy (&frames);
+    return frames;
+}
+
 static PyObject *
 s_kennel_publish (PyObject *self, PyObject *args)
 {
     const char *msg_type, *content_json, *metadata_json = NULL;
-    if (!PyArg_ParseTuple (args, "ss|z:publish", &msg_type, &content_json, &metadata_json))
+    PyObject *buffers_py = Py_None;
+    if (!PyArg_ParseTuple (args, "ss|zO:publish", &msg_type, &content_json, &metadata_json, &buffers_py))
         return NULL;
     if (s_forked_child ("publish"))
         return NULL;
-    json_t *content = s_parse_json_arg ("content", content_json);
-    if (!content)
+    zmsg_t *buffers = s_buffers_from_py (msg_type, buffers_py);
+    if (!buffers)
         return NULL;
+    json_t *content = s_parse_json_arg ("content", content_json);
     json_t *metadata = NULL;
-    if (metadata_json && !(metadata = s_parse_json_arg ("metadata", metadata_json))) {
+    if (!content || (metadata_json && !(metadata = s_parse_json_arg ("metadata", metadata_json)))) {
         json_decref (content);
+        zmsg_destroy (&buffers);
         return NULL;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
     /* bytes already written to fd 1 and 2 come first */
     pykernel_output_flush (s_py.shared->output);
-    rc = pykernel_iopub_send (s_py.shared->iopub, msg_type, content, metadata, NULL);
+    rc = pykernel_iopub_send_buffers (s_py.shared->iopub, msg_type, content, metadata, NULL, &buffers);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         PyErr_SetString (PyExc_OSError, "_kennel.publish: sending on iopub failed");
@@ -297,7 +338,8 @@ s_stdin_exchange (const char *msg_type, json_t *content, double timeout)
 
 static PyMethodDef s_kennel_methods[] = {
     { "publish", s_kennel_publish, METH_VARARGS,
-      "publish(msg_type, content_json, metadata_json=None): an iopub message for the current request" },
+      "publish(msg_type, content_json, metadata_json=None, buffers=None): an iopub message for the "
+      "current request, with binary buffers (bytes-like objects) after its content" },
     { "stdin_request", s_kennel_stdin_request, METH_VARARGS,
       "stdin_request(msg_type, content_json, timeout=-1) -> (msg_type, content_json)" },
     { "write_stream", s_kennel_write_stream, METH_VARARGS,
@@ -597,6 +639,23 @@ s_json_from_py (PyObject *text, const char *what)
     return value;
 }
 
+/* The request's binary buffers as ipykernel hands them to comm callbacks:
+   a list of read-only memoryviews. NULL with an exception set. */
+static PyObject *
+s_buffers_to_py (zmsg_t *frames)
+{
+    PyObject *list = PyList_New (0);
+    for (zframe_t *f = zmsg_first (frames); list && f; f = zmsg_next (frames)) {
+        PyObject *bytes = PyBytes_FromStringAndSize ((const char *) zframe_data (f), (Py_ssize_t) zframe_size (f));
+        PyObject *view = bytes ? PyMemoryView_FromObject (bytes) : NULL;
+        Py_XDECREF (bytes);
+        if (!view || PyList_Append (list, view) != 0)
+            Py_CLEAR (list);
+        Py_XDECREF (view);
+    }
+    return list;
+}
+
 void
 pykernel_python_dispatch (const wire_msg_t *request, char **reply_type, json_t **reply_content,
                           json_t **reply_metadata, bool *abort_queue)
@@ -608,8 +667,11 @@ pykernel_python_dispatch (const wire_msg_t *request, char **reply_type, json_t *
     char *content = json_dumps (request->content, JSON_COMPACT);
     char *header = json_dumps (request->header, JSON_COMPACT);
     PyEval_RestoreThread (s_py.main_state);
-    PyObject *result = PyObject_CallFunction (s_py.dispatch, "sss", wire_msg_type (request),
-                                              content ? content : "{}", header ? header : "{}");
+    PyObject *buffers = s_buffers_to_py (request->buffers);
+    PyObject *result = buffers ? PyObject_CallFunction (s_py.dispatch, "sssO", wire_msg_type (request),
+                                                        content ? content : "{}", header ? header : "{}", buffers)
+                               : NULL;
+    Py_XDECREF (buffers);
     free (content);
     free (header);
     if (!result)

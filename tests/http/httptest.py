@@ -46,9 +46,10 @@ def message(msg_type, content=None, channel="shell", session=None):
             "parent_header": {}, "metadata": {}, "content": content or {}, "channel": channel, "buffers": {}}
 
 
-def v1_encode(msg):
+def v1_encode(msg, buffers=()):
     parts = [msg["channel"].encode()] + [json.dumps(msg[k]).encode()
                                          for k in ("header", "parent_header", "metadata", "content")]
+    parts += list(buffers)
     n = len(parts) + 1
     offsets = [8 * (n + 1)]
     for p in parts:
@@ -66,6 +67,16 @@ def v1_decode(data):
     return msg
 
 
+def legacy_binary_encode(msg, buffers):
+    """jupyter_server's serialize_binary_message: u32be count, u32be
+    offsets, the JSON without buffers, the buffers."""
+    parts = [json.dumps({k: v for k, v in msg.items() if k != "buffers"}).encode()] + list(buffers)
+    offsets = [4 * (len(parts) + 1)]
+    for p in parts[:-1]:
+        offsets.append(offsets[-1] + len(p))
+    return struct.pack("!" + "I" * (len(parts) + 1), len(parts), *offsets) + b"".join(parts)
+
+
 def legacy_binary_decode(data):
     nbufs = struct.unpack_from("!I", data)[0]
     offsets = list(struct.unpack_from("!" + "I" * nbufs, data, 4)) + [len(data)]
@@ -74,9 +85,11 @@ def legacy_binary_decode(data):
     return msg
 
 
-def send(ws, msg, subprotocol=None):
+def send(ws, msg, subprotocol=None, buffers=()):
     if subprotocol == V1:
-        ws.send_binary(v1_encode(msg))
+        ws.send_binary(v1_encode(msg, buffers))
+    elif buffers:
+        ws.send_binary(legacy_binary_encode(msg, buffers))
     else:
         ws.send(json.dumps({k: v for k, v in msg.items()}))
     return msg["header"]["msg_id"]

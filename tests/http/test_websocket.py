@@ -1,8 +1,8 @@
 """Kernel websockets on a real `kennel serve --http`: the legacy JSON
 protocol and the v1.kernel.websocket.jupyter.org binary one, messages
 without a channel, several websockets on one kernel, one websocket per
-execution, the first execute right after connecting, buffers, tool calls
-on stdin."""
+execution, the first execute right after connecting, comm buffers both
+ways, tool calls on stdin."""
 import json
 import time
 
@@ -85,9 +85,7 @@ def test_several_websockets_on_one_kernel(http_gateway):
     b.close()
 
 
-def test_buffers_and_kernel_info(http_gateway):
-    """kernel_info on shell and control; a comm message with a binary
-    buffer in the legacy binary frame reaches the kernel (it answers)."""
+def test_kernel_info_on_shell_and_control(http_gateway):
     kid = start_kernel(http_gateway)["id"]
     ws = connect(http_gateway, kid)
     for channel in ("shell", "control"):
@@ -97,6 +95,50 @@ def test_buffers_and_kernel_info(http_gateway):
             if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "kernel_info_reply":
                 assert m["channel"] == channel and m["content"]["status"] == "ok"
                 break
+    ws.close()
+
+
+# bytes that are no UTF-8, and an empty buffer
+BUFFERS = [bytes.fromhex("89504e470d0a1a0a") + bytes(range(256)), b"", b"\x00\x01"]
+
+
+def comm_round(ws, proto, msg_type, content, buffers=()):
+    """Sends a comm message; the comm messages (content, buffers) the
+    kernel published for it until its idle."""
+    msg_id = send(ws, message(msg_type, content), proto, buffers)
+    got = []
+    while True:
+        m = recv(ws, proto)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return got
+        if m["msg_type"].startswith("comm_"):
+            got.append((m["content"], [bytes(b) for b in m["buffers"]]))
+
+
+@pytest.mark.parametrize("proto", [None, V1], ids=["legacy", "v1"])
+def test_comm_buffers_both_ways(http_gateway, proto):
+    """A comm message's binary buffers reach the client (legacy: the binary
+    frame; v1: the parts after content) and a client's reach the kernel's
+    on_msg, which sends them back reversed."""
+    kid = start_kernel(http_gateway)["id"]
+    ws = connect(http_gateway, kid, subprotocol=proto)
+    reply, outputs = run(ws, "from ipykernel.comm import Comm\n"
+                             "c = Comm(target_name='blobs', data={'n': 1})\n"
+                             f"c.send({{'n': 2}}, buffers={BUFFERS!r})\n"
+                             "def opened(comm, msg):\n"
+                             "    comm.on_msg(lambda m: comm.send({'types': [type(b).__name__ for b in m['buffers']]},\n"
+                             "                                    buffers=[bytes(b)[::-1] for b in m['buffers']]))\n"
+                             "get_ipython().kernel.comm_manager.register_target('mirror', opened)",
+                         subprotocol=proto)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    sent = [(m["content"]["data"], [bytes(b) for b in m.get("buffers") or []])
+            for m in outputs if m["msg_type"] == "comm_msg"]
+    assert sent == [({"n": 2}, BUFFERS)]
+    assert comm_round(ws, proto, "comm_open", {"comm_id": "m-1", "target_name": "mirror", "data": {}}) == []
+    echoed = comm_round(ws, proto, "comm_msg", {"comm_id": "m-1", "data": {}}, BUFFERS)
+    assert echoed == [({"comm_id": "m-1", "data": {"types": ["memoryview"] * 3}}, [b[::-1] for b in BUFFERS])]
     ws.close()
 
 

@@ -3,15 +3,25 @@
 method "backbone" with sync_data) opens its model comm, a front end's update reaches the widget's value, a
 kernel-side change goes out, comm_info lists the comms, and a target
 registered through get_ipython().kernel.comm_manager answers a front end's
-comm_open (issue 16)."""
+comm_open (issue 16). Binary buffers travel both ways as the frames after
+the content: a Comm's open and send, ipywidgets' binary traits, a front
+end's comm_msg buffers reaching on_msg as memoryviews."""
 import pytest
 
+# the 8-byte PNG signature and bytes that are no UTF-8
+PNG = bytes.fromhex("89504e470d0a1a0a") + bytes(range(256))
 
-def send_shell(kernel, msg_type, content):
+
+def send_shell(kernel, msg_type, content, buffers=None):
     """A message with no reply (comm_*): returns its iopub messages."""
     msg = kernel.kc.session.msg(msg_type, content)
-    kernel.kc.shell_channel.send(msg)
+    kernel.kc.session.send(kernel.kc.shell_channel.socket, msg, buffers=buffers)
     return kernel.iopub_until_idle(msg["header"]["msg_id"])
+
+
+def comm_messages(outputs, msg_type="comm_msg"):
+    """(content, [buffers as bytes]) of each comm message among outputs."""
+    return [(m["content"], [bytes(b) for b in m["buffers"]]) for m in outputs if m["msg_type"] == msg_type]
 
 
 def comm_info(kernel, target_name=None):
@@ -85,3 +95,71 @@ def test_a_failing_callback_is_reported_and_the_kernel_goes_on(fresh_kernel):
     text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
     assert "ZeroDivisionError" in text
     assert kernel.value("1 + 1") == "2"
+
+
+def test_a_comm_publishes_its_buffers(fresh_kernel):
+    kernel = fresh_kernel
+    kernel.execute(f"PNG = {PNG!r}")
+    reply, outputs = kernel.execute(
+        "from ipykernel.comm import Comm\n"
+        "c = Comm(target_name='blobs', data={'n': 1}, buffers=[b'\\x00open'])\n"
+        "c.send({'n': 2}, buffers=[PNG, memoryview(b'view'), bytearray(b'array'), b''])\n"
+        "c.send({'n': 3})")
+    assert reply["status"] == "ok", reply
+    [(opened, open_buffers)] = comm_messages(outputs, "comm_open")
+    assert opened["data"] == {"n": 1} and open_buffers == [b"\x00open"]
+    assert comm_messages(outputs) == [({"comm_id": opened["comm_id"], "data": {"n": 2}},
+                                       [PNG, b"view", b"array", b""]),
+                                      ({"comm_id": opened["comm_id"], "data": {"n": 3}}, [])]
+
+
+def test_a_widgets_binary_trait_travels_as_a_buffer(fresh_kernel):
+    """ipywidgets' own path: bytes state is taken out of the JSON
+    (buffer_keys) and given to comm.send as buffers."""
+    kernel = fresh_kernel
+    reply, outputs = kernel.execute(
+        f"import ipywidgets as widgets, traitlets\n"
+        f"class Blob(widgets.DOMWidget):\n"
+        f"    value = traitlets.Bytes().tag(sync=True)\n"
+        f"blob = Blob(value={PNG!r})")
+    assert reply["status"] == "ok", reply
+    [(opened, _)] = [m for m in comm_messages(outputs, "comm_open")
+                     if m[0]["data"]["_model_name"] == "DOMWidgetModel"]
+    assert "value" not in opened["data"]
+    [(update, buffers)] = [m for m in comm_messages(outputs) if m[0]["comm_id"] == opened["comm_id"]]
+    assert update["data"]["method"] == "update" and update["data"]["buffers"] == ["value"]
+    assert buffers == [PNG]
+    reply, outputs = kernel.execute("blob.value = b'\\xff\\x00new'")
+    assert [(c["comm_id"], b) for c, b in comm_messages(outputs)] == [(opened["comm_id"], [b"\xff\x00new"])]
+
+
+def test_a_front_ends_buffers_reach_on_msg_as_memoryviews(fresh_kernel):
+    kernel = fresh_kernel
+    kernel.execute("def opened(comm, msg):\n"
+                   "    comm.on_msg(lambda m: comm.send(\n"
+                   "        {'types': [type(b).__name__ for b in m['buffers']]},\n"
+                   "        buffers=[bytes(b)[::-1] for b in m['buffers']]))\n"
+                   "get_ipython().kernel.comm_manager.register_target('mirror', opened)")
+    send_shell(kernel, "comm_open", {"comm_id": "c-4", "target_name": "mirror", "data": {}})
+    outputs = send_shell(kernel, "comm_msg", {"comm_id": "c-4", "data": {}}, buffers=[PNG, b"", b"\x00\x01"])
+    assert comm_messages(outputs) == [({"comm_id": "c-4", "data": {"types": ["memoryview"] * 3}},
+                                       [PNG[::-1], b"", b"\x01\x00"])]
+
+
+def test_too_many_buffers_is_the_callers_error(fresh_kernel):
+    """At most 1,000 buffers a message (the gateway's guard cuts a kernel's
+    connection at 4,096 frames): more raise in the kernel, which goes on."""
+    kernel = fresh_kernel
+    reply, outputs = kernel.execute("from ipykernel.comm import Comm\n"
+                                    "c = Comm(target_name='many')\n"
+                                    "c.send({}, buffers=[b'x'] * 1001)")
+    assert reply["status"] == "error" and reply["ename"] == "ValueError", reply
+    assert "1001 binary buffers: at most 1000" in reply["evalue"]
+    assert comm_messages(outputs) == []
+    reply, outputs = kernel.execute("c.send({}, buffers=['text'])")
+    assert reply["status"] == "error" and reply["ename"] == "TypeError", reply
+    assert "buffer 0 is not a contiguous bytes-like object" in reply["evalue"]
+    reply, outputs = kernel.execute("c.send({'n': 1000}, buffers=[b'%d' % i for i in range(1000)])")
+    assert reply["status"] == "ok", reply
+    [(content, buffers)] = comm_messages(outputs)
+    assert content["data"] == {"n": 1000} and buffers == [b"%d" % i for i in range(1000)]
