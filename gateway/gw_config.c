@@ -381,6 +381,7 @@ config_number (json_t *file, const char *name, double min, double max, double *o
 }
 
 static int fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errmsg);
+static int mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg);
 
 /* The shard every id starts with (gw_id.c); from names where it came from. */
 static int
@@ -411,7 +412,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  "shard", "drain_grace", NULL};
+                                  "shard", "drain_grace", "mcp", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -513,6 +514,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         goto done;
     /* checked by the HTTP front when it starts (http_settings.c) */
     self->http = json_incref (json_object_get (file, "http"));
+    if (mcp_apply (self, json_object_get (file, "mcp"), path, errmsg) < 0)
+        goto done;
     rc = 0;
 done:
     json_decref (file);
@@ -560,6 +563,40 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
             return -1;
         }
     }
+    return 0;
+}
+
+/* "mcp": {"tools": "/abs/path", "tools_from_mcp": "CMD"}: the shape only;
+   the tools file itself is read and checked by /mcp (gateway/mcp), at
+   start and at each reload. The path is absolute: a reload must read the
+   same file whatever the daemon's cwd became. */
+static int
+mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
+{
+    if (!mcp)
+        return 0;
+    if (!json_is_object (mcp)) {
+        *errmsg = wire_xasprintf ("config %s: mcp must be an object", path);
+        return -1;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach (mcp, key, value) {
+        const char *text = gw_text (value);
+        if (streq (key, "tools") && !(text && text[0] == '/')) {
+            *errmsg = wire_xasprintf ("config %s: mcp.tools must be an absolute path", path);
+            return -1;
+        }
+        if (streq (key, "tools_from_mcp") && !(text && *text)) {
+            *errmsg = wire_xasprintf ("config %s: mcp.tools_from_mcp must be a non-empty command", path);
+            return -1;
+        }
+        if (!streq (key, "tools") && !streq (key, "tools_from_mcp")) {
+            *errmsg = wire_xasprintf ("config %s: unknown key \"mcp.%s\"", path, key);
+            return -1;
+        }
+    }
+    self->mcp = json_deep_copy (mcp);
     return 0;
 }
 
@@ -618,5 +655,6 @@ gw_config_destroy (gw_config_t **self_p)
     json_decref (self->kernels);
     json_decref (self->fork_preload);
     json_decref (self->http);
+    json_decref (self->mcp);
     free (self);
 }

@@ -51,6 +51,7 @@ typedef struct {
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
     json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
+    json_t *mcp;     /* the "mcp" section ({"tools", "tools_from_mcp"}), read by /mcp (gateway/mcp), or NULL */
     char shard[9];   /* "shard" (KENNEL_SHARD wins): leads every kernel and session id, or "" */
     double drain_grace; /* s that running executions get after SIGTERM (gw_drain.c) */
     int refs;        /* the server and each conversation opened under it (gw_conv_config) */

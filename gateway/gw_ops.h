@@ -45,6 +45,14 @@ bool gw_drain_active (const gw_server_t *server);
    logged; a bad file is logged with its error and the old config kept.
    0 or -1. */
 int gw_reload (gw_server_t *server);
+/* A front that serves a section of the config the core does not read
+   (/mcp's "mcp": its tools file) is shown a reloaded config before it
+   replaces the old: 0 when the front took its part (applied), -1 with
+   *errmsg (malloc'd) refuses the whole reload, the front unchanged. One
+   front sets it; NULL unsets. */
+typedef int(gw_reload_check_fn) (const gw_config_t *fresh, char **errmsg, void *arg);
+void gw_server_set_reload_check (gw_server_t *self, gw_reload_check_fn *fn, void *arg);
+int gw_server_reload_check (gw_server_t *self, const gw_config_t *fresh, char **errmsg);
 
 /* The server's side of both: set and read by the three above. */
 void gw_server_set_config_path (gw_server_t *self, const char *path);

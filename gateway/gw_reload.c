@@ -9,6 +9,9 @@
     change under it. The warm pool's kernels were confined with the old
     defaults, so the pool is refilled when anything it depends on changed.
 
+    A front that reads a section of its own (/mcp's "mcp") checks the new
+    file first and may refuse it as a whole (gw_server_reload_check).
+
     Some keys are read once, at start, by what they set up: those need a
     restart, and a reload that changes one logs it (and keeps what runs).
 */
@@ -94,6 +97,8 @@ gw_reload (gw_server_t *server)
     const char *path = gw_server_config_path (server);
     char *errmsg = NULL;
     gw_config_t *fresh = gw_config_load (path, &errmsg);
+    if (fresh && gw_server_reload_check (server, fresh, &errmsg) < 0)
+        gw_config_destroy (&fresh); /* a front refused its part: nothing changed */
     if (!fresh) {
         gw_log ("reload_failed", "{s:s, s:s, s:s}", "config", path ? path : "(none)", "error",
                 errmsg ? errmsg : "cannot load", "outcome", "the old config is kept");

@@ -268,6 +268,19 @@ gw_server_config_path (const gw_server_t *self)
 }
 
 void
+gw_server_set_reload_check (gw_server_t *self, gw_reload_check_fn *fn, void *arg)
+{
+    self->reload_check = fn;
+    self->reload_check_arg = arg;
+}
+
+int
+gw_server_reload_check (gw_server_t *self, const gw_config_t *fresh, char **errmsg)
+{
+    return self->reload_check ? self->reload_check (fresh, errmsg, self->reload_check_arg) : 0;
+}
+
+void
 gw_server_replace_config (gw_server_t *self, gw_config_t **config_p)
 {
     gw_config_destroy (&self->config);

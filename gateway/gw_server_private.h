@@ -54,6 +54,8 @@ struct gw_server {
     gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
     char *config_path;   /* read again on SIGHUP (gw_reload.c), or NULL */
+    gw_reload_check_fn *reload_check; /* a front's part of a reload, or NULL */
+    void *reload_check_arg;
     gw_signals_t *signals; /* SIGTERM, SIGINT, SIGHUP from the loop (gw_signal.c), or NULL */
     int last_signal;     /* the last of them, for the stop's log line */
     double drain_started; /* monotonic, 0 until SIGTERM (gw_drain.c) */

@@ -92,7 +92,7 @@ struct http_front {
     zlistx_t *websockets; /* ws_conn_t* (not owning) */
     zlistx_t *waits;      /* http_wait_t*: requests waiting for a kernel */
     http_sessions_t *sessions;
-    http_mcp_t *mcp; /* the MCP server of /mcp, made at its first request */
+    http_mcp_t *mcp; /* the MCP server of /mcp: at start with an "mcp" section, else at its first request */
     char *url;
     int connections; /* websockets and requests waiting for the gateway */
 };
@@ -248,6 +248,9 @@ int http_mcp_writable (struct lws *wsi, http_req_t *req);
 void http_mcp_forget (http_req_t *req);
 /* At the front's end, after the connections closed. */
 void http_mcp_destroy (http_mcp_t **self_p);
+/* The config's "mcp" section served from start (its tools file checked:
+   -1 + *errmsg when bad), and checked again at each reload. */
+int http_mcp_start (http_front_t *front, char **errmsg);
 
 /* ---- http_sessions: /api/sessions -------------------------------------- */
 

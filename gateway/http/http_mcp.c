@@ -45,24 +45,67 @@ struct http_mcp_req {
     size_t out_len;
 };
 
+static const char *
+s_setting (const gw_config_t *config, const char *key)
+{
+    return gw_text (json_object_get (config->mcp, key));
+}
+
+/* The MCP server of /mcp with the host tools of config's "mcp" section;
+   NULL + *errmsg when its tools file is bad. */
+static http_mcp_t *
+s_mcp_new (http_front_t *front, const gw_config_t *config, char **errmsg)
+{
+    mcp_opts_t opts = {.max_line_bytes = 1 << 20,
+                       .progress_interval = MCP_HTTP_PROGRESS_S,
+                       .core = front->server,
+                       .tools_file = s_setting (config, "tools"),
+                       .tools_from_mcp = s_setting (config, "tools_from_mcp"),
+                       .tools_from_mcp_setting = "mcp.tools_from_mcp"};
+    mcp_server_t *server = mcp_server_new (gw_server_loop (front->server), &opts, errmsg);
+    if (!server)
+        return NULL;
+    http_mcp_t *self = wire_xcalloc (1, sizeof *self);
+    self->server = server;
+    return self;
+}
+
 static http_mcp_t *
 s_mcp (http_front_t *front)
 {
-    if (front->mcp)
-        return front->mcp;
-    mcp_opts_t opts = {.max_line_bytes = 1 << 20,
-                       .progress_interval = MCP_HTTP_PROGRESS_S,
-                       .core = front->server};
     char *errmsg = NULL;
-    mcp_server_t *server = mcp_server_new (gw_server_loop (front->server), &opts, &errmsg);
-    if (!server) {
-        gw_log ("http_mcp_failed", "{s:s}", "error", errmsg ?: "?");
+    if (!front->mcp && !(front->mcp = s_mcp_new (front, gw_server_config (front->server), &errmsg))) {
+        gw_log_limited ("http/mcp", "http_mcp_failed", "{s:s}", "error", errmsg ?: "?");
         free (errmsg);
-        return NULL;
     }
-    front->mcp = wire_xcalloc (1, sizeof *front->mcp);
-    front->mcp->server = server;
     return front->mcp;
+}
+
+/* A reload's "mcp" section: the tools file read and checked again, the
+   forwarded server started again when its command changed or it is gone
+   (mcp_server_retool). A bad file refuses the reload. */
+static int
+s_reload_check (const gw_config_t *fresh, char **errmsg, void *arg)
+{
+    http_front_t *front = arg;
+    if (!front->mcp) {
+        /* nothing served yet: only a configured section is made now, so
+           that its file is checked when the reload is */
+        return !fresh->mcp || (front->mcp = s_mcp_new (front, fresh, errmsg)) ? 0 : -1;
+    }
+    return mcp_server_retool (front->mcp->server, s_setting (fresh, "tools"), s_setting (fresh, "tools_from_mcp"),
+                              errmsg);
+}
+
+int
+http_mcp_start (http_front_t *front, char **errmsg)
+{
+    gw_server_set_reload_check (front->server, s_reload_check, front);
+    const gw_config_t *config = gw_server_config (front->server);
+    if (!config->mcp)
+        return 0; /* made at the first request */
+    front->mcp = s_mcp_new (front, config, errmsg);
+    return front->mcp ? 0 : -1;
 }
 
 static void

@@ -336,7 +336,7 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
         http_front_destroy (&self);
         return NULL;
     }
-    if (context_create (self, errmsg) < 0) {
+    if (context_create (self, errmsg) < 0 || http_mcp_start (self, errmsg) < 0) {
         http_front_destroy (&self);
         return NULL;
     }
@@ -374,6 +374,7 @@ http_front_destroy (http_front_t **self_p)
         lws_context_destroy (self->lws);
     http_loop_destroy (&self->uv);
     http_wait_forget_all (self);
+    gw_server_set_reload_check (self->server, NULL, NULL);
     http_mcp_destroy (&self->mcp); /* after the connections: they abandoned their calls */
     zlistx_destroy (&self->waits);
     zlistx_destroy (&self->websockets);

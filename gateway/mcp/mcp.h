@@ -83,6 +83,9 @@ typedef void(mcp_tool_done_fn) (void *arg, json_t *result, const char *ename, co
 mcp_hosttools_t *mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg);
 /* Kills running commands; their calls are answered ToolUnavailable. */
 void mcp_hosttools_destroy (mcp_hosttools_t **self_p);
+/* The declarations of fresh (a reloaded file) from now on; commands that
+   run go on and are answered as usual. fresh is destroyed. */
+void mcp_hosttools_take (mcp_hosttools_t *self, mcp_hosttools_t **fresh_p);
 /* The declarations as the gateway takes them (no command), appended to list. */
 void mcp_hosttools_declare (mcp_hosttools_t *self, json_t *list);
 /* Whether name is a host tool; when it is, runs it and calls done later. */
@@ -93,9 +96,13 @@ bool mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *argume
 
 typedef void(mcp_upstream_ready_fn) (mcp_upstream_t *up, bool ok, void *arg);
 /* Starts `sh -c cmd` and speaks MCP to it; ready is called once its tool
-   list is known, or it failed. */
-mcp_upstream_t *mcp_upstream_start (zloop_t *loop, const char *cmd, mcp_upstream_ready_fn *ready, void *arg);
+   list is known, or it failed. setting names what set cmd in its log
+   lines ("--tools-from-mcp", "mcp.tools_from_mcp"). */
+mcp_upstream_t *mcp_upstream_start (zloop_t *loop, const char *cmd, const char *setting, mcp_upstream_ready_fn *ready,
+                                    void *arg);
 void mcp_upstream_destroy (mcp_upstream_t **self_p);
+/* Whether it is still there to serve: not exited, not failed at start. */
+bool mcp_upstream_alive (const mcp_upstream_t *self);
 void mcp_upstream_declare (mcp_upstream_t *self, json_t *list);
 bool mcp_upstream_call (mcp_upstream_t *self, const char *name, json_t *arguments, mcp_tool_done_fn *done,
                         void *arg);
@@ -220,8 +227,9 @@ json_t *mcp_files_result (const char *tool, const json_t *reply);
 typedef struct {
     const char *connection_file; /* NULL: own gateway */
     const char *config;
-    const char *tools_file;
-    const char *tools_from_mcp;
+    const char *tools_file;     /* read at mcp_server_new only */
+    const char *tools_from_mcp; /* copied */
+    const char *tools_from_mcp_setting; /* how log lines name it; default "--tools-from-mcp" */
     size_t max_line_bytes;
     double progress_interval; /* s */
     gw_server_t *core;        /* the gateway in this process (embedded, or the daemon of /mcp), or NULL */
@@ -257,6 +265,13 @@ void mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_s
 void mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink);
 /* The client of scope ended its session: its calls are cancelled. */
 void mcp_server_end_scope (mcp_server_t *self, const char *scope);
+/* The host tools from now on (a reload): the commands of tools_file and
+   the tools of `sh -c tools_from_mcp` (NULL: none). Conversations opened
+   later get them; open ones keep the names they were opened with, served
+   by the new commands (a name gone is UnknownTool). A changed, exited or
+   failed forwarded server is started again. -1 + *errmsg when tools_file
+   is bad: nothing changed. */
+int mcp_server_retool (mcp_server_t *self, const char *tools_file, const char *tools_from_mcp, char **errmsg);
 /* Exit status once the loop ended. */
 int mcp_server_exit_code (const mcp_server_t *self);
 /* Whether version is a protocol revision the server speaks. */

@@ -8,7 +8,7 @@
 
       exit status N (stderr's first line)   ToolFailed
       stdout not one JSON value            BadToolResult
-      stdout over 8 MiB                    BadToolResult
+      stdout over 8 MiB                    BadToolResult (the command's group is killed then)
       no exit within "timeout" s           ToolTimeout (the command's group is killed)
 
     Arguments come in through a memfd, so a command that writes before it
@@ -28,6 +28,9 @@
 #define MCP_HOSTTOOL_OUT_MAX (8 * 1024 * 1024)
 #define MCP_HOSTTOOL_ERR_MAX 4096
 #define MCP_HOSTTOOL_TIMEOUT_DEFAULT 30.0
+/* Reads of a pipe per loop event: a writer without end must not keep the
+   loop in one callback (the rest is read at the next turn). */
+#define MCP_HOSTTOOL_READS 16
 
 /* A pipe read into a bounded buffer. */
 typedef struct {
@@ -35,6 +38,7 @@ typedef struct {
     char *data;
     size_t len, max;
     bool overflow;
+    pid_t group; /* killed when stdout passes its cap; 0 for stderr */
 } sink_t;
 
 typedef struct {
@@ -128,9 +132,11 @@ s_sink_read (sink_t *sink)
 {
     char buf[65536];
     ssize_t n;
-    while ((n = read (sink->item.fd, buf, sizeof buf)) > 0) {
+    for (int i = 0; i < MCP_HOSTTOOL_READS && (n = read (sink->item.fd, buf, sizeof buf)) > 0; i++) {
         size_t room = sink->max - sink->len;
         size_t take = (size_t) n < room ? (size_t) n : room;
+        if (take < (size_t) n && !sink->overflow && sink->group > 0)
+            kill (-sink->group, SIGKILL); /* its answer is BadToolResult whatever it writes next */
         if (take < (size_t) n)
             sink->overflow = true;
         if (take) {
@@ -183,6 +189,11 @@ s_run_answer (run_t *run, int status)
         evalue = wire_xasprintf ("the host command of tool '%s' did not finish within its timeout; it was killed",
                                  run->name);
     }
+    else if (run->out.overflow) {
+        /* before the exit status: passing the cap is what killed it */
+        ename = "BadToolResult";
+        evalue = wire_xasprintf ("the host command of tool '%s' wrote over %d bytes", run->name, MCP_HOSTTOOL_OUT_MAX);
+    }
     else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         const char *err = run->err.data ?: "";
         int line = (int) strcspn (err, "\n");
@@ -192,10 +203,6 @@ s_run_answer (run_t *run, int status)
                                                       gw_text_fit (err, line), err)
                                     : wire_xasprintf ("the host command of tool '%s' was killed by signal %d",
                                                       run->name, WTERMSIG (status));
-    }
-    else if (run->out.overflow) {
-        ename = "BadToolResult";
-        evalue = wire_xasprintf ("the host command of tool '%s' wrote over %d bytes", run->name, MCP_HOSTTOOL_OUT_MAX);
     }
     else if (!(result = json_loadb (run->out.data ?: "", run->out.len, JSON_DECODE_ANY, &jerr))) {
         ename = "BadToolResult";
@@ -285,6 +292,7 @@ s_run_start (mcp_hosttools_t *self, run_t *run, const json_t *tool, const json_t
     if (in >= 0 && s_sink_open (self->loop, &run->out, MCP_HOSTTOOL_OUT_MAX, &out_w) == 0
         && s_sink_open (self->loop, &run->err, MCP_HOSTTOOL_ERR_MAX, &err_w) == 0) {
         run->pid = mcp_spawn (argv, in, out_w, err_w);
+        run->out.group = run->pid;
         run->exit_item = (zmq_pollitem_t) {.fd = run->pid > 0 ? mcp_pidfd_open (run->pid) : -1, .events = ZMQ_POLLIN};
         if (run->exit_item.fd >= 0) {
             zloop_poller (self->loop, &run->exit_item, s_on_exit, run);
@@ -338,11 +346,21 @@ mcp_hosttools_destroy (mcp_hosttools_t **self_p)
     while ((run = zlistx_detach (self->runs, NULL))) {
         kill (-run->pid, SIGKILL);
         waitpid (run->pid, NULL, 0);
-        run->done (run->arg, NULL, "ToolUnavailable", "kennel mcp is stopping");
+        run->done (run->arg, NULL, "ToolUnavailable", "the MCP server that serves this tool is stopping");
         s_run_free (run);
     }
     zlistx_destroy (&self->runs);
     json_decref (self->tools);
     free (self);
     *self_p = NULL;
+}
+
+void
+mcp_hosttools_take (mcp_hosttools_t *self, mcp_hosttools_t **fresh_p)
+{
+    /* a run holds its own name, pid and timer: none reads the list again */
+    json_t *old = self->tools;
+    self->tools = (*fresh_p)->tools;
+    (*fresh_p)->tools = old;
+    mcp_hosttools_destroy (fresh_p);
 }

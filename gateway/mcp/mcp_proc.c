@@ -48,8 +48,11 @@ mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
     s_place (out_fd >= 0 ? out_fd : 2, 1, O_WRONLY);
     if (err_fd >= 0)
         s_place (err_fd, 2, O_WRONLY);
-    for (int fd = 3; fd < 1024; fd++)
-        close (fd); /* the front's sockets and pipes stay its own */
+    /* the front's sockets and pipes stay its own: all of them, since a
+       daemon lifts its fd limit far above 1024 */
+    if (syscall (SYS_close_range, 3, ~0U, 0) < 0)
+        for (int fd = 3; fd < 65536; fd++)
+            close (fd);
     execvp (argv[0], argv);
     _exit (127);
 }

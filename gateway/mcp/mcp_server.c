@@ -56,6 +56,7 @@ struct mcp_server {
     mcp_gateway_t *gateway;
     mcp_hosttools_t *hosttools;
     mcp_upstream_t *upstream;
+    char *upstream_cmd; /* what it runs, or NULL */
     bool upstream_ready;
     json_t *catalog; /* the host tools' declarations, as the gateway takes them */
     zhashx_t *convs; /* id -> mcp_conv_t */
@@ -819,7 +820,7 @@ mcp_server_end_scope (mcp_server_t *self, const char *scope)
 static void
 s_start_failed (mcp_server_t *self, const char *why)
 {
-    fprintf (stderr, "kennel mcp: %s\n", why);
+    gw_log ("mcp_start_failed", "{s:s}", "error", why);
     free (self->startup_error);
     self->startup_error = wire_xstrdup (why);
     self->exit_code = 1;
@@ -838,19 +839,37 @@ s_on_gateway_ready (mcp_gateway_t *gw, bool ok, const char *errmsg, void *arg)
     s_start_deferred (self);
 }
 
+/* The declarations conversations are opened with: the host commands',
+   then the forwarded server's once it is ready. */
+static void
+s_catalog_build (mcp_server_t *self)
+{
+    json_array_clear (self->catalog);
+    if (self->hosttools)
+        mcp_hosttools_declare (self->hosttools, self->catalog);
+    if (self->upstream && self->upstream_ready)
+        mcp_upstream_declare (self->upstream, self->catalog);
+}
+
 static void
 s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
 {
     mcp_server_t *self = arg;
+    const char *setting = self->opts.tools_from_mcp_setting;
     if (!ok) {
-        s_start_failed (self, "the --tools-from-mcp server did not start (see above)");
+        char *why = wire_xasprintf ("the %s server did not start (see the log)", setting);
+        s_start_failed (self, why);
+        free (why);
         return;
     }
-    mcp_upstream_declare (up, self->catalog);
+    self->upstream_ready = true;
+    s_catalog_build (self);
     char *problem = NULL;
     json_t *checked = gw_tools_validate (self->catalog, &problem);
     if (!checked) {
-        char *why = wire_xasprintf ("the tools of --tools-from-mcp: %s", problem ?: "invalid");
+        self->upstream_ready = false;
+        s_catalog_build (self);
+        char *why = wire_xasprintf ("the tools of %s: %s", setting, problem ?: "invalid");
         s_start_failed (self, why);
         free (why);
         free (problem);
@@ -858,9 +877,46 @@ s_on_upstream_ready (mcp_upstream_t *up, bool ok, void *arg)
     }
     json_decref (checked);
     free (problem);
-    self->upstream_ready = true;
     s_conv_open_early (self);
     s_start_deferred (self);
+}
+
+/* The forwarded server of cmd (NULL: none) in place of the one there was:
+   calls wait for its tool list again, and an earlier start's failure is
+   forgotten. */
+static void
+s_upstream_restart (mcp_server_t *self, const char *cmd)
+{
+    mcp_upstream_destroy (&self->upstream);
+    self->upstream_ready = false;
+    free (self->upstream_cmd);
+    self->upstream_cmd = cmd ? wire_xstrdup (cmd) : NULL;
+    free (self->startup_error);
+    self->startup_error = NULL;
+    if (cmd)
+        self->upstream = mcp_upstream_start (self->loop, cmd, self->opts.tools_from_mcp_setting, s_on_upstream_ready,
+                                             self);
+}
+
+int
+mcp_server_retool (mcp_server_t *self, const char *tools_file, const char *tools_from_mcp, char **errmsg)
+{
+    mcp_hosttools_t *fresh = NULL;
+    if (tools_file && !(fresh = mcp_hosttools_load (self->loop, tools_file, errmsg)))
+        return -1;
+    if (fresh && self->hosttools)
+        mcp_hosttools_take (self->hosttools, &fresh);
+    else if (fresh)
+        self->hosttools = fresh;
+    else
+        mcp_hosttools_destroy (&self->hosttools);
+    if (!streq (self->upstream_cmd ?: "", tools_from_mcp ?: "")
+        || (self->upstream && !mcp_upstream_alive (self->upstream)))
+        s_upstream_restart (self, tools_from_mcp);
+    s_catalog_build (self);
+    gw_log ("mcp_tools", "{s:s?, s:s?, s:i}", "tools", tools_file, "tools_from_mcp", tools_from_mcp, "declared",
+            (int) json_array_size (self->catalog));
+    return 0;
 }
 
 static void
@@ -900,16 +956,13 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     char id[WIRE_ID_SIZE];
     wire_id_new (id);
     snprintf (self->default_id, sizeof self->default_id, "mcp-%.12s-default", id);
-    if (opts->tools_file) {
-        self->hosttools = mcp_hosttools_load (loop, opts->tools_file, errmsg);
-        if (!self->hosttools) {
-            mcp_server_destroy (&self);
-            return NULL;
-        }
-        mcp_hosttools_declare (self->hosttools, self->catalog);
+    if (!self->opts.tools_from_mcp_setting)
+        self->opts.tools_from_mcp_setting = "--tools-from-mcp";
+    if (mcp_server_retool (self, opts->tools_file, opts->tools_from_mcp, errmsg) < 0) {
+        mcp_server_destroy (&self);
+        return NULL;
     }
-    if (opts->tools_from_mcp)
-        self->upstream = mcp_upstream_start (loop, opts->tools_from_mcp, s_on_upstream_ready, self);
+    self->opts.tools_file = self->opts.tools_from_mcp = NULL; /* the caller's: gone after a reload */
     self->gateway = opts->core ? mcp_gateway_core (loop, opts->core, opts->own_core)
                                : mcp_gateway_start (loop, opts->connection_file, s_on_gateway_ready, self);
     if (!self->gateway) {
@@ -948,6 +1001,7 @@ mcp_server_destroy (mcp_server_t **self_p)
     zhashx_destroy (&self->renewed);
     mcp_hosttools_destroy (&self->hosttools);
     mcp_upstream_destroy (&self->upstream);
+    free (self->upstream_cmd);
     json_decref (self->catalog);
     free (self->startup_error);
     free (self);

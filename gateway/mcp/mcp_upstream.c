@@ -44,6 +44,7 @@ typedef struct {
 struct mcp_upstream {
     zloop_t *loop;
     char *cmd;
+    const char *setting; /* what named cmd, for log lines */
     pid_t pid;
     int to_fd;   /* its stdin */
     int from_fd; /* its stdout */
@@ -55,6 +56,7 @@ struct mcp_upstream {
     void *ready_arg;
     bool stopping;
     bool gone; /* it closed its stdout: every call fails at once */
+    bool failed; /* it did not start */
 };
 
 static void
@@ -104,7 +106,8 @@ s_fail (mcp_upstream_t *self, const char *why)
 {
     if (self->stopping)
         return;
-    fprintf (stderr, "kennel mcp: --tools-from-mcp %s: %s\n", self->cmd, why);
+    self->failed = true;
+    gw_log ("mcp_upstream_failed", "{s:s, s:s, s:s}", "setting", self->setting, "command", self->cmd, "error", why);
     mcp_upstream_ready_fn *ready = self->ready;
     self->ready = NULL;
     if (ready)
@@ -271,7 +274,7 @@ s_on_call_reply (mcp_upstream_t *self, const json_t *msg, void *arg)
     json_t *result = json_object_get (msg, "result");
     json_t *error = json_object_get (msg, "error");
     if (!msg && (self->stopping || self->gone)) {
-        char *evalue = self->stopping ? wire_xstrdup ("kennel mcp is stopping")
+        char *evalue = self->stopping ? wire_xstrdup ("the MCP server that serves this tool is stopping")
                                       : wire_xasprintf ("the MCP server of tool '%s' exited", r->tool);
         mcp_tool_log ("mcp", r->tool, "ToolUnavailable", seconds, 0);
         r->done (r->done_arg, NULL, "ToolUnavailable", evalue);
@@ -330,12 +333,19 @@ mcp_upstream_declare (mcp_upstream_t *self, json_t *list)
         json_array_append (list, tool);
 }
 
+bool
+mcp_upstream_alive (const mcp_upstream_t *self)
+{
+    return !self->gone && !self->failed;
+}
+
 mcp_upstream_t *
-mcp_upstream_start (zloop_t *loop, const char *cmd, mcp_upstream_ready_fn *ready, void *arg)
+mcp_upstream_start (zloop_t *loop, const char *cmd, const char *setting, mcp_upstream_ready_fn *ready, void *arg)
 {
     mcp_upstream_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->cmd = wire_xstrdup (cmd);
+    self->setting = setting;
     self->requests = zlistx_new ();
     self->tools = json_array ();
     self->ready = ready;

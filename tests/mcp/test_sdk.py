@@ -86,7 +86,7 @@ def test_a_forwarded_server_that_does_not_start_is_reported(tmp_path):
     r = m.call("python_exec", {"code": "1"})  # waits for the forwarded server, which failed
     assert r["isError"] is True and "--tools-from-mcp" in m.text(r), r
     assert m.close() == 1
-    assert "--tools-from-mcp exit 3" in m.log_text()
+    assert '"event":"mcp_upstream_failed","setting":"--tools-from-mcp","command":"exit 3"' in m.log_text()
 
 
 DYING_SERVER = r'''
