@@ -20,6 +20,12 @@ from kennel_testlib import (LSAN_SUPPRESSIONS, Control, become, built, connect, 
                             remove_state, stdout_of, traversable_dir, unmount_below)
 
 
+# ASan keeps up to 256 MiB of freed memory in quarantine by default, resident
+# in each process of a sanitizer build (the gateway, and its kernels, which
+# inherit ASAN_OPTIONS): a Gateway's asan_options for tests that measure or
+# bound memory, so that a sanitizer build's peaks are near a release build's.
+SMALL_QUARANTINE = ":quarantine_size_mb=16"
+
 
 class Gateway:
     """`kennel serve` with transport None: the daemon's default (ipc);
@@ -83,18 +89,19 @@ class Gateway:
         return rc
 
 
-def unprivileged_gateway(prefix, config=None):
+def unprivileged_gateway(prefix, config=None, **kw):
     """Yields `kennel serve` as uid 65534 (it then owns its sandboxes' files)
     with the layers this host cannot give that uid allowed to degrade, and
-    stops it: a fixture's body. Skipped, with the probe's detail, where
-    that uid cannot make a user namespace (no sandbox at all for it)."""
+    stops it: a fixture's body (kw: Gateway's). Skipped, with the probe's
+    detail, where that uid cannot make a user namespace (no sandbox at all
+    for it)."""
     import pytest
     userns = hostprobe.user_namespaces(hostprobe.NOBODY)
     if not userns.ok:
         pytest.skip(userns.detail)
     home = traversable_dir(prefix)
     config = dict(config or {}, confine={"allow_degraded": hostprobe.allow_degraded(hostprobe.NOBODY)})
-    gw = Gateway(home, config=config, user=hostprobe.NOBODY)
+    gw = Gateway(home, config=config, user=hostprobe.NOBODY, **kw)
     yield gw
     try:
         if gw.proc.poll() is None:

@@ -287,7 +287,7 @@ def test_one_gib_up_and_down_with_bounded_rss(make_gateway):
     stay short."""
     import hashlib
     gw = make_gateway(config=dict(CONFIG, maxima={"workspace_bytes": 2 * GIB, "memory_bytes": 2 * GIB}),
-                      asan_options=":quarantine_size_mb=16")
+                      asan_options=gwtest.SMALL_QUARANTINE)
     _, kc = gw.open_client("big", policy={"workspace_bytes": GIB + 64 * MIB})
     other, _ = gw.open_client("other")
     rtts, before, done, moving = [], [], threading.Event(), threading.Event()
