@@ -10,8 +10,9 @@
     ~0.1 ms, is measured by one statfs and removed by one umount; the
     mount follows the directory when the warm pool renames the directory
     above it, and outlives kernel restarts (the gateway holds it). Its
-    pages are memory: they are charged to the memory cgroup of the process
-    that writes them, i.e. to the kernel's memory_bytes. A kernel's run dir
+    pages, and each file's inode and dentry, are memory: Linux charges them
+    to the memory cgroup of the process that writes them, whoever mounted
+    the tmpfs, i.e. to the kernel's memory_bytes. A kernel's run dir
     (bound writable at /run/kennel) gets a tmpfs too, a small one
     (GW_RUN_DIR_BYTES, GW_RUN_DIR_FILES), or the kernel could fill the
     disk there instead.
