@@ -50,3 +50,24 @@ def test_buffers_count_in_output_bytes(gateway):
     assert "output truncated" in text
     k = r["metadata"]["kennel"]
     assert k["output_truncated"] is True and k["output_bytes"] > 12000
+
+
+def test_buffers_over_max_message_bytes_are_dropped_both_ways(gateway):
+    """max_message_bytes (1 MiB here) covers every frame: a 1.5 MiB buffer
+    is dropped and logged as oversize from the kernel and from the client;
+    the kernel and the comm go on."""
+    _, kc = gateway.open_client("buffers-big")
+    r, out = execute(kc, MIRROR + "\nc = Comm(target_name='blobs')\n"
+                                  "c.send({'n': 1}, buffers=[b'x' * (3 << 19)])\n"
+                                  "c.send({'n': 2}, buffers=[b'small'])")
+    assert r["content"]["status"] == "ok", r["content"]
+    assert comm_messages(out) == [({"n": 2}, [b"small"])]
+    send_comm(kc, "comm_open", {"comm_id": "m-2", "target_name": "mirror", "data": {}})
+    # dropped before the kernel: no busy/idle to wait for; the next one answers alone
+    kc.session.send(kc.shell_channel.socket, kc.session.msg("comm_msg", {"comm_id": "m-2", "data": {}}),
+                    buffers=[b"y" * (3 << 19)])
+    out = send_comm(kc, "comm_msg", {"comm_id": "m-2", "data": {}}, [b"ab"])
+    assert comm_messages(out) == [({"types": ["memoryview"]}, [b"ba"])]
+    sources = {(e["from"], e["channel"]) for e in gateway.events("bad_message")
+               if e.get("conversation") == "buffers-big" and e["reason"] == "oversize"}
+    assert len(sources) == 2, gateway.events("bad_message")
