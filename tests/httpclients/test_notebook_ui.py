@@ -5,7 +5,9 @@ a notebook that sits beside a data file. The page runs all cells: one
 reads the file, one plots, one shows an ipywidgets slider (Debian's
 python3-ipywidgets; the widget extension is Debian's
 python3-widgetsnbextension, enabled by its /etc/jupyter/nbconfig file,
-checked first). The slider is moved with the keyboard and the kernel sees
+checked first), one an ipywidgets Image of a PNG made in the kernel (6.0
+sends its value as base64 text in the comm's JSON, not as a binary
+buffer: the view's <img> shows the image). The slider is moved with the keyboard and the kernel sees
 the new value; then `os._exit(1)` in a cell brings the notebook's "kernel
 died" dialog. Screenshots are kept in BUILDDIR/test-artifacts/notebook-ui/."""
 import json
@@ -25,6 +27,8 @@ CELLS = [
     "%matplotlib inline\nimport matplotlib.pyplot as plt\n"
     "plt.plot([int(r['value']) for r in rows])\nplt.show()",
     "import ipywidgets as widgets\nslider = widgets.IntSlider(value=7, min=0, max=10, description='n')\nslider",
+    "import io\npng = io.BytesIO()\nplt.figure(figsize=(2, 1))\nplt.plot([1, 2])\nplt.savefig(png, format='png')\n"
+    "plt.close()\nwidgets.Image(value=png.getvalue(), format='png')",
 ]
 WIDGETS_NBCONFIG = pathlib.Path("/etc/jupyter/nbconfig/notebook.d")
 ARTIFACTS = BUILDDIR / "test-artifacts" / "notebook-ui"
@@ -104,6 +108,9 @@ def test_notebook_ui_reads_plots_shows_a_slider_and_the_dead_kernel_dialog(kenne
                       "the slider (ipywidgets through comms)")
     assert wait_for(browser, "const r = document.querySelector('.widget-readout');"
                              "return r ? r.innerText : ''", 30, "the slider's readout").strip() == "7"
+    assert wait_for(browser, "const i = document.querySelector('img.widget-image');"
+                             "return i && i.complete && i.naturalWidth > 100 && i.src.startsWith('data:image/png;base64,')"
+                             " && i.src.length", 90, "the Image widget's PNG") > 1000
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", handle)
     shot(browser, "reads-plots-slider.png")
     # the keyboard moves it; the new value reaches the kernel's widget
