@@ -1,5 +1,6 @@
-/*  gw_control_files.c - file_list, file_stat, file_get, file_put and
-    file_delete on the control socket (docs/PROTOCOL.md §3, "Files").
+/*  gw_control_files.c - file_list, file_stat, file_get, file_put,
+    file_delete, file_rename and file_copy on the control socket
+    (docs/PROTOCOL.md §3, "Files").
 
     Each request is one bounded step on the event loop: a listing of at
     most GW_FILES_LIST_MAX entries, or one chunk of at most
@@ -192,12 +193,50 @@ do_delete (call_t *c)
     return json_pack ("{s:s, s:s}", "status", "ok", "path", c->path);
 }
 
+/* new_path of a rename or copy, normalized (malloc'd); NULL after refusing. */
+static char *
+new_path_field (call_t *c)
+{
+    json_t *value = json_object_get (c->req->content, "new_path");
+    if (!json_is_string (value)) {
+        refuse (c, "InvalidPath", "new_path must be a string");
+        return NULL;
+    }
+    return gw_files_path (json_string_value (value), json_string_length (value), c->err);
+}
+
+/* A rename or copy: the reply names both paths. */
+static json_t *
+move (call_t *c, bool copy)
+{
+    char *to = new_path_field (c);
+    if (!to)
+        return NULL;
+    int rc = copy ? gw_files_copy (c->root, c->path, to, false, c->err) : gw_files_rename (c->root, c->path, to, c->err);
+    json_t *reply = rc == 0 ? json_pack ("{s:s, s:s, s:s}", "status", "ok", "path", c->path, "new_path", to) : NULL;
+    free (to);
+    return reply;
+}
+
+static json_t *
+do_rename (call_t *c)
+{
+    return move (c, false);
+}
+
+static json_t *
+do_copy (call_t *c)
+{
+    return move (c, true);
+}
+
 static const struct {
     const char *type;
     handler_fn *fn;
 } HANDLERS[] = {
     {"file_list_request", do_list}, {"file_stat_request", do_stat},     {"file_get_request", do_get},
-    {"file_put_request", do_put},   {"file_delete_request", do_delete},
+    {"file_put_request", do_put},   {"file_delete_request", do_delete}, {"file_rename_request", do_rename},
+    {"file_copy_request", do_copy},
 };
 
 static handler_fn *

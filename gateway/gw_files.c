@@ -396,3 +396,119 @@ gw_files_delete (int root, const char *path, gw_files_error_t *err)
     errno = e;
     return rc < 0 ? fail_errno (err, path) : 0;
 }
+
+int
+gw_files_create (int root, const char *path, bool directory, gw_files_error_t *err)
+{
+    const char *name;
+    if (!*path)
+        return fail (err, "FileExists", "the workspace's root exists%.*s", path);
+    int dir = resolve_parent (root, path, &name, err);
+    if (dir < 0)
+        return -1;
+    int fd;
+    if (directory)
+        fd = mkdirat (dir, name, 0755) == 0 ? resolve (dir, name, O_RDONLY | O_DIRECTORY, 0) : -1;
+    else
+        fd = resolve (dir, name, O_WRONLY | O_NONBLOCK | O_CREAT | O_EXCL, 0644);
+    int e = errno;
+    close (dir);
+    errno = e;
+    if (fd < 0 && errno == EEXIST)
+        return fail (err, "FileExists", "a file or directory of this name exists: %.*s", path);
+    if (fd < 0)
+        return fail_errno (err, path);
+    own_as_root (root, fd);
+    return fd;
+}
+
+/* name in dir may be renamed or copied: a directory, or a regular file of
+   one name (a link is never moved: the file service has none). */
+static int
+check_movable (int dir, const char *name, const char *path, gw_files_error_t *err)
+{
+    struct stat st;
+    if (fstatat (dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return fail_errno (err, path);
+    if (S_ISLNK (st.st_mode))
+        return fail (err, "SymlinkRefused", "a symlink (links are never followed): %.*s", path);
+    if (!S_ISDIR (st.st_mode) && !S_ISREG (st.st_mode))
+        return fail (err, "NotARegularFile", "not a regular file or directory: %.*s", path);
+    if (S_ISREG (st.st_mode) && st.st_nlink > 1)
+        return fail (err, "HardlinkRefused", "the file has more than one name (a hardlink): %.*s", path);
+    return 0;
+}
+
+/* The parents of from and to, opened beneath root; -1 + err. */
+static int
+resolve_parents (int root, const char *from, const char *to, int dirs[2], const char *names[2],
+                 gw_files_error_t *err)
+{
+    dirs[0] = resolve_parent (root, from, &names[0], err);
+    dirs[1] = dirs[0] >= 0 ? resolve_parent (root, to, &names[1], err) : -1;
+    if (dirs[1] >= 0)
+        return 0;
+    if (dirs[0] >= 0)
+        close (dirs[0]);
+    return -1;
+}
+
+int
+gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *err)
+{
+    if (!*from || !*to)
+        return fail (err, "InvalidPath", "the workspace's root cannot be renamed, nor be a target%.*s", "");
+    if (streq (from, to))
+        return 0;
+    int dirs[2];
+    const char *names[2];
+    if (resolve_parents (root, from, to, dirs, names, err) < 0)
+        return -1;
+    /* RENAME_NOREPLACE: an existing target (a symlink the kernel planted
+       there too) is never replaced, in the same call; renameat2 acts on
+       names in the two directory fds, so a name swapped for a symlink
+       meanwhile is moved as a link, never followed */
+    int rc = check_movable (dirs[0], names[0], from, err);
+    if (rc == 0 && renameat2 (dirs[0], names[0], dirs[1], names[1], RENAME_NOREPLACE) < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            rc = fail (err, "FileExists", "a file or directory of this name exists: %.*s", to);
+        else if (e == EINVAL)
+            rc = fail (err, "InvalidPath", "a directory cannot move into itself: %.*s", to);
+        else {
+            errno = e;
+            rc = fail_errno (err, e == ENOENT ? to : from);
+        }
+    }
+    close (dirs[0]);
+    close (dirs[1]);
+    return rc;
+}
+
+int
+gw_files_copy (int root, const char *from, const char *to, bool replace, gw_files_error_t *err)
+{
+    struct stat st;
+    if (streq (from, to))
+        return fail (err, "FileExists", "a file cannot be copied onto itself: %.*s", to);
+    int in = gw_files_open_read (root, from, &st, err);
+    if (in < 0)
+        return -1;
+    if (st.st_size > (off_t) GW_FILES_CHUNK_MAX) {
+        close (in);
+        return fail (err, "TooLarge", "a copy is one step of at most 4 MiB, and this file is larger: %.*s", from);
+    }
+    int out = replace ? gw_files_open_write (root, to, 0, err) : gw_files_create (root, to, false, err);
+    char *buf = out >= 0 ? wire_xmalloc ((size_t) st.st_size + 1) : NULL;
+    ssize_t n = out >= 0 ? gw_files_read (in, 0, buf, (size_t) st.st_size, err) : -1;
+    int rc = n >= 0 ? gw_files_write (out, 0, buf, (size_t) n, err) : -1;
+    close (in);
+    free (buf);
+    if (out >= 0)
+        close (out);
+    if (rc < 0 && out >= 0 && !replace) {
+        gw_files_error_t ignored;
+        gw_files_delete (root, to, &ignored); /* the new name goes with the failed copy */
+    }
+    return rc;
+}

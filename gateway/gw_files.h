@@ -62,6 +62,22 @@ int gw_files_mkdir (int root, const char *path, gw_files_error_t *err);
 /* A file (any type but a directory: a link or FIFO is removed, never
    followed) or an empty directory removed. */
 int gw_files_delete (int root, const char *path, gw_files_error_t *err);
+/* A new file (opened for writing) or directory (opened for reading) of a
+   name nothing has yet, owned as the workspace is: its fd, or -1 + err
+   (FileExists when the name is taken, by anything: no link followed). */
+int gw_files_create (int root, const char *path, bool directory, gw_files_error_t *err);
+/* A file or directory renamed within the workspace: both parents resolved
+   as any path, the source a directory or a regular file of one name, the
+   target a name nothing has (FileExists: never replaced, nor a link at
+   it followed). The same path is a success. */
+int gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *err);
+/* A regular file's bytes copied to a new file to (replace: to may exist,
+   then it is emptied first; a link, FIFO or hardlink there is refused as
+   by gw_files_open_write). One step on the loop: at most
+   GW_FILES_CHUNK_MAX bytes (TooLarge). The copy counts against the
+   workspace's quota like any write (WorkspaceFull: a new target is
+   removed again). */
+int gw_files_copy (int root, const char *from, const char *to, bool replace, gw_files_error_t *err);
 
 /* ---- gw_base64.c --------------------------------------------------------- */
 /* len bytes as base64 (RFC 4648, padded), a malloc'd string. */

@@ -100,6 +100,26 @@ def traversable_dir(prefix, mode=0o711):
     return path
 
 
+# ---- the kernel's side of a race ---------------------------------------------------
+
+def kernel_swap(name, target):
+    """Kernel code: a thread swapping /workspace/<name> for a symlink to
+    target and back, until /workspace/stop exists: the check-then-use race
+    the file tests run the gateway's requests against."""
+    w = f"/workspace/{name}"
+    return f"""
+import os, threading
+def swap():
+    while not os.path.exists('/workspace/stop'):
+        try:
+            os.rename({w!r}, '/workspace/keep'); os.symlink({str(target)!r}, {w!r})
+            os.rename({w!r}, '/workspace/gone'); os.rename('/workspace/keep', {w!r})
+        except OSError:
+            pass
+threading.Thread(target=swap, daemon=True).start()
+"""
+
+
 # ---- kernelspec mode ---------------------------------------------------------------
 
 def launcher():
@@ -363,12 +383,20 @@ class HttpGateway:
     url (http://127.0.0.1:PORT/, https with TLS), token (None when the
     config says "anonymous"), the connection file's content as info.
     Unpacks as (url, token). stop() ends it with SIGTERM and returns the
-    exit status (0 expected: a sanitizer build exits non-zero on a leak)."""
+    exit status (0 expected: a sanitizer build exits non-zero on a leak).
+    user: run it as that uid (its state dir and directory made its own, the
+    layers the host cannot give that uid allowed to degrade)."""
 
-    def __init__(self, directory, config=None, http=None, env=None, listen="127.0.0.1:0", args=()):
+    def __init__(self, directory, config=None, http=None, env=None, listen="127.0.0.1:0", args=(), user=None):
         import hostprobe
         self.dir = pathlib.Path(directory)
         self.state = traversable_dir("kennel-http-test-")
+        popen = {}
+        if user is not None:
+            for path in (self.state, self.dir):
+                os.chown(path, user, user)
+            popen["preexec_fn"] = lambda: become(user)
+            config = dict(config or {}, confine={"allow_degraded": hostprobe.allow_degraded(user)})
         self.conn_file = self.dir / "gateway.json"
         self.log_file = self.dir / "gateway.log"
         cfg = {"launcher": str(built("kernel-launcher/kennel-launch")), "idle_check_interval": 0.2,
@@ -383,7 +411,7 @@ class HttpGateway:
                         LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}")
         full_env.update(env or {})
         self.proc = serve(self.state, self.config_file, self.log_file, self.conn_file,
-                          (["--http", listen] if listen else []) + list(args), env=full_env)
+                          (["--http", listen] if listen else []) + list(args), env=full_env, **popen)
         self.info = json.loads(self.conn_file.read_text())
         self.url = self.info["http_url"]
         self.token = self.info.get("http_token") or (env or {}).get("KENNEL_AUTH_TOKEN") \

@@ -14,7 +14,11 @@
                 at its size, a wrong offset refused, read back whole and in
                 parts; mkdir, listing (symlinks and FIFOs not listed),
                 delete of a file, of a non-empty directory (refused), of a
-                symlink (the link goes, its target stays).
+                symlink (the link goes, its target stays); exclusive create,
+                rename and copy: never over an existing name (a symlink
+                there stays a link), never through a symlinked parent,
+                never of a link, FIFO or hardlink, a directory never into
+                itself, a copy with replace never through a link.
 
     Exit 0 when every check passed; each failure prints one line.
 */
@@ -171,6 +175,74 @@ test_chunks (int root)
     CHECK (refused (gw_files_delete (root, "", &err), &err, "InvalidPath"));
 }
 
+/* path holds text (and is a regular file). */
+static bool
+holds (int root, const char *path, const char *text)
+{
+    gw_files_error_t err;
+    struct stat st;
+    char buf[64] = "";
+    int fd = gw_files_open_read (root, path, &st, &err);
+    ssize_t n = fd >= 0 ? gw_files_read (fd, 0, buf, sizeof buf - 1, &err) : -1;
+    if (fd >= 0)
+        close (fd);
+    return n == (ssize_t) strlen (text) && memcmp (buf, text, (size_t) n) == 0;
+}
+
+static void
+test_moves (int root, const char *outside)
+{
+    gw_files_error_t err;
+    char target[600], escaped[600];
+    snprintf (target, sizeof target, "%s/secret", outside);
+    snprintf (escaped, sizeof escaped, "%s/x", outside);
+    CHECK (symlinkat (target, root, "link") == 0 && symlinkat (outside, root, "dirlink") == 0);
+    CHECK (mkfifoat (root, "fifo", 0600) == 0);
+    put (root, "a", "A");
+    put (root, "c", "C");
+    CHECK (gw_files_rename (root, "a", "b", &err) == 0 && gw_files_rename (root, "b", "b", &err) == 0);
+    CHECK (refused (gw_files_rename (root, "b", "c", &err), &err, "FileExists") && holds (root, "c", "C"));
+    CHECK (refused (gw_files_rename (root, "b", "link", &err), &err, "FileExists"));
+    CHECK (refused (gw_files_rename (root, "b", "dirlink/x", &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_rename (root, "link", "l2", &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_rename (root, "fifo", "f2", &err), &err, "NotARegularFile"));
+    CHECK (refused (gw_files_rename (root, "nothing", "n2", &err), &err, "NoSuchFile"));
+    CHECK (gw_files_mkdir (root, "d", &err) == 0);
+    CHECK (refused (gw_files_rename (root, "d", "d/in", &err), &err, "InvalidPath"));
+    CHECK (refused (gw_files_rename (root, "", "r", &err), &err, "InvalidPath"));
+    CHECK (gw_files_copy (root, "b", "d/b", false, &err) == 0 && holds (root, "d/b", "A"));
+    CHECK (refused (gw_files_copy (root, "b", "c", false, &err), &err, "FileExists") && holds (root, "c", "C"));
+    CHECK (gw_files_copy (root, "b", "c", true, &err) == 0 && holds (root, "c", "A"));
+    CHECK (refused (gw_files_copy (root, "b", "b", true, &err), &err, "FileExists") && holds (root, "b", "A"));
+    CHECK (refused (gw_files_copy (root, "b", "link", true, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_copy (root, "b", "link", false, &err), &err, "FileExists"));
+    CHECK (refused (gw_files_copy (root, "b", "dirlink/x", false, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_copy (root, "link", "l3", false, &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_copy (root, "d", "d2", false, &err), &err, "IsADirectory"));
+    CHECK (linkat (root, "c", root, "c2", 0) == 0);
+    CHECK (refused (gw_files_rename (root, "c", "c3", &err), &err, "HardlinkRefused"));
+    CHECK (refused (gw_files_copy (root, "c2", "c3", false, &err), &err, "HardlinkRefused"));
+    int fd = gw_files_create (root, "n", false, &err);
+    CHECK (fd >= 0 && refused (gw_files_create (root, "n", false, &err), &err, "FileExists"));
+    if (fd >= 0)
+        close (fd);
+    fd = gw_files_create (root, "nd", true, &err);
+    CHECK (fd >= 0 && refused (gw_files_create (root, "nd", true, &err), &err, "FileExists"));
+    if (fd >= 0)
+        close (fd);
+    CHECK (refused (gw_files_create (root, "link", false, &err), &err, "FileExists"));
+    CHECK (refused (gw_files_create (root, "dirlink/y", true, &err), &err, "SymlinkRefused"));
+    CHECK (access (escaped, F_OK) < 0 && holds (root, "b", "A"));
+    const char *made[] = {"link", "dirlink", "fifo", "b", "c", "c2", "d/b", "d", "n", "nd"};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
+        CHECK (gw_files_delete (root, made[i], &err) == 0);
+    int sfd = open (target, O_RDONLY);
+    char buf[16] = "";
+    CHECK (sfd >= 0 && read (sfd, buf, sizeof buf) == 6 && memcmp (buf, "secret", 6) == 0);
+    if (sfd >= 0)
+        close (sfd);
+}
+
 int
 main (void)
 {
@@ -194,6 +266,7 @@ main (void)
     CHECK (root >= 0);
     test_planted (root, outside);
     test_chunks (root);
+    test_moves (root, outside);
     close (root);
     CHECK (unlink (secret) == 0 && rmdir (workspace) == 0 && rmdir (outside) == 0 && rmdir (base) == 0);
     printf ("gw_files_test: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);

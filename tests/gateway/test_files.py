@@ -1,12 +1,13 @@
 """The file API of the control socket (issue 15): file_list, file_stat,
-file_get, file_put and file_delete on a conversation's workspace, resolved
-beneath it only. The kernel plants what an attacker would (symlinks to the
-host's files, hardlinks, FIFOs, device nodes, a file swapped for a symlink
-in a loop) and the gateway, root or unprivileged, never reads or writes
-outside the workspace and never blocks. Real daemons, confined kernels,
+file_get, file_put, file_delete, file_rename and file_copy on a
+conversation's workspace, resolved beneath it only. The kernel plants what
+an attacker would (symlinks to the host's files, hardlinks, FIFOs, device
+nodes, a file swapped for a symlink in a loop) and the gateway, root or
+unprivileged, never reads or writes outside the workspace and never blocks. Real daemons, confined kernels,
 jupyter_client's Session on the control socket."""
 import base64
 import os
+import shutil
 import threading
 import time
 
@@ -14,7 +15,7 @@ import pytest
 
 import gwtest
 from gwtest import execute, stdout_of
-from kennel_testlib import wait_until
+from kennel_testlib import kernel_swap, traversable_dir, wait_until
 
 MIB = 1 << 20
 CONFIG = {"warm_pool": 0, "max_message_bytes": 8 * MIB}
@@ -212,27 +213,13 @@ def test_a_listing_reads_a_bounded_number_of_entries(gw):
     assert small["truncated"] is False and len(small["entries"]) == 4
 
 
-SWAP = r"""
-import os, threading
-def swap():
-    while not os.path.exists('/workspace/stop'):
-        try:
-            os.rename('/workspace/real', '/workspace/keep'); os.symlink(%(secret)r, '/workspace/real')
-            os.rename('/workspace/real', '/workspace/gone'); os.rename('/workspace/keep', '/workspace/real')
-        except OSError:
-            pass
-open('/workspace/real', 'w').write('workspace file')
-t = threading.Thread(target=swap, daemon=True); t.start()
-"""
-
-
 def test_a_file_swapped_for_a_symlink_is_never_followed(either, tmp_path):
     gw = either
     secret = tmp_path / "secret"
     secret.write_text("host secret")
     os.chmod(secret, 0o600)
     _, kc = gw.open_client("swap")
-    run(kc, SWAP % {"secret": str(secret)})
+    run(kc, "open('/workspace/real', 'w').write('workspace file')\n" + kernel_swap("real", secret))
     seen = set()
     for i in range(300):
         r = get(gw, "swap", "real")
@@ -263,6 +250,55 @@ def test_uploads_count_against_the_quota(gw):
     assert run(kc, "import os; print(os.path.getsize('/workspace/big'))").strip() == str(offset)
     assert files(gw, "delete", conversation_id="quota", path="big")["status"] == "ok"
     assert put(gw, "quota", "small", b"fits")["status"] == "ok"
+
+
+MOVES = """
+import os
+os.symlink(%(dir)r, '/workspace/out'); os.symlink(%(secret)r, '/workspace/victim')
+os.mkfifo('/workspace/fifo'); open('/workspace/h1', 'w').write('h'); os.link('/workspace/h1', '/workspace/h2')
+open('/workspace/a', 'w').write('A'); os.mkdir('/workspace/d')
+"""
+
+
+def test_rename_and_copy(either):
+    """file_rename and file_copy: within the workspace, never over an
+    existing name (a symlink there included), never through a symlinked
+    parent to a host directory the gateway's uid could write, never of a
+    link, FIFO or hardlink; copies belong to the kernel."""
+    gw = either
+    host = traversable_dir("kennel-files-host-", mode=0o755)
+    secret, hostdir = host / "secret", host / "dir"
+    secret.write_text("host secret")
+    hostdir.mkdir()
+    gateway_uid = os.stat(gw.state).st_uid   # the unprivileged gateway owns its state dir
+    for p in (secret, hostdir):
+        os.chown(p, gateway_uid, -1)
+    _, kc = gw.open_client("mv")
+    run(kc, MOVES % {"dir": str(hostdir), "secret": str(secret)})
+    r = files(gw, "rename", conversation_id="mv", path="a", new_path="d/b")
+    assert (r["status"], r.get("path"), r.get("new_path")) == ("ok", "a", "d/b"), r
+    r = files(gw, "copy", conversation_id="mv", path="d/b", new_path="c")
+    assert (r["status"], r.get("new_path")) == ("ok", "c"), r
+    assert get(gw, "mv", "c")["data"] == b"A"
+    t0 = time.monotonic()
+    for kind, path, new_path, ename in [
+            ("rename", "c", "d/b", "FileExists"), ("copy", "c", "d/b", "FileExists"),
+            ("rename", "c", "victim", "FileExists"), ("copy", "c", "victim", "FileExists"),
+            ("rename", "c", "out/c", "SymlinkRefused"), ("copy", "c", "out/c", "SymlinkRefused"),
+            ("rename", "c", "../c", "InvalidPath"), ("copy", "c", "/tmp/c", "InvalidPath"),
+            ("rename", "victim", "v2", "SymlinkRefused"), ("copy", "victim", "v2", "SymlinkRefused"),
+            ("rename", "fifo", "f2", "NotARegularFile"), ("copy", "fifo", "f2", "NotARegularFile"),
+            ("rename", "h1", "h3", "HardlinkRefused"), ("copy", "h2", "h3", "HardlinkRefused"),
+            ("rename", "d", "d/in", "InvalidPath"), ("rename", "nothing", "n", "NoSuchFile"),
+            ("copy", "d", "d2", "IsADirectory")]:
+        refused(files(gw, kind, conversation_id="mv", path=path, new_path=new_path), ename)
+    refused(files(gw, "rename", conversation_id="mv", path="c"), "InvalidPath")   # no new_path
+    assert time.monotonic() - t0 < 10   # the FIFO blocked nothing
+    assert secret.read_text() == "host secret" and os.listdir(hostdir) == []
+    out = run(kc, "import os; print(os.path.islink('/workspace/victim'), os.stat('/workspace/c').st_uid == os.getuid(),"
+                  " sorted(os.listdir('/workspace')))")
+    assert out.startswith("True True ") and "'c'" in out and "'v2'" not in out, out
+    shutil.rmtree(host)
 
 
 def vm(pid, field):

@@ -197,9 +197,10 @@ def test_two_conversations_see_only_their_own_tools(open_conv):
 
 
 def test_upload_download_and_files(open_conv, tmp_path):
-    """conv.upload, conv.files, conv.download: a file of three chunks and a
-    bit (the chunk follows the gateway's max_message_bytes), the kernel
-    sees it, an empty file, a missing one raises GatewayError."""
+    """conv.upload, conv.files, conv.download, conv.rename, conv.copy: a
+    file of three chunks and a bit (the chunk follows the gateway's
+    max_message_bytes), the kernel sees it, an empty file, a missing one
+    raises GatewayError, a rename onto an existing name raises FileExists."""
     import os
     import kennel
     conv = open_conv()
@@ -224,3 +225,12 @@ def test_upload_download_and_files(open_conv, tmp_path):
         raise AssertionError("no error")
     except kennel.GatewayError as e:
         assert e.ename == "NoSuchFile", e
+    conv.rename("out.txt", "renamed.txt")
+    conv.copy("renamed.txt", "copied.txt")
+    assert {e["name"] for e in conv.files()} == {"in.bin", "empty", "renamed.txt", "copied.txt"}
+    assert run_ok(conv, "print(open('/workspace/copied.txt').read())").stdout.strip() == "made by the kernel"
+    try:
+        conv.rename("copied.txt", "renamed.txt")
+        raise AssertionError("no error")
+    except kennel.GatewayError as e:
+        assert e.ename == "FileExists", e

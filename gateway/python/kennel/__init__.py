@@ -359,6 +359,16 @@ class Conversation:
         with name, path, type ("file" or "directory"), size, last_modified."""
         return self._file("list", path)[0]["entries"]
 
+    def rename(self, remote: str, new_remote: str) -> None:
+        """Renames a workspace file or directory; an existing new_remote is
+        never replaced (GatewayError FileExists)."""
+        self._file("rename", remote, new_path=new_remote)
+
+    def copy(self, remote: str, new_remote: str) -> None:
+        """Copies a workspace file (at most 4 MiB) to a new name, in the
+        workspace (GatewayError FileExists when the name is taken)."""
+        self._file("copy", remote, new_path=new_remote)
+
     def interrupt(self) -> None:
         self.client.session.send(self.client.control_channel.socket, "interrupt_request", {})
 
