@@ -13,6 +13,7 @@
 
 #include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
+#include "gateway/gw_files.h"
 #include "gateway/gw_front.h"
 #include "gateway/gw_io.h"
 #include "gateway/gw_log.h"
@@ -171,8 +172,40 @@ bool http_api_ready (const http_front_t *front, const char **why);
 /* A Contents API request's body (a model with its content inline), at
    most: a 4 MiB chunk in base64 and the model around it. */
 #define HTTP_CONTENTS_BODY_MAX (6 << 20)
-/* /api/contents/<kernel or conversation id>/<path>: GET, PUT, DELETE. */
+/* /api/contents/<kernel or conversation id>/<path>: GET, PUT, DELETE,
+   PATCH, POST, and a file's checkpoints. */
 int http_contents_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* The answer to a file service error: its status, {"reason", "message":
+   "ename: evalue"}. */
+int http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err);
+void http_contents_fail (gw_files_error_t *err, const char *ename, const char *evalue);
+/* A Contents model from the file service's: content, format and mimetype
+   null, and a file "notebook" when type says so (NULL: when its name ends
+   in .ipynb). Returns model. */
+json_t *http_contents_model (json_t *model, const char *type);
+
+/* ---- http_contents_edit: PATCH (rename), POST (copy, new untitled) ------ */
+
+int http_contents_rename (struct lws *wsi, http_req_t *req, int root, const char *path, gw_files_error_t *err);
+int http_contents_post (struct lws *wsi, http_req_t *req, int root, const char *dir, gw_files_error_t *err);
+
+/* ---- http_checkpoints: a file's checkpoints ----------------------------- */
+
+/* Where a file's checkpoints are kept, in the file's directory. */
+#define HTTP_CHECKPOINTS_DIR ".ipynb_checkpoints"
+/* Whether path is <file>/checkpoints (*id NULL) or <file>/checkpoints/<id>
+   (then both malloc'd). */
+bool http_checkpoints_split (const char *path, char **file, char **id);
+/* GET lists, POST makes one; with id, POST restores, DELETE removes. */
+int http_checkpoints_serve (struct lws *wsi, http_req_t *req, int root, const char *file, const char *id,
+                            gw_files_error_t *err);
+/* The file was renamed: its checkpoint follows when it can. */
+void http_checkpoints_moved (int root, const char *from, const char *to);
+/* The file was deleted: its checkpoint goes too. */
+void http_checkpoints_dropped (int root, const char *file);
+/* A directory that holds only the checkpoints' directory: that emptied
+   and removed, 0; else -1. */
+int http_checkpoints_clear_dir (int root, const char *path, gw_files_error_t *err);
 /* /files/<id>/<path>: GET streams the file out. */
 int http_files_route (struct lws *wsi, http_req_t *req, const char *rest);
 /* Whether the request's body is streamed into a file (PUT /files/...):

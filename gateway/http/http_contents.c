@@ -1,10 +1,11 @@
 /*  http_contents.c - a conversation's files on the HTTP front:
     /api/contents/<id>/<path>, the Jupyter Contents API's shape (GET, PUT,
-    DELETE; models with type, format, content, ...), and /files/<id>/<path>,
-    the raw bytes streamed both ways (jupyter_server's /files is a raw
-    download too). <id> is a kernel id or a conversation id.
+    DELETE here; PATCH and POST in http_contents_edit.c, checkpoints in
+    http_checkpoints.c; models with type, format, content, ...), and
+    /files/<id>/<path>, the raw bytes streamed both ways (jupyter_server's
+    /files is a raw download too). <id> is a kernel id or a conversation id.
 
-    Both go through the core's file service (gateway/gw_files.c): paths
+    All go through the core's file service (gateway/gw_files.c): paths
     beneath the workspace only, no symlink followed, FIFOs and devices
     refused without blocking, uploads under the workspace's quota. A
     Contents model carries its content inline, so a GET or PUT there holds
@@ -15,7 +16,6 @@
     the gateway's loop.
 */
 #include "http.h"
-#include "gateway/gw_files.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -56,7 +56,7 @@ status_of (const char *ename)
     static const struct {
         const char *ename;
         int status;
-    } map[] = {{"NoSuchFile", 404},        {"NoSuchConversation", 404}, {"SymlinkRefused", 403},
+    } map[] = {{"NoSuchFile", 404},        {"NoSuchConversation", 404}, {"NoSuchCheckpoint", 404}, {"SymlinkRefused", 403},
                {"HardlinkRefused", 403},   {"NotARegularFile", 403},    {"PermissionDenied", 403},
                {"IsADirectory", 400},      {"NotADirectory", 400},      {"DirectoryNotEmpty", 409},
                {"FileExists", 409},        {"WorkspaceFull", 507},      {"FileApiUnavailable", 503},
@@ -64,19 +64,19 @@ status_of (const char *ename)
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (streq (map[i].ename, ename))
             return map[i].status;
-    return 400; /* InvalidPath, InvalidRequest, InvalidOffset */
+    return 400; /* InvalidPath, InvalidRequest, InvalidOffset, UnreadableNotebook */
 }
 
-static int
-reply_files_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err)
+int
+http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err)
 {
     char message[400];
     snprintf (message, sizeof message, "%s: %s", err->ename, err->evalue);
     return http_reply_error (wsi, req, status_of (err->ename), message);
 }
 
-static void
-set_error (gw_files_error_t *err, const char *ename, const char *evalue)
+void
+http_contents_fail (gw_files_error_t *err, const char *ename, const char *evalue)
 {
     err->ename = ename;
     snprintf (err->evalue, sizeof err->evalue, "%s", evalue);
@@ -98,7 +98,7 @@ target_of (http_front_t *front, const char *rest, char **path, gw_files_error_t 
             conv = gw_core_find (front->server, id);
     }
     if (!conv) {
-        set_error (err, "NoSuchConversation", "no kernel and no conversation has this id");
+        http_contents_fail (err, "NoSuchConversation", "no kernel and no conversation has this id");
         return NULL;
     }
     const char *p = slash ? slash + 1 : "";
@@ -116,19 +116,23 @@ query (struct lws *wsi, const char *name_eq, char *buf, int size)
 
 /* ---- /api/contents ------------------------------------------------------ */
 
-/* A Contents model from the core's: the Jupyter fields it lacks. */
-static json_t *
-model_jupyter (json_t *model)
+json_t *
+http_contents_model (json_t *model, const char *type)
 {
+    const char *name = json_string_value (json_object_get (model, "name"));
+    size_t n = strlen (name);
+    bool file = streq (json_string_value (json_object_get (model, "type")), "file");
+    if (file && (type ? streq (type, "notebook") : n > 6 && streq (name + n - 6, ".ipynb")))
+        json_object_set_new (model, "type", json_string ("notebook"));
     json_object_set_new (model, "content", json_null ());
     json_object_set_new (model, "format", json_null ());
     json_object_set_new (model, "mimetype", json_null ());
     return model;
 }
 
-/* The file's bytes inline, as text when asked or when they are UTF-8. */
-static json_t *
-file_content (int root, const char *path, json_t *model, const char *format, gw_files_error_t *err)
+/* A file of at most one chunk read whole (malloc'd, *len); NULL + err. */
+static char *
+read_inline (int root, const char *path, size_t *len, gw_files_error_t *err)
 {
     struct stat st;
     int fd = gw_files_open_read (root, path, &st, err);
@@ -136,62 +140,132 @@ file_content (int root, const char *path, json_t *model, const char *format, gw_
         return NULL;
     if (st.st_size > (off_t) GW_FILES_CHUNK_MAX) {
         close (fd);
-        set_error (err, "TooLarge", "the file is larger than 4 MiB: GET /files/<id>/<path> streams it");
+        http_contents_fail (err, "TooLarge", "the file is larger than 4 MiB: GET /files/<id>/<path> streams it");
         return NULL;
     }
     char *buf = wire_xmalloc ((size_t) st.st_size + 1);
     ssize_t n = gw_files_read (fd, 0, buf, (size_t) st.st_size, err);
     close (fd);
-    json_t *text = n >= 0 && !streq (format, "base64") ? json_stringn (buf, (size_t) n) : NULL;
-    if (n >= 0 && !text && streq (format, "text"))
-        set_error (err, "InvalidRequest", "the file is not UTF-8 text: ask format=base64");
-    else if (n >= 0) {
-        char *b64 = text ? NULL : gw_base64_encode (buf, (size_t) n);
-        json_object_set_new (model, "content", text ? text : json_string (b64));
-        json_object_set_new (model, "format", json_string (text ? "text" : "base64"));
-        json_object_set_new (model, "mimetype", json_string (text ? "text/plain" : "application/octet-stream"));
-        json_object_set_new (model, "size", json_integer ((json_int_t) n));
-        free (b64);
+    if (n < 0) {
         free (buf);
-        return model;
+        return NULL;
     }
+    *len = (size_t) n;
+    return buf;
+}
+
+/* The file's bytes inline, as text when asked or when they are UTF-8. */
+static json_t *
+file_content (int root, const char *path, json_t *model, const char *format, gw_files_error_t *err)
+{
+    size_t n;
+    char *buf = read_inline (root, path, &n, err);
+    if (!buf)
+        return NULL;
+    json_t *text = !streq (format, "base64") ? json_stringn (buf, n) : NULL;
+    if (!text && streq (format, "text")) {
+        free (buf);
+        http_contents_fail (err, "InvalidRequest", "the file is not UTF-8 text: ask format=base64");
+        return NULL;
+    }
+    char *b64 = text ? NULL : gw_base64_encode (buf, n);
+    json_object_set_new (model, "content", text ? text : json_string (b64));
+    json_object_set_new (model, "format", json_string (text ? "text" : "base64"));
+    json_object_set_new (model, "mimetype", json_string (text ? "text/plain" : "application/octet-stream"));
+    json_object_set_new (model, "size", json_integer ((json_int_t) n));
+    free (b64);
     free (buf);
+    return model;
+}
+
+/* A notebook's JSON as the model's content. What is not an nbformat 4
+   notebook (JSON with "nbformat": 4 and "cells") is refused with 400, as
+   jupyter_server refuses what nbformat cannot read ("Unreadable
+   Notebook"); older formats are not converted. */
+static json_t *
+notebook_content (int root, const char *path, json_t *model, gw_files_error_t *err)
+{
+    size_t n;
+    char *buf = read_inline (root, path, &n, err);
+    if (!buf)
+        return NULL;
+    json_error_t jerr;
+    json_t *nb = json_loadb (buf, n, 0, &jerr);
+    free (buf);
+    json_t *version = json_object_get (nb, "nbformat");
+    if (!json_is_array (json_object_get (nb, "cells")) || !json_is_integer (version)
+        || json_integer_value (version) != 4) {
+        err->ename = "UnreadableNotebook";
+        snprintf (err->evalue, sizeof err->evalue, "%.*s is not an nbformat 4 notebook (JSON with cells): %s",
+                  gw_text_fit (path, 200), path, nb ? "nbformat or cells missing or wrong" : jerr.text);
+        json_decref (nb);
+        return NULL;
+    }
+    json_object_set_new (model, "content", nb);
+    json_object_set_new (model, "format", json_string ("json"));
+    return model;
+}
+
+/* A directory's entries; the checkpoints' own directory is not listed
+   (as jupyter_server hides it). */
+static json_t *
+dir_content (int root, const char *path, json_t *model, gw_files_error_t *err)
+{
+    bool truncated;
+    json_t *list = gw_files_list (root, path, &truncated, err);
+    if (!list)
+        return NULL;
+    for (size_t i = json_array_size (list); i-- > 0;) {
+        json_t *entry = json_array_get (list, i);
+        if (streq (json_string_value (json_object_get (entry, "name")), HTTP_CHECKPOINTS_DIR))
+            json_array_remove (list, i);
+        else
+            http_contents_model (entry, NULL);
+    }
+    json_object_set_new (model, "content", list);
+    json_object_set_new (model, "format", json_string ("json"));
+    json_object_set_new (model, "kennel", json_pack ("{s:b}", "truncated", truncated));
+    return model;
+}
+
+/* ?type= as jupyter_server takes it: "", file, notebook or directory;
+   NULL + err for another. */
+static const char *
+type_asked (struct lws *wsi, char *buf, int size, gw_files_error_t *err)
+{
+    const char *type = query (wsi, "type=", buf, size);
+    if (!*type || streq (type, "file") || streq (type, "notebook") || streq (type, "directory"))
+        return type;
+    http_contents_fail (err, "InvalidRequest", "type must be file, notebook or directory");
     return NULL;
 }
 
 static json_t *
 contents_get (struct lws *wsi, int root, const char *path, gw_files_error_t *err)
 {
-    char cbuf[32], fbuf[32];
+    char cbuf[32], fbuf[32], tbuf[32];
     bool content = !streq (query (wsi, "content=", cbuf, sizeof cbuf), "0");
     const char *format = query (wsi, "format=", fbuf, sizeof fbuf);
-    json_t *model = gw_files_stat (root, path, err);
+    const char *asked = type_asked (wsi, tbuf, sizeof tbuf, err);
+    json_t *model = asked ? gw_files_stat (root, path, err) : NULL;
     if (!model)
         return NULL;
-    model_jupyter (model);
+    bool dir = streq (json_string_value (json_object_get (model, "type")), "directory");
+    if (*asked && dir != streq (asked, "directory")) {
+        json_decref (model);
+        http_contents_fail (err, "InvalidRequest", dir ? "a directory, not the type asked" : "not a directory");
+        return NULL;
+    }
+    http_contents_model (model, *asked ? asked : NULL);
     const char *type = json_string_value (json_object_get (model, "type"));
     if (!content)
         return model;
-    if (streq (type, "file")) {
-        json_t *out = file_content (root, path, model, format, err);
-        if (!out)
-            json_decref (model);
-        return out;
-    }
-    bool truncated;
-    json_t *list = gw_files_list (root, path, &truncated, err);
-    if (!list) {
+    json_t *out = streq (type, "file")       ? file_content (root, path, model, format, err)
+                  : streq (type, "notebook") ? notebook_content (root, path, model, err)
+                                             : dir_content (root, path, model, err);
+    if (!out)
         json_decref (model);
-        return NULL;
-    }
-    size_t i;
-    json_t *entry;
-    json_array_foreach (list, i, entry)
-        model_jupyter (entry);
-    json_object_set_new (model, "content", list);
-    json_object_set_new (model, "format", json_string ("json"));
-    json_object_set_new (model, "kennel", json_pack ("{s:b}", "truncated", truncated));
-    return model;
+    return out;
 }
 
 /* A PUT model's bytes (malloc'd, *len); NULL + err. */
@@ -213,7 +287,7 @@ put_bytes (const json_t *body, size_t *len, gw_files_error_t *err)
         out = memcpy (wire_xmalloc (*len + 1), json_string_value (content), *len);
     }
     if (!out)
-        set_error (err, "InvalidRequest",
+        http_contents_fail (err, "InvalidRequest",
                    "a file's model needs content: a string with format \"text\" or \"base64\" (a notebook: an object)");
     return out;
 }
@@ -225,7 +299,7 @@ put_file (int root, const char *path, const json_t *body, gw_files_error_t *err)
 {
     json_t *chunk = json_object_get (body, "chunk");
     if (chunk && !json_is_integer (chunk)) {
-        set_error (err, "InvalidRequest", "chunk must be an integer (1 first, -1 last)");
+        http_contents_fail (err, "InvalidRequest", "chunk must be an integer (1 first, -1 last)");
         return -1;
     }
     int64_t offset = 0;
@@ -256,7 +330,7 @@ contents_put (struct lws *wsi, http_req_t *req, int root, const char *path, gw_f
     bool dir = type && streq (type, "directory");
     int rc = -1;
     if (!json_is_object (body) || !type)
-        set_error (err, "InvalidRequest", "the body must be a model: {\"type\", \"format\", \"content\"}");
+        http_contents_fail (err, "InvalidRequest", "the body must be a model: {\"type\", \"format\", \"content\"}");
     else if (dir)
         rc = gw_files_mkdir (root, path, err);
     else if (streq (type, "file") || streq (type, "notebook")) {
@@ -268,14 +342,75 @@ contents_put (struct lws *wsi, http_req_t *req, int root, const char *path, gw_f
             rc = 1;
     }
     else
-        set_error (err, "InvalidRequest", "type must be \"file\", \"directory\" or \"notebook\"");
+        http_contents_fail (err, "InvalidRequest", "type must be \"file\", \"directory\" or \"notebook\"");
     json_decref (body);
     if (rc < 0)
-        return reply_files_error (wsi, req, err);
+        return http_contents_error (wsi, req, err);
     json_t *model = gw_files_stat (root, path, err);
     if (!model)
-        return reply_files_error (wsi, req, err);
-    return http_reply_write (wsi, req, rc == 1 || dir ? 201 : 200, model_jupyter (model), NULL);
+        return http_contents_error (wsi, req, err);
+    return http_reply_write (wsi, req, rc == 1 || dir ? 201 : 200, http_contents_model (model, NULL), NULL);
+}
+
+/* A file's checkpoint goes with it; a directory that holds only the
+   checkpoints' directory is deleted with it (as jupyter_server does). */
+static int
+contents_delete (struct lws *wsi, http_req_t *req, int root, const char *path, gw_files_error_t *err)
+{
+    int rc = gw_files_delete (root, path, err);
+    gw_files_error_t scratch;
+    if (rc < 0 && streq (err->ename, "DirectoryNotEmpty") && http_checkpoints_clear_dir (root, path, &scratch) == 0)
+        rc = gw_files_delete (root, path, err);
+    if (rc < 0)
+        return http_contents_error (wsi, req, err);
+    http_checkpoints_dropped (root, path);
+    return http_reply_write (wsi, req, 204, NULL, NULL);
+}
+
+/* .../<file>/checkpoints[/<id>] of a file that exists: the checkpoints'
+   route (a directory named "checkpoints" stays a directory). */
+static bool
+names_checkpoints (int root, const char *path, char **file, char **id)
+{
+    if (!http_checkpoints_split (path, file, id))
+        return false;
+    gw_files_error_t err;
+    json_t *model = gw_files_stat (root, *file, &err);
+    bool yes = model && streq (json_string_value (json_object_get (model, "type")), "file");
+    json_decref (model);
+    if (!yes) {
+        free (*file);
+        free (*id);
+    }
+    return yes;
+}
+
+static int
+contents_serve (struct lws *wsi, http_req_t *req, int root, const char *path, gw_files_error_t *err)
+{
+    char *file, *id;
+    if (names_checkpoints (root, path, &file, &id)) {
+        int rc = http_checkpoints_serve (wsi, req, root, file, id, err);
+        free (file);
+        free (id);
+        return rc;
+    }
+    switch (req->method) {
+    case LWSHUMETH_GET: {
+        json_t *model = contents_get (wsi, root, path, err);
+        return model ? http_reply_write (wsi, req, 200, model, NULL) : http_contents_error (wsi, req, err);
+    }
+    case LWSHUMETH_PUT:
+        return contents_put (wsi, req, root, path, err);
+    case LWSHUMETH_DELETE:
+        return contents_delete (wsi, req, root, path, err);
+    case LWSHUMETH_PATCH:
+        return http_contents_rename (wsi, req, root, path, err);
+    case LWSHUMETH_POST:
+        return http_contents_post (wsi, req, root, path, err);
+    default:
+        return http_reply_error (wsi, req, 405, "GET, PUT, DELETE, PATCH (rename) or POST (copy, new untitled)");
+    }
 }
 
 int
@@ -283,25 +418,11 @@ http_contents_route (struct lws *wsi, http_req_t *req, const char *rest)
 {
     gw_files_error_t err;
     char *path = NULL;
-    int m = req->method;
-    if (m != LWSHUMETH_GET && m != LWSHUMETH_PUT && m != LWSHUMETH_DELETE)
-        return http_reply_error (wsi, req, 405, "GET, PUT or DELETE (renaming and copying are not served)");
     gw_conv_t *conv = *rest ? target_of (req->front, rest + 1, &path, &err) : NULL;
     if (!*rest)
-        set_error (&err, "NoSuchConversation", "name a kernel or conversation: /api/contents/<id>/<path>");
+        http_contents_fail (&err, "NoSuchConversation", "name a kernel or conversation: /api/contents/<id>/<path>");
     int root = conv ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
-    int rc;
-    if (root < 0)
-        rc = reply_files_error (wsi, req, &err);
-    else if (m == LWSHUMETH_GET) {
-        json_t *model = contents_get (wsi, root, path, &err);
-        rc = model ? http_reply_write (wsi, req, 200, model, NULL) : reply_files_error (wsi, req, &err);
-    }
-    else if (m == LWSHUMETH_PUT)
-        rc = contents_put (wsi, req, root, path, &err);
-    else
-        rc = gw_files_delete (root, path, &err) == 0 ? http_reply_write (wsi, req, 204, NULL, NULL)
-                                                      : reply_files_error (wsi, req, &err);
+    int rc = root < 0 ? http_contents_error (wsi, req, &err) : contents_serve (wsi, req, root, path, &err);
     if (root >= 0)
         close (root);
     free (path);
@@ -352,13 +473,13 @@ upload_answer (struct lws *wsi, http_req_t *req)
     if (f->failed)
         err = f->err;
     else if (!conv)
-        set_error (&err, "NoSuchConversation", "the conversation closed during the upload");
+        http_contents_fail (&err, "NoSuchConversation", "the conversation closed during the upload");
     int root = conv && !f->failed ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
     json_t *model = root >= 0 ? gw_files_stat (root, f->path, &err) : NULL;
     if (root >= 0)
         close (root);
     http_file_end (&req->file);
-    return model ? http_reply_write (wsi, req, 201, model_jupyter (model), NULL) : reply_files_error (wsi, req, &err);
+    return model ? http_reply_write (wsi, req, 201, http_contents_model (model, NULL), NULL) : http_contents_error (wsi, req, &err);
 }
 
 int
@@ -366,7 +487,7 @@ http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length)
 {
     gw_files_error_t err;
     if (stream_open (req, true, &err) < 0)
-        return reply_files_error (wsi, req, &err);
+        return http_contents_error (wsi, req, &err);
     if (length <= 0) /* no body will come: an empty file */
         return upload_answer (wsi, req);
     return 0;
@@ -396,7 +517,7 @@ download_begin (struct lws *wsi, http_req_t *req)
 {
     gw_files_error_t err;
     if (stream_open (req, false, &err) < 0)
-        return reply_files_error (wsi, req, &err);
+        return http_contents_error (wsi, req, &err);
     unsigned char headers[LWS_PRE + 1024];
     unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
     if (lws_add_http_header_status (wsi, 200, &p, end)

@@ -5,6 +5,7 @@ http_gateway unpacks as (base_url, token); other folders (the real-client
 tests) use kennel_testlib.HttpGateway the same way."""
 import pytest
 
+from httptest import Conv
 from kennel_testlib import HttpGateway, remove_state
 
 
@@ -38,3 +39,25 @@ def make_http_gateway(tmp_path):
             gw.stop()
         else:
             remove_state(gw.state)
+
+
+@pytest.fixture
+def conversations():
+    """make(gw, id, **content): a conversation on gw (httptest.Conv), closed
+    at the end."""
+    opened = []
+
+    def make(gw, conversation_id, **content):
+        c = Conv(gw, conversation_id, **content)
+        opened.append(c)
+        return c
+
+    yield make
+    for c in opened:
+        c.close()
+
+
+@pytest.fixture
+def conv(http_gateway, conversations):
+    """make(id, **content): a conversation on http_gateway."""
+    return lambda conversation_id, **content: conversations(http_gateway, conversation_id, **content)

@@ -10,6 +10,8 @@ import uuid
 import requests
 import websocket
 
+from kennel_testlib import Control, execute, kernel_client, stdout_of
+
 V1 = "v1.kernel.websocket.jupyter.org"
 
 
@@ -146,3 +148,26 @@ def close_code(ws, timeout=30):
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             return struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
     raise TimeoutError("no close frame")
+
+
+class Conv:
+    """A conversation opened on the control socket (the ZeroMQ front), its
+    kernel id on the HTTP front, and run() in its kernel: the kernel's side
+    of the workspace."""
+
+    def __init__(self, gw, conversation_id, **content):
+        self.control = Control(gw.conn_file)
+        reply = self.control.open(conversation_id, **content)
+        assert reply["status"] == "ok", reply
+        self.kc = kernel_client(reply["connection"])
+        kernels = api(gw, "GET", "api/kernels").json()
+        self.kernel_id = next(k["id"] for k in kernels if k["kennel"]["conversation_id"] == conversation_id)
+
+    def run(self, code, timeout=60):
+        r, out = execute(self.kc, code, timeout=timeout)
+        assert r["content"]["status"] == "ok", (r["content"], out)
+        return stdout_of(out)
+
+    def close(self):
+        self.kc.stop_channels()
+        self.control.close()

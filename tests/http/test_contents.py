@@ -12,47 +12,9 @@ import time
 import pytest
 
 from httptest import api
-from kennel_testlib import Control, execute, kernel_client, stdout_of
 
 MIB = 1 << 20
 GIB = 1 << 30
-
-
-class Conv:
-    """A conversation opened on the control socket (the ZeroMQ front), its
-    kernel id on the HTTP front, and run() in its kernel: the kernel's side
-    of the workspace."""
-
-    def __init__(self, gw, conversation_id, **content):
-        self.control = Control(gw.conn_file)
-        reply = self.control.open(conversation_id, **content)
-        assert reply["status"] == "ok", reply
-        self.kc = kernel_client(reply["connection"])
-        kernels = api(gw, "GET", "api/kernels").json()
-        self.kernel_id = next(k["id"] for k in kernels if k["kennel"]["conversation_id"] == conversation_id)
-
-    def run(self, code):
-        r, out = execute(self.kc, code)
-        assert r["content"]["status"] == "ok", (r["content"], out)
-        return stdout_of(out)
-
-    def close(self):
-        self.kc.stop_channels()
-        self.control.close()
-
-
-@pytest.fixture
-def conv(http_gateway):
-    opened = []
-
-    def make(conversation_id, **content):
-        c = Conv(http_gateway, conversation_id, **content)
-        opened.append(c)
-        return c
-
-    yield make
-    for c in opened:
-        c.close()
 
 
 MODEL_KEYS = {"name", "path", "type", "format", "content", "size", "created", "last_modified", "mimetype",
@@ -109,7 +71,7 @@ def test_contents_models_both_ids_and_errors(http_gateway, conv):
             ("GET", "api/contents/contents/notes.txt/x", None, 404, "NoSuchFile")]:
         r = api(gw, method, path, json=body) if body is not None else api(gw, method, path)
         assert r.status_code == status and r.json()["message"].startswith(ename), (path, r.status_code, r.text)
-    assert api(gw, "PATCH", "api/contents/contents/notes.txt", json={"path": "y"}).status_code == 405
+    assert api(gw, "PATCH", "api/contents/contents/notes.txt", json={"path": "d"}).status_code == 409
     assert api(gw, "GET", "api/contents/contents/notes.txt", token=False).status_code == 401
     assert api(gw, "GET", "files/contents/notes.txt", token=False).status_code == 401
     assert api(gw, "PUT", "files/contents/up", token=False, data=b"x").status_code == 401

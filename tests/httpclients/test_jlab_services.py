@@ -91,3 +91,24 @@ def test_jlab_contents_manager(target, node_env):
     assert ["hello.txt", "file"] in seen["root"]["content"] and ["sub", "directory"] in seen["root"]["content"]
     assert seen["no_content"]["content"] is None and seen["no_content"]["type"] == "file"
     assert seen["after_delete"] == 404
+    # the file browser's requests: the same names, types and statuses on both
+    assert seen["untitled"] == [["fb/untitled.txt", "file"], ["fb/untitled1.txt", "file"],
+                                ["fb/Untitled.ipynb", "notebook"], ["fb/Untitled Folder", "directory"]]
+    assert seen["new_notebook"] == ["notebook", "json", 4, 0]
+    assert (seen["renamed"]["path"], seen["renamed"]["name"], seen["renamed"]["content"]) == \
+        ("fb/notes.txt", "notes.txt", None)
+    assert seen["copied"]["path"] == "fb/notes-Copy1.txt" and seen["copy_text"] == "v1\n"
+    assert seen["copied_into"]["path"] == "fb/Untitled Folder/notes.txt"
+    assert seen["rename_conflict"] == 409
+    assert seen["notebook"] == ["notebook", "json", None, "6 * 7"]
+    assert seen["checkpoint"] == ["checkpoint", "string"] and seen["checkpoints"] == ["checkpoint"]
+    assert seen["restored_cells"] == 1 and seen["checkpoints_after_delete"] == 0
+    # a missing source, a deleted checkpoint: 404 from kennel; notebook 6.4
+    # lets shutil's FileNotFoundError through as 500
+    missing = 404 if target.kind == "kennel" else 500
+    assert (seen["rename_missing"], seen["restore_deleted"]) == (missing, missing)
+    assert seen["unreadable_notebook"] == 400
+    assert seen["fb"]["content"] == [["Untitled Folder", "directory"], ["Untitled.ipynb", "notebook"],
+                                     ["bad.ipynb", "notebook"], ["notes-Copy1.txt", "file"],
+                                     ["notes.txt", "file"], ["untitled1.txt", "file"]]
+    assert seen["fb_after_delete"] == 404
