@@ -236,9 +236,9 @@ def host(either_gateway):
     secret = d / "secret"
     secret.write_text("host secret")
     target = d / "dir"
-    target.mkdir()
+    (target / "sub").mkdir(parents=True)   # a path through the link goes on beneath it
     if user is not None:
-        for p in (secret, target):
+        for p in (secret, target, target / "sub"):
             os.chown(p, user, user)
     os.chmod(secret, 0o600)
     yield secret, target
@@ -270,8 +270,10 @@ def test_rename_copy_and_checkpoints_refuse_planted_links(either_gateway, host, 
     for method, path, body, status, ename in [
             # the target's parent is a symlink to a host directory
             ("PATCH", "a.txt", {"path": "out/a.txt"}, 403, "SymlinkRefused"),
+            ("PATCH", "a.txt", {"path": "out/sub/a.txt"}, 403, "SymlinkRefused"),
             ("POST", "out", {"copy_from": "a.txt"}, 403, "SymlinkRefused"),
-            ("POST", "out", {"type": "file"}, 403, "SymlinkRefused"),
+            ("POST", "out/sub", {"copy_from": "a.txt"}, 403, "SymlinkRefused"),
+            ("POST", "out/sub", {"type": "file"}, 403, "SymlinkRefused"),
             # outside by name
             ("PATCH", "a.txt", {"path": "../a.txt"}, 400, "InvalidPath"),
             ("PATCH", "a.txt", {"path": str(target / "a.txt")}, 400, "InvalidPath"),
@@ -298,7 +300,7 @@ def test_rename_copy_and_checkpoints_refuse_planted_links(either_gateway, host, 
         else:
             expect(r, status)
     assert time.monotonic() - t0 < 20   # the FIFO blocked nothing
-    assert secret.read_text() == "host secret" and os.listdir(target) == []
+    assert secret.read_text() == "host secret" and os.listdir(target) == ["sub"] and os.listdir(target / "sub") == []
     out = c.run("import os; print(os.path.islink('/workspace/victim'), os.path.islink('/workspace/e/.ipynb_checkpoints/"
                 "f-checkpoint.txt'), open('/workspace/d/f.txt').read(), sorted(os.listdir('/workspace')))")
     # a file's delete removed its checkpoint's name: the link, not its target
@@ -313,19 +315,23 @@ def test_a_directory_swapped_for_a_symlink_during_renames_and_copies(either_gate
     gw, _ = either_gateway
     secret, target = host
     c = conversations(gw, "swap")
-    c.run("import os; os.mkdir('/workspace/real'); open('/workspace/src.txt', 'w').write('src')\n"
+    c.run("import os; os.makedirs('/workspace/real/sub'); open('/workspace/src.txt', 'w').write('src')\n"
           + kernel_swap("real", target))
     seen = {}
     for i in range(150):
         put_text(gw, f"swap/f{i}", "moved")
+        put_text(gw, f"swap/g{i}", "moved")
         for method, path, body in [("PATCH", f"f{i}", {"path": f"real/f{i}"}),
+                                   ("PATCH", f"g{i}", {"path": f"real/sub/g{i}"}),
                                    ("POST", "real", {"copy_from": "src.txt"}),
+                                   ("POST", "real/sub", {"copy_from": "src.txt"}),
                                    ("POST", "real", {"type": "file"})]:
             r = call(gw, method, "swap/" + path, body)
             key = (method, r.status_code, r.json()["message"].split(":")[0] if r.status_code >= 400 else "")
             seen[key] = seen.get(key, 0) + 1
     c.run("open('/workspace/stop', 'w').close()")
-    assert os.listdir(target) == [] and secret.read_text() == "host secret", seen
+    assert os.listdir(target) == ["sub"] and os.listdir(target / "sub") == [], seen
+    assert secret.read_text() == "host secret", seen
     # refusals: the link, a name gone meanwhile, a link swapped back for the
     # directory between openat2's refusal and the check of what it was
     assert {k[1:] for k in seen if k[1] >= 400} <= {(403, "SymlinkRefused"), (404, "NoSuchFile"),
