@@ -288,9 +288,13 @@ s_session (struct lws *wsi, http_req_t *req, char *out, int *rc)
 static bool
 s_is_initialize (const char *body, size_t len)
 {
-    json_t *msg = json_loadb (body, len, 0, NULL);
-    bool yes = streq (json_string_value (json_object_get (msg, "method")) ?: "", "initialize");
+    json_t *msg, *data;
+    int code;
+    const char *why;
+    bool yes = mcp_rpc_parse (body, len, &msg, &code, &why, &data) == MCP_RPC_REQUEST
+               && streq (json_string_value (json_object_get (msg, "method")), "initialize");
     json_decref (msg);
+    json_decref (data);
     return yes;
 }
 

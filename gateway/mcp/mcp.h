@@ -44,9 +44,19 @@ typedef void(mcp_line_eof_fn) (void *arg);
 mcp_line_t *mcp_line_new (zloop_t *loop, int fd, size_t max_bytes, mcp_line_fn *on_line, mcp_line_eof_fn *on_eof,
                           void *arg);
 void mcp_line_destroy (mcp_line_t **self_p);
-/* Writes json compactly plus a newline to fd, whole (blocking); -1 when
-   the fd is gone. jansson escapes every newline inside strings. */
-int mcp_line_write (int fd, const json_t *json);
+
+/* Writes messages, one per line, to a fd made non-blocking, from the loop:
+   what the reader does not take now waits, up to max_bytes, and goes when
+   the fd is writable, so a reader that stalls never stops the loop. */
+typedef struct mcp_line_out mcp_line_out_t;
+mcp_line_out_t *mcp_line_out_new (zloop_t *loop, int fd, size_t max_bytes);
+/* Queues msg (taken) compactly plus a newline (jansson escapes every
+   newline inside strings); -1, msg dropped, when the fd is gone or the
+   waiting bytes would pass max_bytes (logged once). */
+int mcp_line_send (mcp_line_out_t *self, json_t *msg);
+/* Waits up to timeout_ms for what still waits to be written (the front
+   ends), then destroys. The fd is the caller's. */
+void mcp_line_out_destroy (mcp_line_out_t **self_p, int timeout_ms);
 
 /* ---- mcp_rpc: JSON-RPC 2.0 envelopes ------------------------------------ */
 
@@ -59,9 +69,10 @@ int mcp_line_write (int fd, const json_t *json);
 
 typedef enum { MCP_RPC_REQUEST, MCP_RPC_NOTIFICATION, MCP_RPC_RESPONSE, MCP_RPC_INVALID } mcp_rpc_kind_t;
 
-/* What one line is; for MCP_RPC_INVALID *code and *why say why (the id is
-   then unknown: the error goes to id null). */
-mcp_rpc_kind_t mcp_rpc_classify (const json_t *msg, int *code, const char **why);
+/* What one line is: *msg the message (new; NULL when it is no JSON). For
+   MCP_RPC_INVALID, *code, *why and *data (new, or NULL) are the error
+   to send to id null (the sender's id cannot be read). */
+mcp_rpc_kind_t mcp_rpc_parse (const char *text, size_t len, json_t **msg, int *code, const char **why, json_t **data);
 json_t *mcp_rpc_result (const json_t *id, json_t *result);
 json_t *mcp_rpc_error (const json_t *id, int code, const char *message, json_t *data);
 json_t *mcp_rpc_request (json_int_t id, const char *method, json_t *params);

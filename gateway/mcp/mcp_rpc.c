@@ -4,6 +4,8 @@
     since the 2025-06-18 revision there are no batches. A message that is
     none of request, notification or response is answered with an error to
     id null, the only id JSON-RPC allows when the sender's cannot be read.
+    Every reader of MCP lines (the client's, on stdio or HTTP; a forwarded
+    server's) parses them here.
 */
 #include "mcp.h"
 
@@ -14,8 +16,8 @@ s_id_valid (const json_t *id)
     return (json_is_string (id) && gw_text (id)) || json_is_integer (id);
 }
 
-mcp_rpc_kind_t
-mcp_rpc_classify (const json_t *msg, int *code, const char **why)
+static mcp_rpc_kind_t
+s_classify (const json_t *msg, int *code, const char **why)
 {
     *code = MCP_INVALID_REQUEST;
     if (json_is_array (msg)) {
@@ -55,6 +57,22 @@ mcp_rpc_classify (const json_t *msg, int *code, const char **why)
         return MCP_RPC_INVALID;
     }
     return MCP_RPC_REQUEST;
+}
+
+mcp_rpc_kind_t
+mcp_rpc_parse (const char *text, size_t len, json_t **msg, int *code, const char **why, json_t **data)
+{
+    json_error_t jerr;
+    *data = NULL;
+    /* any value, so that a scalar is an Invalid request, not a Parse error */
+    *msg = json_loadb (text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!*msg) {
+        *code = MCP_PARSE_ERROR;
+        *why = "Parse error";
+        *data = json_pack ("{s:s}", "detail", jerr.text);
+        return MCP_RPC_INVALID;
+    }
+    return s_classify (*msg, code, why);
 }
 
 json_t *

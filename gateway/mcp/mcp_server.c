@@ -758,17 +758,12 @@ mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_sink_t
         s_error (sink, NULL, MCP_INVALID_REQUEST, message, json_pack ("{s:I}", "bytes", (json_int_t) len));
         return;
     }
-    json_error_t jerr;
-    json_t *msg = json_loadb (text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    if (!msg) {
-        s_error (sink, NULL, MCP_PARSE_ERROR, "Parse error", json_pack ("{s:s}", "detail", jerr.text));
-        return;
-    }
+    json_t *msg, *data;
     int code;
     const char *why = NULL;
-    switch (mcp_rpc_classify (msg, &code, &why)) {
+    switch (mcp_rpc_parse (text, len, &msg, &code, &why, &data)) {
     case MCP_RPC_INVALID:
-        s_error (sink, NULL, code, why, NULL);
+        s_error (sink, NULL, code, why, data);
         break;
     case MCP_RPC_REQUEST:
         s_request (self, sink, msg);
@@ -914,8 +909,7 @@ mcp_server_retool (mcp_server_t *self, const char *tools_file, const char *tools
         || (self->upstream && !mcp_upstream_alive (self->upstream)))
         s_upstream_restart (self, tools_from_mcp);
     s_catalog_build (self);
-    gw_log ("mcp_tools", "{s:s?, s:s?, s:i}", "tools", tools_file, "tools_from_mcp", tools_from_mcp, "declared",
-            (int) json_array_size (self->catalog));
+    gw_log ("mcp_retool", "{s:s?, s:s?}", "tools", tools_file, "tools_from_mcp", tools_from_mcp);
     return 0;
 }
 

@@ -7,11 +7,17 @@
 */
 #include "mcp.h"
 
+/* Answers waiting for a client that does not read stdout, at most; more
+   and the client is taken as gone. */
+#define MCP_STDIO_OUT_MAX ((size_t) 256 << 20)
+/* How long the end waits for the client to read what is still queued. */
+#define MCP_STDIO_FLUSH_MS 5000
+
 struct mcp_stdio {
     mcp_sink_t sink; /* first: the sink is the transport */
     mcp_server_t *server;
     mcp_line_t *in;
-    int out;
+    mcp_line_out_t *out;
     bool closed;
 };
 
@@ -19,11 +25,10 @@ static void
 s_send (mcp_sink_t *sink, json_t *msg)
 {
     mcp_stdio_t *self = (mcp_stdio_t *) sink;
-    if (mcp_line_write (self->out, msg) < 0 && !self->closed) {
-        gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed");
+    if (mcp_line_send (self->out, msg) < 0 && !self->closed) {
+        gw_log ("mcp_client_gone", "{s:s}", "reason", "stdout closed or not read");
         self->closed = true;
     }
-    json_decref (msg);
 }
 
 static const mcp_sink_fns_t s_fns = {s_send, NULL};
@@ -50,7 +55,7 @@ mcp_stdio_t *
 mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes, int out)
 {
     mcp_stdio_t *self = wire_xcalloc (1, sizeof *self);
-    self->out = out;
+    self->out = mcp_line_out_new (loop, out, MCP_STDIO_OUT_MAX);
     self->sink = (mcp_sink_t) {.fns = &s_fns, .scope = ""};
     self->server = server;
     self->in = mcp_line_new (loop, 0, max_line_bytes, s_on_line, s_on_eof, self);
@@ -70,6 +75,7 @@ mcp_stdio_destroy (mcp_stdio_t **self_p)
     if (!self)
         return;
     mcp_line_destroy (&self->in);
+    mcp_line_out_destroy (&self->out, MCP_STDIO_FLUSH_MS);
     free (self);
     *self_p = NULL;
 }

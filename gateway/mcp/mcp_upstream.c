@@ -48,7 +48,8 @@ struct mcp_upstream {
     pid_t pid;
     int to_fd;   /* its stdin */
     int from_fd; /* its stdout */
-    mcp_line_t *from; /* its stdout */
+    mcp_line_out_t *to; /* its stdin */
+    mcp_line_t *from;   /* its stdout */
     json_int_t next_id;
     zlistx_t *requests; /* request_t */
     json_t *tools;      /* its tools, as declarations for the gateway */
@@ -95,9 +96,8 @@ s_send_request (mcp_upstream_t *self, const char *method, json_t *params, reply_
     r->owner = self;
     r->timer = gw_timer_start (self->loop, MCP_UPSTREAM_TIMEOUT_MS, 1, s_on_timeout, r);
     zlistx_add_end (self->requests, r);
-    json_t *msg = mcp_rpc_request (r->id, method, params);
-    mcp_line_write (self->to_fd, msg);
-    json_decref (msg);
+    /* unsent (it does not read): the request ends at its timeout */
+    mcp_line_send (self->to, mcp_rpc_request (r->id, method, params));
     return r;
 }
 
@@ -191,9 +191,7 @@ s_on_initialized (mcp_upstream_t *self, const json_t *msg, void *arg)
         s_fail (self, msg ? "initialize failed" : "no answer to initialize");
         return;
     }
-    json_t *note = mcp_rpc_notification ("notifications/initialized", NULL);
-    mcp_line_write (self->to_fd, note);
-    json_decref (note);
+    mcp_line_send (self->to, mcp_rpc_notification ("notifications/initialized", NULL));
     s_send_request (self, "tools/list", NULL, s_on_tools_page);
 }
 
@@ -203,17 +201,16 @@ static void
 s_on_line (const char *line, size_t len, void *arg)
 {
     mcp_upstream_t *self = arg;
-    json_t *msg = line ? json_loadb (line, len, 0, NULL) : NULL;
+    json_t *msg = NULL, *data = NULL;
     int code;
     const char *why;
-    if (!msg || mcp_rpc_classify (msg, &code, &why) != MCP_RPC_RESPONSE) {
+    mcp_rpc_kind_t kind = line ? mcp_rpc_parse (line, len, &msg, &code, &why, &data) : MCP_RPC_INVALID;
+    json_decref (data);
+    if (kind != MCP_RPC_RESPONSE) {
         /* its requests (sampling, roots) and notifications are not served */
-        json_t *id = json_object_get (msg, "id");
-        if (msg && json_object_get (msg, "method") && id) {
-            json_t *err = mcp_rpc_error (id, MCP_METHOD_NOT_FOUND, "kennel serves no client features", NULL);
-            mcp_line_write (self->to_fd, err);
-            json_decref (err);
-        }
+        if (kind == MCP_RPC_REQUEST)
+            mcp_line_send (self->to, mcp_rpc_error (json_object_get (msg, "id"), MCP_METHOD_NOT_FOUND,
+                                                    "kennel serves no client features", NULL));
         json_decref (msg);
         return;
     }
@@ -362,6 +359,7 @@ mcp_upstream_start (zloop_t *loop, const char *cmd, const char *setting, mcp_ups
     close (out[1]);
     self->to_fd = in[1];
     self->from_fd = out[0];
+    self->to = mcp_line_out_new (loop, in[1], MCP_UPSTREAM_LINE_MAX);
     self->from = mcp_line_new (loop, out[0], MCP_UPSTREAM_LINE_MAX, s_on_line, s_on_eof, self);
     s_send_request (self, "initialize",
                     json_pack ("{s:s, s:{}, s:{s:s, s:s}}", "protocolVersion", "2025-06-18", "capabilities",
@@ -383,6 +381,7 @@ mcp_upstream_destroy (mcp_upstream_t **self_p)
         s_request_end (self, r, NULL);
     zlistx_destroy (&self->requests);
     mcp_line_destroy (&self->from);
+    mcp_line_out_destroy (&self->to, 0);
     if (self->from_fd >= 0)
         close (self->from_fd);
     if (self->to_fd >= 0)

@@ -2,6 +2,7 @@
 from npm, pinned in tests/mcp/node/package-lock.json, installed by `make
 mcp-node`): its stdio client against kennel, and a tiny server written with
 it whose tools kennel forwards into the kernel (--tools-from-mcp)."""
+import json
 import shutil
 import time
 
@@ -89,27 +90,35 @@ def test_a_forwarded_server_that_does_not_start_is_reported(tmp_path):
     assert '"event":"mcp_upstream_failed","setting":"--tools-from-mcp","command":"exit 3"' in m.log_text()
 
 
-DYING_SERVER = r'''
-import json, sys
+FAKE_SERVER = r'''
+import json, sys, time
 for line in sys.stdin:
     msg = json.loads(line)
     if msg.get("method") == "initialize":
         result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "dying", "version": "1"}}
+                  "serverInfo": {"name": "fake", "version": "1"}}
     elif msg.get("method") == "tools/list":
-        result = {"tools": [{"name": "once", "inputSchema": {"type": "object"}}]}
+        result = {"tools": [TOOL]}
     elif msg.get("method") == "tools/call":
-        sys.exit(0)   # gone in the middle of the call
+        ON_CALL
     else:
         continue
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 '''
 
 
+def fake_server(tmp_path, tool, on_call):
+    """A forwarded MCP server in Python with one tool (its tools/list entry)
+    that runs on_call at each tools/call; its command."""
+    server = tmp_path / "fake_server.py"
+    server.write_text(FAKE_SERVER.replace("TOOL", json.dumps(tool)).replace("ON_CALL", on_call))
+    return f"/usr/bin/python3 {server}"
+
+
 def test_a_forwarded_server_that_exits_fails_its_calls_at_once(tmp_path):
-    server = tmp_path / "dying.py"
-    server.write_text(DYING_SERVER)
-    m = Mcp(tmp_path, args=["--tools-from-mcp", f"/usr/bin/python3 {server}"])
+    # gone in the middle of the call
+    m = Mcp(tmp_path, args=["--tools-from-mcp", fake_server(tmp_path, {"name": "once", "inputSchema": {"type": "object"}},
+                                                            "sys.exit(0)")])
     try:
         m.initialize()
         code = "try:\n    once()\nexcept ToolError as e:\n    print(e.ename, '|', e.evalue)"
@@ -118,5 +127,36 @@ def test_a_forwarded_server_that_exits_fails_its_calls_at_once(tmp_path):
             r = m.call("python_exec", {"code": code}, timeout=90)
             assert m.text(r) == "ToolUnavailable | the MCP server of tool 'once' exited\n", r
             assert time.monotonic() - t0 < 20
+    finally:
+        assert m.close() == 0, m.log_text()
+
+
+def test_a_forwarded_server_that_stops_reading_does_not_stop_the_loop(tmp_path):
+    """Calls with 900 kB of arguments each to a forwarded server that reads its
+    stdin no more fill the pipe to it: the front queues them (bounded)
+    instead of blocking in write (the gateway embedded on the same loop
+    stopped with it: no answer to anything), so another conversation runs
+    and the calls end with the gateway's tool_timeout."""
+    stall = {"name": "stall", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}
+    # it reads its stdin no more
+    m = Mcp(tmp_path, args=["--tools-from-mcp", fake_server(tmp_path, stall, "time.sleep(3600)")])
+    try:
+        m.initialize()
+        h = m.call("conversation_open", {"policy": {"tool_timeout": 5}}, timeout=90)["structuredContent"]
+        other = m.call("conversation_open", {}, timeout=90)["structuredContent"]["conversation"]
+        assert m.text(m.call("python_exec", {"code": "1", "conversation": other}, timeout=90)) == "1"
+        code = "big = 'x' * 900000\nfor i in range(3):\n    try:\n        stall(a=big)\n    except ToolError as e:\n" \
+               "        print(e.ename)"
+        stalled = m.start("tools/call", {"name": "python_exec",
+                                         "arguments": {"code": code, "conversation": h["conversation"]}})
+        time.sleep(2)   # the first call's bytes fill the pipe
+        t0 = time.monotonic()
+        notes = []
+        r = m.response(m.start("tools/call", {"name": "python_exec",
+                                              "arguments": {"code": "6 * 7", "conversation": other}}), 30, notes)
+        assert m.text(r["result"]) == "42" and time.monotonic() - t0 < 10, r
+        assert not notes, json.dumps(notes)[:1500]   # the stalled call still waits
+        r = m.response(stalled, timeout=60)["result"]
+        assert m.text(r) == "ToolTimeout\n" * 3, r
     finally:
         assert m.close() == 0, m.log_text()
