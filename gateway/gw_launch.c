@@ -8,6 +8,11 @@
     stderr is a stream of JSON lines. The launcher keeps that file outside
     the sandbox; the kernel's output reaches it through the launcher's pump.
 
+    A launcher that ends without a status line failed before confinement
+    began (a missing library, a crash): the reason is its exit status or
+    signal and its last lines of output, so the pipe's end waits for its
+    exit (the launch timeout still bounds a launcher that lives on).
+
     After the status line, the pipe stays open, unwatched: the launcher's
     waiter writes {"status": "ended", "oom_kills": K, ...} there before it
     exits, which tells a kernel the memory limit killed from any other
@@ -46,6 +51,8 @@ struct gw_launch {
     json_t *status;
     char *error;
     char cause[160];
+    char *log_path;     /* the launcher's stdout and stderr, NULL when none */
+    off_t log_from;     /* where this launch's output begins in it */
     bool ended;         /* the waiter's "ended" line was read: */
     int end_status;     /* the kernel's wait status, */
     long oom_kills;     /* its count (-1: no memory cgroup) */
@@ -190,6 +197,54 @@ status_read_rest (gw_launch_t *self)
     }
 }
 
+/* The launcher's last output of this launch, for an error: at most
+   TAIL_LINES lines of TAIL_BYTES bytes, the earliest dropped, joined by
+   " | ". Printable ASCII only (its environment has no locale; anything else
+   is shown as '?'), so the message stays valid UTF-8 wherever the cut fell.
+   "" when there is none. */
+#define TAIL_LINES 5
+#define TAIL_BYTES 800
+
+static void
+log_tail (const gw_launch_t *self, char *out, size_t size)
+{
+    char buf[TAIL_BYTES];
+    struct stat st;
+    out[0] = 0;
+    int fd = self->log_path ? open (self->log_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return;
+    ssize_t n = -1;
+    off_t from = self->log_from;
+    if (fstat (fd, &st) == 0 && S_ISREG (st.st_mode)) {
+        if (st.st_size - TAIL_BYTES > from)
+            from = st.st_size - TAIL_BYTES;
+        n = pread (fd, buf, sizeof buf, from);
+    }
+    close (fd);
+    if (n <= 0)
+        return;
+    char *start = buf, *end = buf + n;
+    char *nl = memchr (buf, '\n', (size_t) n);
+    if (from > self->log_from && nl) /* a partial first line */
+        start = nl + 1;
+    while (end > start && (end[-1] == '\n' || end[-1] == '\r'))
+        end--;
+    char *first = end; /* back to the start of the last TAIL_LINES lines */
+    for (int lines = 0; first > start && !(first[-1] == '\n' && ++lines == TAIL_LINES); first--)
+        ;
+    size_t len = 0;
+    for (char *c = first; c < end && len + 4 < size; c++) {
+        if (*c == '\n') {
+            memcpy (out + len, " | ", 3);
+            len += 3;
+        }
+        else
+            out[len++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+    }
+    out[len] = 0;
+}
+
 /* The status line: {"status":"confined","pid":N,"layers":{...}} or
    {"status":"error","stage":..,"errno":..,"message":..}. */
 static void
@@ -213,13 +268,15 @@ status_parse (gw_launch_t *self)
         self->error = wire_xasprintf ("confinement failed at %s: %s", stage ? stage : "?", message ? message : "?");
     }
     else if (!len || (status && streq (status, LAUNCH_STATUS_ENDED))) {
-        char c[sizeof self->cause];
+        char c[sizeof self->cause], tail[TAIL_BYTES + 4 * TAIL_LINES];
         end_parse (self); /* the kernel died before its status line */
         if (self->exited || self->ended)
             describe_exit (self, c, sizeof c);
         else
             snprintf (c, sizeof c, "closed its status pipe");
-        self->error = wire_xasprintf ("the launcher ended without a status line (%s)", c);
+        log_tail (self, tail, sizeof tail);
+        self->error = wire_xasprintf ("the launcher ended without a status line (%s)%s%s", c,
+                                      tail[0] ? "; its last output: " : "", tail);
     }
     else
         self->error = wire_xasprintf ("the launcher's status line is not understood: %.*s",
@@ -261,6 +318,10 @@ on_status_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
         if (!memchr (buf, '\n', (size_t) n) && self->status_len < STATUS_MAX)
             return 0;
     }
+    else if (!self->status_len && !self->exited) {
+        status_close (self); /* nothing said: its exit (pidfd) is the reason */
+        return 0;
+    }
     status_done (self);
     if (self->abandoned)
         abandon_finish (self);
@@ -289,7 +350,7 @@ on_pidfd_readable (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     }
     /* a launcher that dies before writing its status line: the pipe's EOF
        may not have been seen yet, so settle the status first */
-    if (self->status_item.fd >= 0 && self->state == GW_LAUNCH_WAITING)
+    if (self->state == GW_LAUNCH_WAITING)
         status_done (self);
     else if (self->status_item.fd >= 0) {
         status_read_rest (self);
@@ -355,8 +416,6 @@ child_exec (const char *launcher, int spec_r, int status_w, const char *log_path
     int devnull = open ("/dev/null", O_RDONLY);
     if (devnull >= 0)
         dup2 (devnull, 0);
-    if (log_path)
-        log_rotate (log_path);
     int logfd = log_path ? open (log_path, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
     if (logfd >= 0) {
         dup2 (logfd, 1);
@@ -438,6 +497,10 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     }
     json_object_set_new (spec, LAUNCH_SPEC_STATUS_FD, json_integer (LAUNCH_STATUS_FD));
     char *text = json_dumps (spec, JSON_COMPACT);
+    struct stat st;
+    if (log_path)
+        log_rotate (log_path);
+    off_t log_from = log_path && stat (log_path, &st) == 0 ? st.st_size : 0;
     pid_t pid = gw_launch_fork ();
     if (pid < 0) {
         free (text);
@@ -471,6 +534,8 @@ gw_launch_start (zloop_t *loop, const char *launcher, json_t *spec, const char *
     self->on_exit = on_exit;
     self->arg = arg;
     self->status_buf = wire_xmalloc (STATUS_MAX);
+    self->log_path = log_path ? wire_xstrdup (log_path) : NULL;
+    self->log_from = log_from;
     fcntl (status_pipe[0], F_SETFL, O_NONBLOCK);
     self->status_item = (zmq_pollitem_t){NULL, status_pipe[0], ZMQ_POLLIN, 0};
     watch (self, &self->status_item, on_status_readable);
@@ -501,6 +566,7 @@ launch_free (gw_launch_t *self)
     json_decref (self->status);
     free (self->status_buf);
     free (self->error);
+    free (self->log_path);
     free (self);
 }
 

@@ -275,12 +275,23 @@ connection_file_write (gw_server_t *self, char **errmsg)
 
 static void zygote_and_pool_start (gw_server_t *self);
 
+/* The probe's launcher writes its output here: a launcher that ends before
+   its status line is explained by it (gw_launch.c), then it goes. */
+static void
+probe_log_remove (gw_server_t *self)
+{
+    char *log = wire_xasprintf ("%s/probe.log", self->state_dir);
+    gw_launch_log_remove (log);
+    free (log);
+}
+
 static void
 startup_done (gw_server_t *self, const char *layer, const char *error)
 {
     if (self->probe_timer)
         gw_timer_end (self->loop, self->probe_timer);
     self->probe_timer = 0;
+    probe_log_remove (self);
     if (error) {
         self->startup_error = wire_xstrdup (error);
         self->startup_layer = wire_xstrdup (layer);
@@ -362,8 +373,9 @@ probe_start (gw_server_t *self)
     json_t *spec = json_pack ("{s:o, s:s, s:{s:[s]}, s:{}}", LAUNCH_SPEC_POLICY,
                               gw_confine_policy_json (self->config, &self->config->defaults), LAUNCH_SPEC_WORKSPACE,
                               self->probe_dir, LAUNCH_SPEC_KERNEL, LAUNCH_KERNEL_ARGV, PROBE_COMMAND, LAUNCH_SPEC_ENV);
-    self->probe = gw_launch_start (self->loop, self->config->launcher, spec, "/dev/null", on_probe_status, NULL, self,
-                                   &errmsg);
+    char *log = wire_xasprintf ("%s/probe.log", self->state_dir);
+    self->probe = gw_launch_start (self->loop, self->config->launcher, spec, log, on_probe_status, NULL, self, &errmsg);
+    free (log);
     json_decref (spec);
     if (!self->probe) {
         startup_done (self, "launcher", errmsg ? errmsg : "launch failed");
@@ -378,6 +390,7 @@ static void
 probe_cleanup (gw_server_t *self)
 {
     gw_launch_abandon (&self->probe);
+    probe_log_remove (self);
     if (self->probe_dir) {
         gw_quota_unmount (self->probe_dir);
         rmdir (self->probe_dir);

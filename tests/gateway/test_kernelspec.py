@@ -323,7 +323,7 @@ def test_kernel_mode_logs_nothing_on_stderr_but_a_failed_start(tmp_path):
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
         "kennel: the kernel could not be started: the launcher ended without a status line "
-        "(closed its status pipe)"], out.stderr
+        "(exit status 1)"], out.stderr
     (tmp_path / "log.jsonl").touch()
     out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", connection_file,
                           "--config", str(tmp_path / "config.json"),

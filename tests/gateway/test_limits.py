@@ -212,6 +212,24 @@ def test_startup_confinement_failure_refuses_conversations(make_gateway, tmp_pat
     assert not gw.events("pool_launch") and not gw.events("fork_server_start")
 
 
+def test_a_launcher_that_cannot_run_is_named_at_start(make_gateway, tmp_path):
+    """The start-up probe's launcher ends before its status line (here it
+    does not exist: exec fails): the reason has its exit status and its own
+    last output (before: "the launcher ended without a status line (exit
+    status 127)", its stderr sent to /dev/null). The probe's log is gone
+    once the probe ended."""
+    missing = tmp_path / "no-such-kennel-launch"
+    gw = make_gateway(config={"launcher": str(missing)})
+    info = gw.control.request("gateway_info_request")["content"]
+    assert info["ready"] is False and info["startup_error"]["layer"] == "launcher", info
+    reason = info["startup_error"]["reason"]
+    assert reason == (f"the launcher ended without a status line (exit status 127); its last output: "
+                      f"kennel: exec {missing}: No such file or directory"), reason
+    c = gw.control.open("refused")
+    assert c["ename"] == "ConfinementUnavailable" and f"exec {missing}" in c["evalue"], c
+    assert not (gw.state / "probe.log").exists()
+
+
 def test_a_required_layer_the_host_lacks_refuses(make_gateway):
     """The real launcher with a layer required that this host may not give.
     Probed first: a gateway with the default config reports the quota

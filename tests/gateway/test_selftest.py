@@ -57,3 +57,39 @@ def test_selftest_proves_no_network_without_aiming_off_this_machine(tmp_path):
         print("addresses in connect/sendto:", sorted(set(addresses)))
         assert all(ipaddress.ip_address(a).is_loopback for a in addresses), sorted(set(addresses))
 
+
+
+def failed_start_line(out):
+    return next(l for l in out.stdout.splitlines() if "confined kernel start" in l)
+
+
+def test_selftest_names_why_the_launcher_ended(tmp_path):
+    """A launcher that dies before its status line: the selftest shows its
+    exit status and its last lines of stderr (before: "the launcher ended
+    without a status line (closed its status pipe)" and nothing else), the
+    lines cut to a bound, the earliest dropped."""
+    bad = tmp_path / "crash.sh"
+    noise = "x" * 5000
+    bad.write_text("#!/bin/sh\n"
+                   f"echo 'early line that is dropped {noise}' >&2\n"
+                   "for i in 1 2 3 4 5 6 7 8; do echo \"launcher line $i\" >&2; done\n"
+                   "echo 'kennel-launch: error while loading shared libraries: libpython3.11.so.1.0' >&2\n"
+                   "exit 127\n")
+    bad.chmod(0o755)
+    out = run_selftest(tmp_path, {"launcher": str(bad)})
+    assert out.returncode == 1, out.stdout + out.stderr
+    line = failed_start_line(out)
+    assert line.startswith("FAIL") and "the launcher ended without a status line (exit status 127)" in line, line
+    assert "kennel-launch: error while loading shared libraries: libpython3.11.so.1.0" in line, line
+    assert "launcher line 8" in line and "early line" not in line and len(line) < 1200, line
+
+
+def test_selftest_names_the_signal_that_ended_the_launcher(tmp_path):
+    bad = tmp_path / "segv.sh"
+    bad.write_text("#!/bin/sh\necho 'about to crash' >&2\nkill -SEGV $$\n")
+    bad.chmod(0o755)
+    out = run_selftest(tmp_path, {"launcher": str(bad)})
+    assert out.returncode == 1, out.stdout + out.stderr
+    line = failed_start_line(out)
+    assert "the launcher ended without a status line (killed by signal 11 (SIGSEGV))" in line, line
+    assert "about to crash" in line, line
