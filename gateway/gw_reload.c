@@ -9,11 +9,14 @@
     change under it. The warm pool's kernels were confined with the old
     defaults, so the pool is refilled when anything it depends on changed.
 
-    A front that reads a section of its own (/mcp's "mcp") checks the new
-    file first and may refuse it as a whole (gw_server_reload_check).
+    A front that reads a section of its own (/mcp's "mcp"; the http
+    section, checked as a start checks it, with HTTP on or off: main.c)
+    checks the new file first and may refuse it as a whole
+    (gw_server_reload_check).
 
     Some keys are read once, at start, by what they set up: those need a
-    restart, and a reload that changes one logs it (and keeps what runs).
+    restart, and a reload that changes one logs it (and keeps what runs);
+    the http section's keys are named one by one ("http.max_connections").
 */
 #include "gw_capacity.h"
 #include "gw_config.h"
@@ -40,6 +43,14 @@ static const struct {
 };
 #define RESTART_COUNT (sizeof restart_keys / sizeof restart_keys[0])
 
+#define HTTP_KEY 5
+
+static bool
+json_same (const json_t *a, const json_t *b)
+{
+    return a == b || (a && b && json_equal ((json_t *) a, (json_t *) b));
+}
+
 static bool
 key_changed (const gw_config_t *a, const gw_config_t *b, size_t i)
 {
@@ -49,9 +60,37 @@ key_changed (const gw_config_t *a, const gw_config_t *b, size_t i)
     case 2: return a->max_message_bytes != b->max_message_bytes;
     case 3: return a->max_parallel_launches != b->max_parallel_launches;
     case 4: return a->idle_check_interval != b->idle_check_interval;
-    case 5: return !(a->http == b->http || (a->http && b->http && json_equal (a->http, b->http)));
     default: return !streq (a->shard, b->shard);
     }
+}
+
+static void
+needs_restart (json_t *changed, const char *key, const char *why)
+{
+    json_array_append_new (changed, json_string (key));
+    gw_log ("reload_needs_restart", "{s:s, s:s, s:s}", "key", key, "why", why, "outcome",
+            "the running value is kept until kennel is restarted");
+}
+
+/* Each key of the http section that changed (was added, removed or set
+   to another value), in the order of the old section, then the new. */
+static void
+http_keys_changed (const json_t *old, const json_t *fresh, json_t *changed)
+{
+    json_t *keys = json_object ();
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) old, key, value)
+        json_object_set_new (keys, key, json_null ());
+    json_object_foreach ((json_t *) fresh, key, value)
+        json_object_set_new (keys, key, json_null ());
+    json_object_foreach (keys, key, value)
+        if (!json_same (json_object_get (old, key), json_object_get (fresh, key))) {
+            char *name = wire_xasprintf ("http.%s", key);
+            needs_restart (changed, name, restart_keys[HTTP_KEY].why);
+            free (name);
+        }
+    json_decref (keys);
 }
 
 /* The restart-only keys that changed, as a list; their old values stay in
@@ -61,11 +100,10 @@ restart_keys_keep (const gw_config_t *old, gw_config_t *fresh)
 {
     json_t *changed = json_array ();
     for (size_t i = 0; i < RESTART_COUNT; i++)
-        if (key_changed (old, fresh, i)) {
-            json_array_append_new (changed, json_string (restart_keys[i].key));
-            gw_log ("reload_needs_restart", "{s:s, s:s, s:s}", "key", restart_keys[i].key, "why", restart_keys[i].why,
-                    "outcome", "the running value is kept until kennel is restarted");
-        }
+        if (i == HTTP_KEY)
+            http_keys_changed (old->http, fresh->http, changed);
+        else if (key_changed (old, fresh, i))
+            needs_restart (changed, restart_keys[i].key, restart_keys[i].why);
     gw_set_string (&fresh->launcher, old->launcher);
     fresh->fork_server = old->fork_server;
     json_decref (fresh->fork_preload);

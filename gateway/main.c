@@ -221,6 +221,10 @@ cmd_serve (int argc, char **argv)
         gw_server_set_config_path (server, real ? real : o.config);
         free (real);
     }
+    /* with HTTP off a reload still checks the http section as a start
+       does; the front, when on, sets its own check (http_mcp.c) */
+    if (server && http_off)
+        gw_server_set_reload_check (server, http_settings_check, NULL);
     http_front_t *front = NULL;
     if (!server || gw_server_listen (server, o.connection_file, &errmsg) < 0
         || (!http_off && !(front = http_front_new (server, &http, &errmsg)))) {

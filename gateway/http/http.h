@@ -55,6 +55,11 @@ typedef struct {
 GW_MUST_CHECK int http_settings_load (http_settings_t *self, const json_t *section, const char *listen,
                                       char **errmsg);
 void http_settings_clear (http_settings_t *self);
+/* http_settings_load's checks on a reloaded config's http section, nothing
+   kept: the reload check (gw_reload_check_fn) while HTTP is off, and the
+   front's first step while it is on. Every value is checked whatever the
+   command line says (arg unused). 0 or -1 with *errmsg. */
+GW_MUST_CHECK int http_settings_check (const gw_config_t *fresh, char **errmsg, void *arg);
 
 /* ---- http_loop: libuv (libwebsockets' event library) inside zloop ------ */
 
@@ -69,6 +74,11 @@ void http_loop_run (http_loop_t *self);
 void http_loop_run_soon (http_loop_t *self);
 /* An lws callback ran (it may have asked for a write): run once more. */
 void http_loop_note (http_loop_t *self);
+/* Whether libwebsockets can load its libuv event library: Debian ships it
+   as a plugin in its own package, and without it lws_create_context fails
+   with nothing but a log line. 0, or -1 with *errmsg (malloc'd) naming the
+   plugin's path, why it does not load and the package that provides it. */
+GW_MUST_CHECK int http_loop_evlib_check (char **errmsg);
 /* The uv_loop_t* for lws_context_creation_info.foreign_loops. */
 void *http_loop_uv (http_loop_t *self);
 /* After lws_context_destroy: runs libuv until lws's handles are closed

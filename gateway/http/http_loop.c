@@ -10,6 +10,8 @@
 */
 #include "http.h"
 
+#include <dlfcn.h>
+#include <string.h>
 #include <uv.h>
 
 #define RUN_MAX 8         /* passes per wake-up while libuv still has work due now */
@@ -120,6 +122,39 @@ http_loop_new (zloop_t *loop)
     }
     return self;
 }
+
+#if defined(LWS_WITH_EVLIB_PLUGINS)
+/* Where lws looks for it (its install libdir, no environment variable),
+   the symbol it takes, and who provides it. */
+#define EVLIB_PATH LWS_INSTALL_LIBDIR "/libwebsockets-evlib_uv.so"
+#define EVLIB_SYMBOL "evlib_uv"
+#define EVLIB_PACKAGE "libwebsockets-evlib-uv"
+
+int
+http_loop_evlib_check (char **errmsg)
+{
+    void *lib = dlopen (EVLIB_PATH, RTLD_NOW | RTLD_LOCAL);
+    bool found = lib && dlsym (lib, EVLIB_SYMBOL);
+    const char *why = !lib ? dlerror () : found ? NULL : "it has no " EVLIB_SYMBOL;
+    if (lib)
+        dlclose (lib);
+    if (found)
+        return 0;
+    size_t skip = strlen (EVLIB_PATH ": "); /* dlerror names the file first */
+    if (why && !strncmp (why, EVLIB_PATH ": ", skip))
+        why += skip;
+    *errmsg = wire_xasprintf ("cannot start the HTTP front: libwebsockets' libuv event library %s does not load "
+                              "(%s); Debian's package " EVLIB_PACKAGE " provides it",
+                              EVLIB_PATH, why ? why : "?");
+    return -1;
+}
+#else
+int
+http_loop_evlib_check (char **errmsg)
+{
+    return 0; /* built into libwebsockets */
+}
+#endif
 
 void *
 http_loop_uv (http_loop_t *self)

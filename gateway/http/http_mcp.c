@@ -81,13 +81,18 @@ s_mcp (http_front_t *front)
     return front->mcp;
 }
 
-/* A reload's "mcp" section: the tools file read and checked again, the
-   forwarded server started again when its command changed or it is gone
-   (mcp_server_retool). A bad file refuses the reload. */
+/* The front's part of a reload: its http section checked as a start checks
+   it (nothing of it applies before a restart), then the "mcp" section: the
+   tools file read and checked again, the forwarded server started again
+   when its command changed or it is gone (mcp_server_retool). A bad
+   section or file refuses the reload; the http check comes first, so a
+   refused reload changed nothing. */
 static int
 s_reload_check (const gw_config_t *fresh, char **errmsg, void *arg)
 {
     http_front_t *front = arg;
+    if (http_settings_check (fresh, errmsg, NULL) < 0)
+        return -1;
     if (!front->mcp) {
         /* nothing served yet: only a configured section is made now, so
            that its file is checked when the reload is */

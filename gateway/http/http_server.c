@@ -11,7 +11,12 @@
 */
 #include "http.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define BODY_MAX (1 << 20)
 #define HEADER_POOL 64
@@ -248,6 +253,13 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
     return rc;
 }
 
+/* lws's first error line while the context is made: the cause it gives
+   only to its log (one context per process, made on the loop's thread). */
+static struct {
+    bool on;
+    char line[256];
+} first_error;
+
 static void
 lws_log_line (int level, const char *line)
 {
@@ -256,7 +268,63 @@ lws_log_line (int level, const char *line)
     size_t n = strlen (text);
     while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
         text[--n] = 0;
+    if (first_error.on && (level & LLL_ERR) && !first_error.line[0])
+        snprintf (first_error.line, sizeof first_error.line, "%s", text);
     gw_log_limited ("http/lws", "http_library", "{s:s}", "message", text);
+}
+
+/* The errno of binding the listen address ourselves, 0 when it binds. */
+static int
+bind_probe (const char *ip, int port)
+{
+    struct sockaddr_storage ss;
+    memset (&ss, 0, sizeof ss);
+    struct sockaddr_in *v4 = (struct sockaddr_in *) &ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *) &ss;
+    socklen_t len = sizeof *v4;
+    if (inet_pton (AF_INET, ip, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons ((uint16_t) port);
+    }
+    else {
+        if (inet_pton (AF_INET6, ip, &v6->sin6_addr) != 1)
+            return EINVAL;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons ((uint16_t) port);
+        len = sizeof *v6;
+    }
+    int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0)
+        return errno;
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one); /* as lws binds */
+    int err = bind (fd, (struct sockaddr *) &ss, len) < 0 ? errno : 0;
+    close (fd);
+    return err;
+}
+
+/* Why the listen address cannot be bound (0: it can), as a message. lws
+   says it only to its log, and for some errors (EACCES, EADDRNOTAVAIL) it
+   still makes the context, without a listener, waiting for the interface. */
+static char *
+listen_error (const http_front_t *self)
+{
+    const char *ip = self->settings.ip;
+    int port = self->settings.port;
+    int err = bind_probe (ip, port);
+    if (!err)
+        return NULL;
+    return wire_xasprintf ("cannot listen for HTTP on %s:%d: %s%s", ip, port, strerror (err),
+                           err == EACCES ? " (a port below the host's net.ipv4.ip_unprivileged_port_start "
+                                           "needs root or CAP_NET_BIND_SERVICE)"
+                                         : "");
+}
+
+static bool
+listening (http_front_t *self)
+{
+    struct lws_vhost *vh = self->lws ? lws_get_vhost_by_name (self->lws, "kennel") : NULL;
+    return vh && lws_get_vhost_listen_port (vh) > 0;
 }
 
 static int
@@ -288,21 +356,27 @@ context_create (http_front_t *self, char **errmsg)
         info.ssl_private_key_filepath = self->settings.keyfile;
     }
     lws_set_log_level (LLL_ERR | LLL_WARN, lws_log_line);
-    self->lws = lws_create_context (&info);
-    if (!self->lws) {
-        *errmsg = wire_xasprintf ("cannot listen for HTTP on %s:%d%s (in use, or the address is not this host's)",
-                                  self->settings.ip, self->settings.port,
-                                  self->settings.certfile ? ", or the TLS certificate or key cannot be read" : "");
+    if (http_loop_evlib_check (errmsg) < 0 || (*errmsg = listen_error (self)))
         return -1;
-    }
-    return 0;
+    first_error.on = true;
+    first_error.line[0] = 0;
+    self->lws = lws_create_context (&info);
+    first_error.on = false;
+    if (listening (self))
+        return 0;
+    /* taken since the probe, or a TLS file lws cannot read */
+    *errmsg = listen_error (self);
+    if (!*errmsg)
+        *errmsg = wire_xasprintf ("cannot start the HTTP front on %s:%d: libwebsockets: %s", self->settings.ip,
+                                  self->settings.port, first_error.line[0] ? first_error.line : "no reason given");
+    return -1;
 }
 
 static void
 url_publish (http_front_t *self)
 {
     struct lws_vhost *vh = lws_get_vhost_by_name (self->lws, "kennel");
-    int port = vh ? lws_get_vhost_listen_port (vh) : self->settings.port;
+    int port = lws_get_vhost_listen_port (vh);
     bool v6 = strchr (self->settings.ip, ':') != NULL;
     self->url = wire_xasprintf ("%s://%s%s%s:%d/", self->settings.certfile ? "https" : "http", v6 ? "[" : "",
                                 self->settings.ip, v6 ? "]" : "", port);

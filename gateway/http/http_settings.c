@@ -153,44 +153,82 @@ token_choose (http_settings_t *self, const json_t *section, char **errmsg)
     return 0;
 }
 
-int
-http_settings_load (http_settings_t *self, const json_t *section, const char *listen, char **errmsg)
+/* Every field of the section, whether or not HTTP is asked for: a bad
+   value is refused at start and at a reload alike. */
+static int
+fields_load (http_settings_t *self, const json_t *section, char **errmsg)
 {
-    memset (self, 0, sizeof *self);
-    if (section && section_check (section, errmsg) < 0)
-        return -1;
-    const char *where = listen ? listen : gw_text (json_object_get (section, "listen"));
-    if (!where) {
-        if (json_object_get (section, "listen")) {
-            *errmsg = wire_xstrdup ("config http.listen: must be \"[IP:]PORT\"");
-            return -1;
-        }
-        return 1;
-    }
     double max_conn = DEFAULT_MAX_CONNECTIONS, queue = DEFAULT_WS_QUEUE_BYTES, ping = DEFAULT_PING_SECONDS;
-    self->anonymous = json_is_true (json_object_get (section, "anonymous"));
-    self->metrics_open = json_is_true (json_object_get (section, "metrics_open"));
-    if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0
-        || string_field (section, "allow_origin", &self->allow_origin, errmsg) < 0
+    char *token = NULL;
+    int rc = string_field (section, "token", &token, errmsg);
+    free (token); /* chosen with its other sources by token_choose */
+    if (rc < 0 || string_field (section, "allow_origin", &self->allow_origin, errmsg) < 0
         || string_field (section, "certfile", &self->certfile, errmsg) < 0
         || string_field (section, "keyfile", &self->keyfile, errmsg) < 0
         || number_field (section, "max_connections", 1, 100000, &max_conn, errmsg) < 0
         || number_field (section, "ws_queue_bytes", 65536, 1ull << 40, &queue, errmsg) < 0
-        || number_field (section, "ping_seconds", 1, 3600, &ping, errmsg) < 0) {
-        http_settings_clear (self);
+        || number_field (section, "ping_seconds", 1, 3600, &ping, errmsg) < 0)
         return -1;
-    }
     if (!self->certfile != !self->keyfile) {
         *errmsg = wire_xstrdup ("config http: certfile and keyfile go together (TLS needs both)");
-        http_settings_clear (self);
         return -1;
     }
+    self->anonymous = json_is_true (json_object_get (section, "anonymous"));
+    self->metrics_open = json_is_true (json_object_get (section, "metrics_open"));
     self->max_connections = (int) max_conn;
     self->ws_queue_bytes = (size_t) queue;
     self->ping_seconds = (int) ping;
     const json_t *env = json_object_get (section, "env_allow");
     self->env_allow = env ? json_deep_copy (env) : json_array ();
     return 0;
+}
+
+/* The section's listen, checked even when the command line's wins. */
+static int
+listen_check (const json_t *section, char **errmsg)
+{
+    const json_t *v = json_object_get (section, "listen");
+    if (!v)
+        return 0;
+    if (!gw_text (v)) {
+        *errmsg = wire_xstrdup ("config http.listen: must be \"[IP:]PORT\"");
+        return -1;
+    }
+    http_settings_t scratch = {0};
+    int rc = listen_parse (&scratch, gw_text (v), errmsg);
+    free (scratch.ip);
+    return rc;
+}
+
+int
+http_settings_load (http_settings_t *self, const json_t *section, const char *listen, char **errmsg)
+{
+    memset (self, 0, sizeof *self);
+    if (section && (section_check (section, errmsg) < 0 || listen_check (section, errmsg) < 0))
+        return -1;
+    if (fields_load (self, section, errmsg) < 0) {
+        http_settings_clear (self);
+        return -1;
+    }
+    const char *where = listen ? listen : gw_text (json_object_get (section, "listen"));
+    if (!where) {
+        http_settings_clear (self);
+        return 1;
+    }
+    if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0) {
+        http_settings_clear (self);
+        return -1;
+    }
+    return 0;
+}
+
+int
+http_settings_check (const gw_config_t *fresh, char **errmsg, void *arg)
+{
+    http_settings_t scratch;
+    int rc = http_settings_load (&scratch, fresh->http, NULL, errmsg);
+    http_settings_clear (&scratch);
+    return rc < 0 ? -1 : 0;
 }
 
 void

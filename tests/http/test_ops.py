@@ -86,6 +86,32 @@ def test_reload_refuses_a_bad_config_and_keeps_the_old(make_http_gateway):
     assert [e["key"] for e in gw.events("reload_needs_restart")] == ["max_parallel_launches"]
 
 
+def test_reload_checks_the_http_section_as_a_start_does(make_http_gateway):
+    """A bad http section is refused at reload like any other bad key (before:
+    `reload` logged it as a restart-only change and took the file), and
+    each http key that changed is named restart-only. The front keeps
+    serving with its settings from start."""
+    gw = make_http_gateway(config={"defaults": {"execution_timeout": 60}}, http={"max_connections": 64})
+    good = json.loads(gw.config_file.read_text())
+    bad = {"max_connections": 0, "no_such_key": 1, "certfile": "/etc/ssl/only-a-cert.pem", "listen": "not a port",
+           "anonymous": "yes"}
+    for key, wrong in bad.items():
+        config = dict(good, defaults={"execution_timeout": 1}, http=dict(good["http"], **{key: wrong}))
+        line = reload(gw, json.dumps(config))
+        assert line["event"] == "reload_failed" and line["outcome"] == "the old config is kept", line
+        assert "http" in line["error"], line
+    assert not gw.events("reload")
+    config = dict(good, defaults={"execution_timeout": 1},
+                  http=dict(good["http"], max_connections=8, ping_seconds=5, env_allow=["MY_VAR"]))
+    line = reload(gw, json.dumps(config))
+    assert line["event"] == "reload", line
+    assert line["needs_restart"] == ["http.max_connections", "http.ping_seconds", "http.env_allow"], line
+    assert [e["key"] for e in gw.events("reload_needs_restart")] == line["needs_restart"]
+    assert line["limits"]["defaults"]["execution_timeout"] == 1, line  # the rest of the file applies
+    assert api(gw, "GET", "healthz", token=False).status_code == 200
+    assert gw.proc.poll() is None
+
+
 # ---- /healthz and /metrics ---------------------------------------------------
 
 def test_healthz_needs_no_token_metrics_does(make_http_gateway):
