@@ -26,40 +26,22 @@ typedef struct {
     const char *url, *token, *kernel_id, *connection_file;
 } options_t;
 
-static int
-s_usage (void)
-{
-    fprintf (stderr, "usage: bench_front [-n N] [-w WARMUP] [-b BLOCK] --http BASE_URL [--token T] "
-                     "--kernel KERNEL_ID CONNECTION_FILE\n");
-    return 2;
-}
+#define USAGE                                                                                                          \
+    "usage: bench_front [-n N] [-w WARMUP] [-b BLOCK] --http BASE_URL [--token T] --kernel KERNEL_ID CONNECTION_FILE"
 
 static int
 s_parse (int argc, char **argv, options_t *opt)
 {
     *opt = (options_t) {.n = 1000, .warmup = 100, .block = 50};
-    for (int i = 1; i < argc; i++) {
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (streq (argv[i], "-n") && next)
-            opt->n = strtol (argv[++i], NULL, 10);
-        else if (streq (argv[i], "-w") && next)
-            opt->warmup = strtol (argv[++i], NULL, 10);
-        else if (streq (argv[i], "-b") && next)
-            opt->block = strtol (argv[++i], NULL, 10);
-        else if (streq (argv[i], "--http") && next)
-            opt->url = argv[++i];
-        else if (streq (argv[i], "--token") && next)
-            opt->token = argv[++i];
-        else if (streq (argv[i], "--kernel") && next)
-            opt->kernel_id = argv[++i];
-        else if (argv[i][0] != '-' && !opt->connection_file)
-            opt->connection_file = argv[i];
-        else
-            return -1;
-    }
-    if (opt->n < 1 || opt->warmup < 0 || opt->block < 1 || !opt->url || !opt->kernel_id || !opt->connection_file)
+    const rtt_option_t table[] = {{"-n", &opt->n, NULL},          {"-w", &opt->warmup, NULL},
+                                  {"-b", &opt->block, NULL},      {"--http", NULL, &opt->url},
+                                  {"--token", NULL, &opt->token}, {"--kernel", NULL, &opt->kernel_id},
+                                  {NULL, NULL, NULL}};
+    if (rtt_options_parse (argc, argv, table, &opt->connection_file) < 0)
         return -1;
-    return 0;
+    return opt->n < 1 || opt->warmup < 0 || opt->block < 1 || !opt->url || !opt->kernel_id || !opt->connection_file
+               ? -1
+               : 0;
 }
 
 /* Both clients of the one conversation. */
@@ -110,13 +92,9 @@ s_report (int64_t *samples[2], const options_t *opt)
     json_t *ws = rtt_stats (samples[1], opt->n);
     double p50 = json_real_value (json_object_get (ws, "p50_us")) - json_real_value (json_object_get (zmq, "p50_us"));
     double p99 = json_real_value (json_object_get (ws, "p99_us")) - json_real_value (json_object_get (zmq, "p99_us"));
-    json_t *out = json_pack ("{s:o, s:o, s:i, s:f, s:f, s:s}", "zmq", zmq, "websocket", ws, "block",
-                             (json_int_t) opt->block, "added_p50_us", p50, "added_p99_us", p99, "protocol",
-                             "v1.kernel.websocket.jupyter.org");
-    char *text = json_dumps (out, JSON_REAL_PRECISION (7));
-    printf ("%s\n", text);
-    free (text);
-    json_decref (out);
+    rtt_print (json_pack ("{s:o, s:o, s:i, s:f, s:f, s:s}", "zmq", zmq, "websocket", ws, "block",
+                          (json_int_t) opt->block, "added_p50_us", p50, "added_p99_us", p99, "protocol",
+                          "v1.kernel.websocket.jupyter.org"));
 }
 
 int
@@ -124,13 +102,8 @@ main (int argc, char **argv)
 {
     options_t opt;
     if (s_parse (argc, argv, &opt) < 0)
-        return s_usage ();
-    zsys_init ();
-    zsys_set_linger (0);
-    wire_connection_t *conn = rtt_connection_load (opt.connection_file);
-    json_t *info = json_load_file (opt.connection_file, 0, NULL);
-    clients_t c = {conn ? rtt_client_new (conn, info) : NULL, NULL};
-    json_decref (info);
+        return rtt_usage (USAGE);
+    clients_t c = {rtt_client_from_file (opt.connection_file), NULL};
     c.ws = c.zmq ? rtt_ws_new (opt.url, opt.token, opt.kernel_id) : NULL;
     int64_t *samples[2] = {calloc ((size_t) opt.n, sizeof (int64_t)), calloc ((size_t) opt.n, sizeof (int64_t))};
     int rc = 1;
@@ -142,6 +115,5 @@ main (int argc, char **argv)
     free (samples[1]);
     rtt_ws_destroy (&c.ws);
     rtt_client_destroy (&c.zmq);
-    wire_connection_destroy (&conn);
     return rc;
 }

@@ -23,44 +23,19 @@ typedef struct {
     const char *connection_file;
 } options_t;
 
-static int
-s_usage (void)
-{
-    fprintf (stderr, "usage: bench_rtt [-n N] [-w WARMUP] CONNECTION_FILE\n"
-                     "       bench_rtt [-n N] [-w WARMUP] --launch KENNEL_LAUNCH\n");
-    return 2;
-}
+#define USAGE                                                                                                          \
+    "usage: bench_rtt [-n N] [-w WARMUP] CONNECTION_FILE\n"                                                            \
+    "       bench_rtt [-n N] [-w WARMUP] --launch KENNEL_LAUNCH"
 
 static int
 s_parse (int argc, char **argv, options_t *opt)
 {
     *opt = (options_t) {.n = 1000, .warmup = 50};
-    for (int i = 1; i < argc; i++) {
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (streq (argv[i], "-n") && next)
-            opt->n = strtol (argv[++i], NULL, 10);
-        else if (streq (argv[i], "-w") && next)
-            opt->warmup = strtol (argv[++i], NULL, 10);
-        else if (streq (argv[i], "--launch") && next)
-            opt->launcher = argv[++i];
-        else if (argv[i][0] != '-' && !opt->connection_file)
-            opt->connection_file = argv[i];
-        else
-            return -1;
-    }
-    if (opt->n < 1 || opt->warmup < 0 || !opt->launcher == !opt->connection_file)
+    const rtt_option_t table[] = {
+        {"-n", &opt->n, NULL}, {"-w", &opt->warmup, NULL}, {"--launch", NULL, &opt->launcher}, {NULL, NULL, NULL}};
+    if (rtt_options_parse (argc, argv, table, &opt->connection_file) < 0)
         return -1;
-    return 0;
-}
-
-static void
-s_report (int64_t *samples, long n)
-{
-    json_t *stats = rtt_stats (samples, n);
-    char *text = json_dumps (stats, JSON_REAL_PRECISION (7));
-    printf ("%s\n", text);
-    free (text);
-    json_decref (stats);
+    return opt->n < 1 || opt->warmup < 0 || !opt->launcher == !opt->connection_file ? -1 : 0;
 }
 
 /* Warm-up, then n timed round trips into samples. 0 or -1. */
@@ -83,24 +58,19 @@ main (int argc, char **argv)
 {
     options_t opt;
     if (s_parse (argc, argv, &opt) < 0)
-        return s_usage ();
-    zsys_init ();
-    zsys_set_linger (0);
+        return rtt_usage (USAGE);
     rtt_kernel_t *kernel = opt.launcher ? rtt_kernel_start (opt.launcher) : NULL;
-    wire_connection_t *loaded = opt.connection_file ? rtt_connection_load (opt.connection_file) : NULL;
-    const wire_connection_t *conn = kernel ? rtt_kernel_connection (kernel) : loaded;
-    json_t *info = opt.connection_file ? json_load_file (opt.connection_file, 0, NULL) : NULL;
-    rtt_client_t *client = conn ? rtt_client_new (conn, info) : NULL;
-    json_decref (info);
+    rtt_client_t *client = kernel           ? rtt_client_new (rtt_kernel_connection (kernel), NULL)
+                           : opt.launcher ? NULL
+                                          : rtt_client_from_file (opt.connection_file);
     int64_t *samples = calloc ((size_t) opt.n, sizeof *samples);
     int rc = 1;
     if (client && samples && s_measure (client, &opt, samples) == 0) {
-        s_report (samples, opt.n);
+        rtt_print (rtt_stats (samples, opt.n));
         rc = 0;
     }
     free (samples);
     rtt_client_destroy (&client);
     rtt_kernel_stop (&kernel);
-    wire_connection_destroy (&loaded);
     return rc;
 }

@@ -27,6 +27,23 @@ void rtt_wait_note (rtt_wait_t *w, bool iopub, const json_t *header, const json_
 /* The execute_request content both clients send. */
 json_t *rtt_execute_content (const char *code);
 
+/* One option of a program's command line: its flag and where its value
+   goes, a number or a string. A table of them ends with a NULL flag. */
+typedef struct {
+    const char *flag;
+    long *number;
+    const char **text;
+} rtt_option_t;
+
+/* Reads argv[1..] by table (each flag takes the next argument as its
+   value), the one argument that is not a flag into *positional. 0, or -1
+   on an unknown flag, a flag without its value, a second positional. */
+int rtt_options_parse (int argc, char **argv, const rtt_option_t *table, const char **positional);
+/* Prints the usage text on stderr; 2, the exit status of a bad command line. */
+int rtt_usage (const char *text);
+/* Prints obj as one JSON line (µs with 7 significant digits); takes it. */
+void rtt_print (json_t *obj);
+
 /* Summary of n round trips in ns (sorted in place) as one JSON object:
    {"n", "p50_us", "p99_us", "mean_us", "min_us", "max_us"}. */
 json_t *rtt_stats (int64_t *samples, long n);
@@ -43,6 +60,8 @@ typedef struct rtt_client rtt_client_t;
    file's JSON, may be NULL) when it has them. NULL with a message on
    stderr on failure. */
 rtt_client_t *rtt_client_new (const wire_connection_t *conn, const json_t *info);
+/* The same for the connection file at path (its CURVE keys too). */
+rtt_client_t *rtt_client_from_file (const char *path);
 void rtt_client_destroy (rtt_client_t **self_p);
 /* Sends kernel_info_request until one is answered AND something arrived on
    iopub (the SUB subscription is live), within timeout_ms. 0 or -1. */

@@ -1,5 +1,6 @@
 /*  rtt_common.c - what both round-trip clients and both programs share:
-    the request a round trip sends, when it is complete, its statistics.
+    the request a round trip sends, when it is complete, its statistics,
+    the command line and the printed result.
 */
 #include "bench_rtt.h"
 
@@ -87,4 +88,49 @@ rtt_connection_load (const char *path)
         fprintf (stderr, "%s: %s\n", path, why ? why : wire_strerror (err));
     free (why);
     return conn;
+}
+
+static const rtt_option_t *
+s_option (const rtt_option_t *table, const char *flag)
+{
+    for (; table->flag; table++)
+        if (streq (table->flag, flag))
+            return table;
+    return NULL;
+}
+
+int
+rtt_options_parse (int argc, char **argv, const rtt_option_t *table, const char **positional)
+{
+    for (int i = 1; i < argc; i++) {
+        const rtt_option_t *option = s_option (table, argv[i]);
+        if (option && i + 1 < argc) {
+            i++;
+            if (option->number)
+                *option->number = strtol (argv[i], NULL, 10);
+            else
+                *option->text = argv[i];
+        }
+        else if (!option && argv[i][0] != '-' && !*positional)
+            *positional = argv[i];
+        else
+            return -1;
+    }
+    return 0;
+}
+
+int
+rtt_usage (const char *text)
+{
+    fprintf (stderr, "%s\n", text);
+    return 2;
+}
+
+void
+rtt_print (json_t *obj)
+{
+    char *text = json_dumps (obj, JSON_REAL_PRECISION (7));
+    printf ("%s\n", text);
+    free (text);
+    json_decref (obj);
 }
