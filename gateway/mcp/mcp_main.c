@@ -124,6 +124,22 @@ s_serve (zloop_t *loop, mcp_opts_t *opts, int out, gw_server_t *gateway)
     return rc;
 }
 
+/* The config's "mcp" section, as the daemon's /mcp reads it, where the
+   command line names no tools of that kind: --tools and --tools-from-mcp
+   win. The strings are copied by mcp_server_new. */
+static void
+s_config_tools (mcp_opts_t *opts, const gw_config_t *config)
+{
+    const char *tools = gw_text (json_object_get (config->mcp, "tools"));
+    const char *from_mcp = gw_text (json_object_get (config->mcp, "tools_from_mcp"));
+    if (!opts->tools_file)
+        opts->tools_file = tools;
+    if (!opts->tools_from_mcp && from_mcp) {
+        opts->tools_from_mcp = from_mcp;
+        opts->tools_from_mcp_setting = "mcp.tools_from_mcp";
+    }
+}
+
 /* A gateway in this process, on a private state dir and the ipc
    transport: no second process to start, no socket between the front and
    the core, and the default conversation's kernel starts at once. */
@@ -150,6 +166,7 @@ s_serve_embedded (mcp_opts_t *opts, int out)
     int rc = 1;
     if (gateway && gw_server_listen (gateway, connection_file, &errmsg) == 0) {
         gw_log ("mcp_gateway_start", "{s:s}", "state_dir", state);
+        s_config_tools (opts, gw_server_config (gateway));
         opts->core = gateway;
         opts->own_core = true;
         rc = s_serve (gw_server_loop (gateway), opts, out, gateway);

@@ -128,3 +128,19 @@ def test_unprivileged_front_runs_code_and_its_tools_as_its_own_uid():
     finally:
         assert m.close() == 0, m.log_text()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_config_mcp_section_gives_kennel_mcp_its_tools(tmp_path):
+    """`kennel mcp --config F` reads F's "mcp" section as the daemon's /mcp
+    does; --tools on the command line wins over it."""
+    path, _ = tools_file(tmp_path)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"name": "other", "command": ["/bin/sh", "-c", "cat >/dev/null; echo 7"]}]))
+    for args, code, want in [([], "add(a=1, b=2)['sum']", "3"),
+                             (["--tools", other], "print(other(), tools.get('add'))", "7 None\n")]:
+        m = Mcp(tmp_path, args=args, config={"mcp": {"tools": str(path)}}, log_name=f"mcp{len(args)}.log")
+        try:
+            m.initialize()
+            assert m.text(run(m, code)) == want, m.log_text()
+        finally:
+            assert m.close() == 0, m.log_text()
