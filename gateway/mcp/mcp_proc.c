@@ -3,12 +3,15 @@
 
     Each child gets a session of its own (a timeout kills its whole group)
     and dies with the front (PR_SET_PDEATHSIG), and never writes on the
-    front's stdout, which carries only protocol messages.
+    front's stdout, which carries only protocol messages. It gets the
+    front's environment but the HTTP front's token: a tool command works on
+    what kernel code sends it, and needs no key to the daemon's API.
 */
 #include "mcp.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,13 +32,39 @@ s_place (int fd, int target, int flags)
         _exit (126);
 }
 
+extern char **environ;
+
+/* The environment without the variables that carry the HTTP token
+   (http_settings.c); made before the fork, so the child allocates nothing. */
+static char **
+s_environment (void)
+{
+    static const char *secret[] = {"KENNEL_AUTH_TOKEN=", "KG_AUTH_TOKEN=", NULL};
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = wire_xcalloc (n + 1, sizeof *env);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool hidden = false;
+        for (const char **s = secret; *s && !hidden; s++)
+            hidden = strncmp (environ[i], *s, strlen (*s)) == 0;
+        if (!hidden)
+            env[kept++] = environ[i];
+    }
+    return env;
+}
+
 pid_t
 mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
 {
     pid_t parent = getpid ();
+    char **env = s_environment ();
     pid_t pid = fork ();
-    if (pid != 0)
+    if (pid != 0) {
+        free (env);
         return pid;
+    }
     setsid ();
     prctl (PR_SET_PDEATHSIG, SIGTERM);
     if (getppid () != parent)
@@ -53,7 +82,7 @@ mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
     if (syscall (SYS_close_range, 3, ~0U, 0) < 0)
         for (int fd = 3; fd < 65536; fd++)
             close (fd);
-    execvp (argv[0], argv);
+    execvpe (argv[0], argv, env);
     _exit (127);
 }
 

@@ -31,6 +31,8 @@ def tools(marker_dir):
         {"name": "host_pid", "description": "The command's pid and whether it sees the host's file",
          "command": ["/bin/sh", "-c", f"cat >/dev/null; test -e {marker_dir}/host-only && echo $$"]},
         {"name": "fail", "command": ["/bin/sh", "-c", "echo 'database is down' >&2; exit 3"]},
+        {"name": "env_token", "description": "Whether the daemon's token reached the command",
+         "command": ["/bin/sh", "-c", "cat >/dev/null; echo \"\\\"${KENNEL_AUTH_TOKEN:-none}\\\"\""]},
         {"name": "slow", "description": "Sleeps 5 s", "command": ["/bin/sh", "-c", "sleep 5; echo 1"]},
         {"name": "hang", "timeout": 1, "command": ["/bin/sleep", "60"]},
         # 64 MiB at once on stdout: over the 8 MiB cap, never all held
@@ -51,7 +53,9 @@ def gw(tmp_path_factory):
     (d / "host-only").write_text("")
     tools_file = write_tools(d / "tools.json", tools(d))
     weather = f"{shutil.which('node')} {node_dir() / 'weather_server.mjs'}"
-    g = HttpGateway(d, config={"mcp": {"tools": str(tools_file), "tools_from_mcp": weather}})
+    # the token in the daemon's environment, as a systemd Environment= gives it
+    g = HttpGateway(d, config={"mcp": {"tools": str(tools_file), "tools_from_mcp": weather}},
+                    env={"KENNEL_AUTH_TOKEN": "token-of-the-http-api-" + os.urandom(8).hex()})
     g.wait_ready()
     g.tools_file = tools_file
     g.dir = d
@@ -98,6 +102,14 @@ def test_a_kernel_calls_a_host_command_through_mcp(gw):
     assert r2["text"] == "True False\n", r2
     calls = gw.events("mcp_tool_call")
     assert {"via": "command", "tool": "add", "status": "ok"}.items() <= calls[0].items(), calls
+
+
+def test_a_tool_command_does_not_get_the_daemons_token(gw):
+    """The command works on what kernel code sends it: it gets the daemon's
+    environment but KENNEL_AUTH_TOKEN and KG_AUTH_TOKEN."""
+    assert gw.token.startswith("token-of-the-http-api-")
+    [[r]] = sdk_calls(gw, [exec_call("env_token()")])
+    assert r["text"] == "'none'", r
 
 
 def test_command_failures_are_the_same_tool_errors_as_in_kennel_mcp(gw):
