@@ -68,6 +68,19 @@ capacity_compute (gw_capacity_t *self)
         self->conversations = self->by_sockets;
 }
 
+int
+gw_capacity_start_check (char **errmsg)
+{
+    struct rlimit nofile = {0};
+    if (getrlimit (RLIMIT_NOFILE, &nofile) < 0 || nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur >= FD_RESERVE)
+        return 0;
+    *errmsg = wire_xasprintf ("RLIMIT_NOFILE is %llu (hard limit %llu): the gateway needs at least %d open files for "
+                              "itself (ZeroMQ's threads, its sockets and pipes, launches, /proc reads) before any "
+                              "conversation; raise the hard limit (ulimit -Hn, or LimitNOFILE= in its systemd unit)",
+                              (unsigned long long) nofile.rlim_cur, (unsigned long long) nofile.rlim_max, FD_RESERVE);
+    return -1;
+}
+
 void
 gw_capacity_init (gw_capacity_t *self, const gw_config_t *config)
 {

@@ -18,6 +18,12 @@ typedef struct {
     int max_conversations, pool, launches; /* from the config */
 } gw_capacity_t;
 
+/* Whether RLIMIT_NOFILE, once raised to its hard limit, leaves the gateway
+   the fds it needs for itself (FD_RESERVE) before any conversation: below
+   that a start fails wherever the fds run out (ZeroMQ aborts in its
+   threads). Call before ZeroMQ starts. 0, or -1 with *errmsg (malloc'd)
+   naming the limit and how to raise it. */
+GW_MUST_CHECK int gw_capacity_start_check (char **errmsg);
 /* From the process's limits (raised in main.c) and the config. */
 void gw_capacity_init (gw_capacity_t *self, const gw_config_t *config);
 /* 0 when one more conversation fits; else -1 with *evalue (malloc'd)

@@ -314,7 +314,7 @@ gw_selftest_run (const char *config_path)
     }
     char tmpl[] = "/tmp/kennel-selftest-XXXXXX";
     if (!mkdtemp (tmpl)) {
-        fprintf (stderr, "kennel selftest: cannot create a temporary state dir\n");
+        fprintf (stderr, "kennel selftest: cannot create a temporary state dir %s: %s\n", tmpl, strerror (errno));
         gw_config_destroy (&config);
         return 2;
     }

@@ -116,9 +116,10 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->curve = streq (transport, "tcp");
     self->loop = zloop_new ();
     self->io = gw_io_new (self->loop);
+    int io_errno = errno;
     self->timers = gw_timers_new (self->loop);
     if (!self->io) {
-        *errmsg = wire_xstrdup ("cannot create the event loop's epoll set");
+        *errmsg = wire_xasprintf ("cannot create the event loop's epoll set: %s", strerror (io_errno));
         gw_timers_destroy (&self->timers);
         zloop_destroy (&self->loop);
         free (self->state_dir);

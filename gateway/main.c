@@ -13,6 +13,7 @@
     The tools of kernelspec mode come from --tools, else from the path in
     KENNEL_TOOLS (which install-kernelspec --tools writes to the spec's env).
 */
+#include "gw_capacity.h"
 #include "gw_config.h"
 #include "gw_conv.h"
 #include "gw_core.h"
@@ -164,6 +165,12 @@ gw_process_setup (const char *log_file, bool own_mounts)
     if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit (RLIMIT_NOFILE, &nofile);
+    }
+    char *errmsg = NULL;
+    if (gw_capacity_start_check (&errmsg) < 0) {
+        fprintf (stderr, "kennel: %s\n", errmsg);
+        free (errmsg);
+        exit (2);
     }
     /* before zsys_init starts ZeroMQ's threads: unshare needs one thread */
     gw_quota_prepare (own_mounts);

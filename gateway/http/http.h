@@ -64,6 +64,7 @@ GW_MUST_CHECK int http_settings_check (const gw_config_t *fresh, char **errmsg, 
 /* ---- http_loop: libuv (libwebsockets' event library) inside zloop ------ */
 
 typedef struct http_loop http_loop_t;
+/* NULL with errno set when libuv's loop or its place in gw_io cannot be made. */
 http_loop_t *http_loop_new (zloop_t *loop);
 /* Runs what libuv has due and re-arms the timer for its next deadline:
    call after anything that may have given libwebsockets work. */

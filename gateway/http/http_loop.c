@@ -11,6 +11,7 @@
 #include "http.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
 #include <uv.h>
 
@@ -108,16 +109,20 @@ http_loop_new (zloop_t *loop)
     http_loop_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->timer_ms = -1;
-    if (uv_loop_init (&self->uv) != 0) {
+    int rc = uv_loop_init (&self->uv);
+    if (rc != 0) {
         free (self);
+        errno = -rc; /* libuv's errors are negated errnos */
         return NULL;
     }
     self->item.fd = uv_backend_fd (&self->uv);
     self->item.events = ZMQ_POLLIN;
     self->io = gw_io_of (loop);
     if (gw_io_poller (self->io, &self->item, on_ready, self) < 0) {
+        int saved = errno;
         uv_loop_close (&self->uv);
         free (self);
+        errno = saved;
         return NULL;
     }
     return self;

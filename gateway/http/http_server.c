@@ -406,7 +406,7 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
     self->sessions = http_sessions_new ();
     self->uv = http_loop_new (gw_server_loop (server));
     if (!self->uv) {
-        *errmsg = wire_xstrdup ("cannot set up the HTTP front's event loop (libuv)");
+        *errmsg = wire_xasprintf ("cannot set up the HTTP front's event loop (libuv): %s", strerror (errno));
         http_front_destroy (&self);
         return NULL;
     }

@@ -44,3 +44,22 @@ def test_low_rlimit_nofile_refuses_cleanly_and_keeps_serving(make_gateway):
     assert execute(kc, "1 + 1")[0]["content"]["status"] == "ok"
     assert gw.proc.poll() is None
     assert gw.stop() == 0
+
+
+def test_a_start_without_the_fds_it_needs_names_rlimit_nofile(tmp_path):
+    """Started under a hard RLIMIT_NOFILE below what the gateway needs for
+    itself: one line naming the limit and how to raise it, exit 2. Before,
+    by the limit: 4 "cannot open the log file", 5 "cannot create the event
+    loop's epoll set", 10 libzmq's abort "Too many open files
+    (src/epoll.cpp:65)", 16 "cannot set up the HTTP front's event loop
+    (libuv)"."""
+    import subprocess
+    from gwtest import built
+    for n in (4, 5, 10, 16, 100):
+        out = subprocess.run(["prlimit", f"--nofile={n}", str(built("gateway/kennel")), "serve", "--state-dir",
+                              str(tmp_path / f"state{n}"), "--log-file", str(tmp_path / f"log{n}"),
+                              "--http", "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and out.stderr.splitlines() == [
+            f"kennel: RLIMIT_NOFILE is {n} (hard limit {n}): the gateway needs at least 192 open files for itself "
+            "(ZeroMQ's threads, its sockets and pipes, launches, /proc reads) before any conversation; raise the "
+            "hard limit (ulimit -Hn, or LimitNOFILE= in its systemd unit)"], (n, out.stderr[-2000:])
