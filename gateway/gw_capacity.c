@@ -10,6 +10,7 @@
 */
 #include "gw_capacity.h"
 #include "gw_config.h"
+#include "gw_linger.h"
 #include "wire.h"
 
 #include <dirent.h>
@@ -31,6 +32,10 @@
    executions (gw_proc.c) */
 #define FD_RESERVE       (64 + 2 * 64)
 #define SOCKET_RESERVE   16
+/* the client sockets of closed conversations still answering
+   (gw_linger.h): room kept from conversations, not needed to start */
+#define LINGER_FDS       (GW_LINGER_MAX * GW_LINGER_FDS)
+#define LINGER_SOCKETS   (GW_LINGER_MAX * GW_LINGER_SOCKETS)
 /* a new conversation needs this many free fds when counted for real */
 #define FD_SLACK         (2 * FDS_PER_CONV + 8)
 
@@ -57,8 +62,10 @@ capacity_compute (gw_capacity_t *self)
     struct rlimit nofile = {0};
     getrlimit (RLIMIT_NOFILE, &nofile);
     self->nofile = nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > INT32_MAX ? INT32_MAX : (int64_t) nofile.rlim_cur;
-    int64_t by_fds = (self->nofile - FD_RESERVE - 4 * self->launches) / FDS_PER_CONV - self->pool;
-    int64_t by_sockets = ((int64_t) self->max_sockets - SOCKET_RESERVE) / SOCKETS_PER_CONV - self->pool;
+    int64_t fds = self->nofile - FD_RESERVE - LINGER_FDS - 4 * self->launches;
+    int64_t sockets = (int64_t) self->max_sockets - SOCKET_RESERVE - LINGER_SOCKETS;
+    int64_t by_fds = fds / FDS_PER_CONV - self->pool;
+    int64_t by_sockets = sockets / SOCKETS_PER_CONV - self->pool;
     self->by_fds = by_fds < 0 ? 0 : (int) (by_fds > INT32_MAX ? INT32_MAX : by_fds);
     self->by_sockets = by_sockets < 0 ? 0 : (int) by_sockets;
     self->conversations = self->max_conversations;

@@ -673,6 +673,12 @@ gw_conv_announce_stopping (gw_conv_t *self)
     gw_relay_announce_dead (self->relay);
 }
 
+const char *
+gw_conv_session (const gw_conv_t *self)
+{
+    return gw_relay_session (self->relay);
+}
+
 const gw_config_t *
 gw_conv_config (const gw_conv_t *self)
 {

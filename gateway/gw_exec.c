@@ -106,17 +106,8 @@ exec_find (gw_relay_t *self, const char *msg_id)
 static void
 exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue, const char *state, bool busy)
 {
-    if (busy)
-        publish_status (self, e->header, "busy");
-    publish_error (self, e->header, ename, evalue);
-    wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
-    wire_msg_set_content (reply, json_pack ("{s:s, s:i, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error",
-                                            "execution_count", 0, "ename", ename, "evalue", evalue, "traceback",
-                                            evalue, "user_expressions", "payload"));
-    json_object_set_new (reply->metadata, "kennel", exec_cost (self, e, state));
-    client_send_own (self, reply, WIRE_SHELL);
-    wire_msg_destroy (&reply);
-    publish_status (self, e->header, "idle");
+    gw_answer_refuse (&self->answer_to, WIRE_SHELL, e->header, e->ids, ename, evalue, exec_cost (self, e, state),
+                      busy);
 }
 
 static int
@@ -304,7 +295,7 @@ execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const 
         if (first)
             snprintf (evalue, sizeof evalue, "%s", cause);
         else
-            snprintf (evalue, sizeof evalue, "not run: %s (%s)", queued, cause);
+            gw_answer_not_run (evalue, sizeof evalue, queued, cause);
         if (e->reply) {
             /* it had finished; only its idle was missing */
             zmsg_t *msg = e->reply;

@@ -33,8 +33,10 @@
       request's route;
     - iopub messages to every attached peer (route: the kernel's topic);
     - events: a fresh kernel starting, the kernel ready, the kernel died
-      (detail: its cause), the conversation closing (detail: why), the
-      conversation closed (the peer is detached already).
+      (detail: its cause), the conversation closing (detail: what its
+      clients are told, e.g. "the conversation was closed by the host; the
+      kernel is gone"), the conversation closed (detail: why, as the close
+      was asked; the peer is detached already).
 
     Ownership and re-entrancy. gw_front_submit and deliver take the message
     (*msg_p is NULL or left for the core to destroy when the call returns).
@@ -56,8 +58,8 @@ typedef enum {
     GW_EVENT_KERNEL_STARTING, /* a fresh kernel starts (a restart, or after a death); detail: NULL */
     GW_EVENT_KERNEL_READY,    /* the kernel answers; detail: NULL */
     GW_EVENT_KERNEL_DIED,     /* detail: the cause, as the failed executions' evalue */
-    GW_EVENT_CLOSING,         /* detail: why ("close_request", "idle", "shutdown", ...) */
-    GW_EVENT_CLOSED,          /* the last call for this peer; detail: why */
+    GW_EVENT_CLOSING,         /* detail: the cause told to clients, as the executions' evalue */
+    GW_EVENT_CLOSED,          /* the last call for this peer; detail: why ("close_request", "idle", ...) */
 } gw_event_t;
 
 typedef struct {

@@ -343,6 +343,7 @@ gw_relay_new (gw_conv_t *conv, const gw_relay_owner_t *owner, gw_server_t *serve
     self->calls = zhashx_new ();
     zhashx_set_destructor (self->calls, call_destructor);
     wire_id_new (self->session);
+    self->answer_to = (gw_answer_to_t){self->session, self->id, answer_send, self};
     return self;
 }
 
@@ -410,7 +411,7 @@ gw_relay_close (gw_relay_t *self, const char *why, const char *cause)
     self->closed_why = wire_xstrdup (why);
     /* a front submits what its clients sent before the close (execute
        requests not yet read): they are answered with the rest */
-    gw_peers_event (self->peers, GW_EVENT_CLOSING, why);
+    gw_peers_event (self->peers, GW_EVENT_CLOSING, cause);
     calls_end (self, NULL, "closed");
     /* sent before the peers are told the conversation closed (the ZeroMQ
        front's sockets then linger to deliver them) */
@@ -452,6 +453,12 @@ void
 gw_relay_announce_dead (gw_relay_t *self)
 {
     publish_status (self, NULL, "dead");
+}
+
+const char *
+gw_relay_session (const gw_relay_t *self)
+{
+    return self->session;
 }
 
 int

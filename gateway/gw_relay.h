@@ -65,7 +65,7 @@ int gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_co
 /* Drops the kernel sockets; running and queued requests get an error naming cause. */
 void gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost);
 /* The conversation closes (why: as gw_core_close's): the peers are told
-   GW_EVENT_CLOSING, the running execution and the queued ones get an error
+   GW_EVENT_CLOSING (detail: cause), the running execution and the queued ones get an error
    reply (ename ConversationClosed, evalue cause), an iopub error and idle;
    pending tool calls end. Call before gw_relay_destroy. */
 void gw_relay_close (gw_relay_t *self, const char *why, const char *cause);
@@ -78,6 +78,8 @@ void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
 void gw_relay_announce_starting (gw_relay_t *self);
 /* Publishes status "dead" (the gateway stops: the kernel goes with it). */
 void gw_relay_announce_dead (gw_relay_t *self);
+/* The session of the gateway's own messages to this conversation's clients. */
+const char *gw_relay_session (const gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);
 int gw_relay_executions (const gw_relay_t *self);
 

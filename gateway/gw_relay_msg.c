@@ -3,6 +3,7 @@
     gw_front.h), and the gateway's own messages (status, error) on behalf
     of a conversation.
 */
+#include "gw_answer.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
@@ -103,16 +104,7 @@ client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 wire_msg_t *
 own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids)
 {
-    wire_msg_t *m = wire_msg_new (self->session, msg_type, NULL);
-    if (parent_header) {
-        json_decref (m->parent_header);
-        m->parent_header = json_deep_copy (parent_header);
-    }
-    if (ids) {
-        zmsg_destroy (&m->identities);
-        m->identities = zmsg_dup (ids);
-    }
-    return m;
+    return gw_answer_msg (self->session, msg_type, parent_header, ids);
 }
 
 /* A message of the gateway's own to the peers, as relayed ones go. */
@@ -124,31 +116,30 @@ client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
         client_deliver (self, ch, &msg);
 }
 
+/* gw_answer_send_fn: the relay's own messages go out as relayed ones. */
+void
+answer_send (void *arg, wire_channel_t channel, wire_msg_t *m)
+{
+    client_send_own (arg, m, channel);
+    wire_msg_destroy (&m);
+}
+
 void
 publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
 {
-    wire_msg_t *m = own_msg (self, msg_type, parent_header, NULL);
-    char topic[200];
-    snprintf (topic, sizeof topic, "kernel.%s.%s", self->id, msg_type);
-    zmsg_addstr (m->identities, topic);
-    wire_msg_set_content (m, content);
-    client_send_own (self, m, WIRE_IOPUB);
-    wire_msg_destroy (&m);
+    gw_answer_publish (&self->answer_to, msg_type, parent_header, content);
 }
 
 void
 publish_status (gw_relay_t *self, const json_t *parent_header, const char *state)
 {
-    publish (self, "status", parent_header, json_pack ("{s:s}", "execution_state", state));
+    gw_answer_status (&self->answer_to, parent_header, state);
 }
 
 void
 publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
 {
-    char *line = wire_xasprintf ("%s: %s", ename, evalue);
-    publish (self, "error", parent_header,
-             json_pack ("{s:s, s:s, s:[s]}", "ename", ename, "evalue", evalue, "traceback", line));
-    free (line);
+    gw_answer_error (&self->answer_to, parent_header, ename, evalue);
 }
 
 json_t *

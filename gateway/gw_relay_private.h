@@ -10,6 +10,7 @@
 #ifndef GW_RELAY_PRIVATE_H_INCLUDED
 #define GW_RELAY_PRIVATE_H_INCLUDED
 
+#include "gw_answer.h"
 #include "gw_config.h"
 #include "gw_front.h"
 #include "gw_peers.h"
@@ -75,6 +76,7 @@ struct gw_relay {
     int executions;
     bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */
     char session[WIRE_ID_SIZE];
+    gw_answer_to_t answer_to; /* the gateway's own messages: as this session, to the peers */
     /* A fresh kernel is ready once it answered our kernel_info_request on
        shell AND we saw any iopub message: only then is our SUB's
        subscription live, so no output of the first request is lost. */
@@ -126,6 +128,7 @@ void kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel);
 void client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p);
 wire_msg_t *own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids);
 void client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch);
+void answer_send (void *arg, wire_channel_t channel, wire_msg_t *m);
 void publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content);
 void publish_status (gw_relay_t *self, const json_t *parent_header, const char *state);
 void publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue);

@@ -17,6 +17,7 @@
 #include "gw_curve.h"
 #include "gw_io.h"
 #include "gw_launch.h"
+#include "gw_linger.h"
 #include "gw_log.h"
 #include "gw_ops.h"
 #include "gw_pool.h"
@@ -118,8 +119,10 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->io = gw_io_new (self->loop);
     int io_errno = errno;
     self->timers = gw_timers_new (self->loop);
+    self->lingers = gw_lingers_new (self->loop);
     if (!self->io) {
         *errmsg = wire_xasprintf ("cannot create the event loop's epoll set: %s", strerror (io_errno));
+        gw_lingers_destroy (&self->lingers);
         gw_timers_destroy (&self->timers);
         zloop_destroy (&self->loop);
         free (self->state_dir);
@@ -459,6 +462,7 @@ gw_server_destroy (gw_server_t **self_p)
     for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
         gw_core_close (self, id, false, "shutdown");
     zlistx_destroy (&ids);
+    gw_lingers_destroy (&self->lingers); /* before the ZAP handler and the epoll set */
     probe_cleanup (self);
     gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);

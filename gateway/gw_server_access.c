@@ -38,6 +38,12 @@ gw_server_io (const gw_server_t *self)
     return self->io;
 }
 
+gw_lingers_t *
+gw_server_lingers (const gw_server_t *self)
+{
+    return self->lingers;
+}
+
 const wire_limits_t *
 gw_server_limits (const gw_server_t *self)
 {

@@ -22,6 +22,7 @@ typedef struct gw_zygote gw_zygote_t;   /* gw_zygote.h */
 typedef struct gw_pool gw_pool_t;       /* gw_pool.h */
 typedef struct gw_remover gw_remover_t; /* gw_remove.h */
 typedef struct gw_slots gw_slots_t;     /* gw_slots.h */
+typedef struct gw_lingers gw_lingers_t; /* gw_linger.h */
 
 /* The server's fields are its own (gw_server_private.h); the rest of the
    gateway reads them through these. */
@@ -47,6 +48,8 @@ gw_pool_t *gw_server_pool (const gw_server_t *self);     /* NULL when none */
 gw_capacity_t *gw_server_capacity (gw_server_t *self);
 gw_remover_t *gw_server_remover (const gw_server_t *self); /* empties state/graveyard off the loop */
 gw_slots_t *gw_server_slots (const gw_server_t *self);
+/* Closed conversations' client sockets still answering. */
+gw_lingers_t *gw_server_lingers (const gw_server_t *self);
 /* The conversation table (gw_core.c's): id -> conv, kernel id -> conv. */
 zhashx_t *gw_server_table (const gw_server_t *self);
 zhashx_t *gw_server_kernel_table (const gw_server_t *self);

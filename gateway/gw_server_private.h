@@ -52,6 +52,7 @@ struct gw_server {
     gw_io_t *io;             /* the conversations' sockets and fds (gw_io.c) */
     gw_remover_t *remover;   /* empties state/graveyard off the loop (gw_remove.c) */
     gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
+    gw_lingers_t *lingers;   /* closed conversations' client sockets (gw_linger.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
     char *config_path;   /* read again on SIGHUP (gw_reload.c), or NULL */
     gw_reload_check_fn *reload_check; /* a front's part of a reload, or NULL */

@@ -8,12 +8,20 @@
     the route it submits with. A client's message is verified here (layout,
     size, signature, replay) before the core sees it; what the core
     delivers is signed with the same key here. Heartbeats are answered here.
+
+    After its conversation closed, the shell, control and iopub sockets
+    linger a while (gw_linger.h) with no kernel behind them: a request that
+    was on its way at the close, which libzmq had not yet queued when the
+    loop answered the queue, is answered there, ConversationClosed as the
+    queued ones were, instead of being lost with the socket.
 */
 #include "gw_zmq_front.h"
+#include "gw_answer.h"
 #include "gw_conv.h"
 #include "gw_curve.h"
 #include "gw_front.h"
 #include "gw_io.h"
+#include "gw_linger.h"
 #include "gw_log.h"
 #include "gw_server_access.h"
 #include "gw_util.h"
@@ -27,6 +35,9 @@
 /* at most this many requests read from a closing conversation's shell
    socket (its queue holds GW_QUEUE_CONVERSATION per peer: gw_io_bound) */
 #define DRAIN_AT_CLOSE_MAX 256
+/* at most this many requests answered by a closed conversation's sockets;
+   what comes after is read and dropped until they close */
+#define LINGER_ANSWERS_MAX 256
 
 struct gw_zmq {
     gw_server_t *server;
@@ -40,12 +51,18 @@ struct gw_zmq {
     gw_curve_keys_t curve_keys;
     wire_key_t *key;
     wire_replay_t *replay;
+    /* from the close on: what a request still arriving is answered, as
+       whom (the conversation's gateway session), and how many were */
+    char *closed_evalue;
+    char session[WIRE_ID_SIZE];
+    int closed_answers;
 };
 
 static void zmq_deliver (void *arg, wire_channel_t channel, zmsg_t **msg_p);
 static void zmq_event (void *arg, gw_event_t event, const char *detail);
 static const gw_front_fns_t zmq_fns = {zmq_deliver, zmq_event};
 static void zmq_destroy (gw_zmq_t **self_p);
+static void linger_answer (gw_zmq_t *self, wire_channel_t channel, zmsg_t **msg_p);
 
 /* ---- client -> core ------------------------------------------------------ */
 
@@ -69,10 +86,11 @@ static int
 on_client (gw_zmq_t *self, zsock_t *sock, wire_channel_t channel)
 {
     zmsg_t *msg = client_recv (self, sock, channel);
-    if (msg && !self->peer)
-        zmsg_destroy (&msg);
-    if (msg)
+    if (msg && self->peer)
         gw_front_submit (self->peer, channel, &msg);
+    else if (msg && self->closed_evalue)
+        linger_answer (self, channel, &msg);
+    zmsg_destroy (&msg);
     return 0;
 }
 
@@ -157,15 +175,103 @@ drain_shell (gw_zmq_t *self)
     }
 }
 
+/* ---- after the close ---------------------------------------------------- */
+
+/* gw_answer_send_fn: signed and sent as the core's deliveries are. */
+static void
+linger_send (void *arg, wire_channel_t channel, wire_msg_t *m)
+{
+    zmsg_t *msg = wire_msg_encode (m, NULL);
+    wire_msg_destroy (&m);
+    if (msg)
+        zmq_deliver (arg, channel, &msg);
+}
+
+/* A request verified after the close: answered as the core answered those
+   queued at the close (its header is checked as the relay checks one). */
+static void
+linger_answer (gw_zmq_t *self, wire_channel_t channel, zmsg_t **msg_p)
+{
+    if (channel == WIRE_STDIN || self->closed_answers >= LINGER_ANSWERS_MAX)
+        return;
+    wire_error_t err;
+    json_t *header = wire_frames_peek (*msg_p, 0, &err);
+    zmsg_t *ids = header ? wire_frames_pop_identities (*msg_p) : NULL;
+    if (ids && json_is_string (json_object_get (header, "msg_type"))
+        && json_is_string (json_object_get (header, "msg_id"))) {
+        gw_answer_to_t to = {self->session, self->conv_id, linger_send, self};
+        gw_answer_refuse (&to, channel, header, ids, "ConversationClosed", self->closed_evalue, NULL, true);
+        if (++self->closed_answers == LINGER_ANSWERS_MAX)
+            gw_log_limited ("linger/answers", "linger_answers_max", "{s:s, s:i}", "conversation", self->conv_id,
+                            "answered", LINGER_ANSWERS_MAX);
+    }
+    else
+        gw_log_bad_message (self->conv_id, gw_channel_name (channel), header ? WIRE_ERR_MISSING_HEADER_FIELD : err,
+                            "client");
+    zmsg_destroy (&ids);
+    json_decref (header);
+}
+
+static void
+channel_close (gw_zmq_t *self, wire_channel_t ch)
+{
+    if (!self->client[ch])
+        return;
+    gw_io_reader_end (gw_server_io (self->server), self->client[ch]);
+    zsock_destroy (&self->client[ch]);
+    if (streq (self->transport, "ipc")) {
+        char path[GW_PATH_MAX];
+        snprintf (path, sizeof path, "%s-%d", self->ip, self->ports[ch]);
+        unlink (path);
+    }
+}
+
+static void
+linger_end (void *obj)
+{
+    gw_zmq_t *self = obj;
+    zmq_destroy (&self);
+}
+
+/* The kernel is gone: no heartbeat is echoed and nothing is read from
+   stdin any more; shell, control and iopub answer until the linger ends.
+   A gateway that stops (or kernelspec mode, whose process exits with its
+   conversation) closes them at once. */
+static void
+linger_start (gw_zmq_t *self)
+{
+    gw_server_t *server = self->server;
+    if (!self->closed_evalue || gw_server_stopping (server) || gw_server_kernel_mode (server)) {
+        zmq_destroy (&self);
+        return;
+    }
+    channel_close (self, WIRE_HB);
+    channel_close (self, WIRE_STDIN);
+    gw_linger_add (gw_server_lingers (server), self, linger_end);
+}
+
+/* At the close: the conversation's words for requests that come too late,
+   and what was already queued goes to the core with the rest. */
+static void
+closing (gw_zmq_t *self, const char *cause)
+{
+    char evalue[512];
+    gw_answer_not_run (evalue, sizeof evalue, "the conversation was closed before it", cause);
+    free (self->closed_evalue);
+    self->closed_evalue = wire_xstrdup (evalue);
+    snprintf (self->session, sizeof self->session, "%s", gw_conv_session (gw_front_conv (self->peer)));
+    drain_shell (self);
+}
+
 static void
 zmq_event (void *arg, gw_event_t event, const char *detail)
 {
     gw_zmq_t *self = arg;
     if (event == GW_EVENT_CLOSING)
-        drain_shell (self);
+        closing (self, detail);
     else if (event == GW_EVENT_CLOSED) {
         self->peer = NULL; /* detached by the core */
-        zmq_destroy (&self);
+        linger_start (self);
     }
 }
 
@@ -245,14 +351,24 @@ curve_start (gw_zmq_t *self, char **errmsg)
 }
 
 /* ipc: state/sock/<random>-<n>, never inside a kernel's view; the sock dir
-   is 0700 and checked at start (gw_server.c). */
+   is 0700 and checked at start (gw_server.c). A name in use (an open or a
+   lingering conversation's: libzmq would take the path over, and the
+   linger's end would unlink the new socket) is drawn again. */
 static char *
 ipc_prefix (gw_server_t *server)
 {
-    char rnd[WIRE_ID_SIZE];
-    wire_id_new (rnd);
-    rnd[GW_SHORT_ID_LEN] = 0;
-    return wire_xasprintf ("%s/sock/%s", gw_server_state_dir (server), rnd);
+    for (;;) {
+        char rnd[WIRE_ID_SIZE];
+        wire_id_new (rnd);
+        rnd[GW_SHORT_ID_LEN] = 0;
+        char *prefix = wire_xasprintf ("%s/sock/%s", gw_server_state_dir (server), rnd);
+        char path[GW_PATH_MAX];
+        struct stat st;
+        snprintf (path, sizeof path, "%s-1", prefix);
+        if (lstat (path, &st) < 0)
+            return prefix;
+        free (prefix);
+    }
 }
 
 static gw_zmq_t *
@@ -327,15 +443,7 @@ zmq_destroy (gw_zmq_t **self_p)
         return;
     gw_front_detach (&self->peer);
     for (int ch = 0; ch < WIRE_CHANNEL_COUNT_; ch++)
-        if (self->client[ch]) {
-            gw_io_reader_end (gw_server_io (self->server), self->client[ch]);
-            zsock_destroy (&self->client[ch]);
-            if (streq (self->transport, "ipc")) {
-                char path[GW_PATH_MAX];
-                snprintf (path, sizeof path, "%s-%d", self->ip, self->ports[ch]);
-                unlink (path);
-            }
-        }
+        channel_close (self, (wire_channel_t) ch);
     if (self->curve)
         gw_zap_forget (gw_server_zap (self->server), &self->curve_keys);
     wire_key_destroy (&self->key);
@@ -343,6 +451,7 @@ zmq_destroy (gw_zmq_t **self_p)
     free (self->transport);
     free (self->ip);
     free (self->conv_id);
+    free (self->closed_evalue);
     free (self);
     *self_p = NULL;
 }

@@ -22,6 +22,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \
 	gateway/gw_front.h gateway/gw_peers.h gateway/gw_peers.c gateway/gw_core.h gateway/gw_core.c \
 	gateway/gw_zmq_front.h gateway/gw_zmq_front.c gateway/gw_quota.c \
+	gateway/gw_answer.h gateway/gw_answer.c gateway/gw_linger.h gateway/gw_linger.c \
 	gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_remove.c gateway/gw_id.c \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
@@ -54,12 +55,13 @@ uninstall-kennel-kernelspec:
 	-rmdir '$(DESTDIR)$(kennel_kernelspecdir)'
 .PHONY: install-kennel-kernelspec uninstall-kennel-kernelspec
 
-# The hot path's classes (gw_io, gw_peek, gw_proc, gw_timer, gw_zmtp_guard) tested on their own,
+# The hot path's classes (gw_io, gw_peek, gw_proc, gw_timer, gw_linger, gw_zmtp_guard) tested on their own,
 # with real ZeroMQ sockets: tests/gateway/gw_unit.c.
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw_io.h gateway/gw_peek.h gateway/gw_proc.h gateway/gw_timer.h gateway/gw_util.h gateway/gw_zmtp.h gateway/gw_io.c gateway/gw_peek.c \
-	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c
+	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c \
+	gateway/gw_linger.h gateway/gw_linger.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 
 # The core's peers (gw_peers.c: the contract of gw_front.h) on their own:

@@ -217,7 +217,7 @@ test_closed_once (void)
     a.peer = gw_front_attach (NULL, &fake_fns, &a);
     b.peer = gw_front_attach (NULL, &fake_fns, &b);
     gw_front_detach (&b.peer);
-    gw_peers_event (s_peers, GW_EVENT_CLOSING, "close_request");
+    gw_peers_event (s_peers, GW_EVENT_CLOSING, "the conversation was closed by the host; the kernel is gone");
     CHECK (a.closing == 1 && b.closing == 0);
     int gone = s_gone;
     gw_peers_destroy (&s_peers, "close_request");

@@ -14,6 +14,8 @@
     gw_timer a timer ended by another timer's handler in the same pass of
              zloop does not fire (raw zloop's does: checked, as the premise);
              timers that fired their last time leave the registry.
+    gw_linger what lingers ends once: at its time, earlier when more than
+             GW_LINGER_MAX would linger (the oldest first), or at destroy.
     gw_zmtp_guard  between a ROUTER bound at an ipc path (the kernel) and
              a DEALER (the relay's): messages pass unchanged both ways, a
              3 MiB multipart under the limit included; a symlink at the path
@@ -23,6 +25,7 @@
     Exit 0 when every check passed; each failure prints one line.
 */
 #include "gateway/gw_io.h"
+#include "gateway/gw_linger.h"
 #include "gateway/gw_peek.h"
 #include "gateway/gw_proc.h"
 #include "gateway/gw_timer.h"
@@ -689,6 +692,44 @@ test_timer_registry (void)
     zloop_destroy (&loop);
 }
 
+/* ---- gw_linger: bounded in number and in time --------------------------- */
+
+static int s_ended[GW_LINGER_MAX + 5];
+static int s_end_order[GW_LINGER_MAX + 5];
+static int s_ends;
+
+static void
+s_linger_end (void *obj)
+{
+    int i = (int) (intptr_t) obj;
+    s_ended[i]++;
+    s_end_order[s_ends++] = i;
+}
+
+static void
+test_linger (void)
+{
+    zloop_t *loop = zloop_new ();
+    gw_timers_t *timers = gw_timers_new (loop);
+    gw_lingers_t *lingers = gw_lingers_new (loop);
+    for (int i = 0; i < GW_LINGER_MAX + 3; i++)
+        gw_linger_add (lingers, (void *) (intptr_t) i, s_linger_end);
+    /* the three oldest made room, in the order they came */
+    CHECK (s_ends == 3 && s_end_order[0] == 0 && s_end_order[1] == 1 && s_end_order[2] == 2);
+    gw_timer_start (loop, GW_LINGER_MS + 500, 1, s_on_quit, NULL);
+    zloop_start (loop);
+    CHECK (s_ends == GW_LINGER_MAX + 3); /* the others at their time */
+    for (int i = 0; i < GW_LINGER_MAX + 3; i++)
+        CHECK (s_ended[i] == 1);
+    gw_linger_add (lingers, (void *) (intptr_t) (GW_LINGER_MAX + 3), s_linger_end);
+    gw_linger_add (lingers, (void *) (intptr_t) (GW_LINGER_MAX + 4), s_linger_end);
+    gw_lingers_destroy (&lingers); /* the gateway stops: ended now */
+    CHECK (s_ends == GW_LINGER_MAX + 5 && s_ended[GW_LINGER_MAX + 3] == 1 && s_ended[GW_LINGER_MAX + 4] == 1);
+    CHECK (gw_timers_size (timers) == 0);
+    gw_timers_destroy (&timers);
+    zloop_destroy (&loop);
+}
+
 /* ---- gw_zmtp_guard: a kernel connection through the ZMTP check --------- */
 
 /* Runs the loop for ms: the guard moves bytes meanwhile. */
@@ -790,6 +831,7 @@ main (void)
     test_timer_ended_in_pass (false);
     test_timer_ended_in_pass (true);
     test_timer_registry ();
+    test_linger ();
     test_zmtp_guard ();
     printf ("gw_unit: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);
     return failures ? 1 : 0;
