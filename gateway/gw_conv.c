@@ -673,6 +673,12 @@ gw_conv_announce_stopping (gw_conv_t *self)
     gw_relay_announce_dead (self->relay);
 }
 
+void
+gw_conv_announce_draining (gw_conv_t *self, double grace)
+{
+    gw_relay_announce_draining (self->relay, grace);
+}
+
 const char *
 gw_conv_session (const gw_conv_t *self)
 {

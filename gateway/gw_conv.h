@@ -50,6 +50,8 @@ const char *gw_conv_state (const gw_conv_t *self);
 int gw_conv_pending (const gw_conv_t *self);
 /* The gateway stops after a drain: the clients hear iopub status "dead". */
 void gw_conv_announce_stopping (gw_conv_t *self);
+/* A drain began (gw_relay_announce_draining). */
+void gw_conv_announce_draining (gw_conv_t *self, double grace);
 /* The session of the gateway's own messages to the clients. */
 const char *gw_conv_session (const gw_conv_t *self);
 /* The config the conversation was opened under (a reload changes only

@@ -78,7 +78,11 @@ gw_drain_start (gw_server_t *server)
     }
     gw_server_set_drain_started (server, gw_clock_mono ());
     gw_server_pool_renew (server, 0); /* no conversation will claim its kernels */
+    double grace = gw_server_config (server)->drain_grace;
     gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (server), "busy",
-            busy_count (server), "drain_grace", gw_server_config (server)->drain_grace);
+            busy_count (server), "drain_grace", grace);
+    zhashx_t *table = gw_server_table (server);
+    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
+        gw_conv_announce_draining (conv, grace);
     gw_timer_start (gw_server_loop (server), CHECK_MS, 0, on_check, server);
 }

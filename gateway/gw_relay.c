@@ -18,6 +18,7 @@
 #include "gw_relay.h"
 #include "gw_front.h"
 #include "gw_log.h"
+#include "gw_ops.h"
 #include "gw_peek.h"
 #include "gw_peers.h"
 #include "gw_relay_private.h"
@@ -301,6 +302,33 @@ on_client_closing (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_
         zlistx_add_end (self->execs, exec_new (*msg_p, header));
 }
 
+/* During a drain nothing new starts: no execution (the drain waits for
+   those it found, never for new ones) and no fresh kernel for a request to
+   a dead one. interrupt and shutdown are the gateway's own answers. */
+static bool
+drain_refuses (gw_relay_t *self, wire_channel_t channel, const char *msg_type)
+{
+    if (!gw_drain_active (self->server) || channel == WIRE_STDIN)
+        return false;
+    if (channel == WIRE_SHELL && streq (msg_type, "execute_request"))
+        return true;
+    bool own = channel == WIRE_CONTROL
+               && (streq (msg_type, "interrupt_request") || streq (msg_type, "shutdown_request"));
+    return !own && self->owner->kernel_dead (self->conv);
+}
+
+static void
+drain_refuse (gw_relay_t *self, zmsg_t *msg, const char *msg_type, json_t *header, wire_channel_t channel)
+{
+    zmsg_t *ids = wire_frames_pop_identities (msg);
+    gw_answer_refuse (&self->answer_to, channel, header, ids, "GatewayDraining",
+                      "the gateway is stopping (draining after SIGTERM): it runs no new execution and starts no "
+                      "kernel; open the conversation on another gateway",
+                      gw_answer_cost_none ("kept"), true);
+    zmsg_destroy (&ids);
+    gw_log_limited ("drain/refused", "drain_refused", "{s:s, s:s}", "conversation", self->id, "msg_type", msg_type);
+}
+
 /* What a peer submits (gw_peers_submit_fn): checked, then routed by
    channel and type. */
 static void
@@ -315,6 +343,8 @@ relay_submit (void *arg, wire_channel_t channel, zmsg_t **msg_p)
     const char *msg_type = json_string_value (json_object_get (header, "msg_type"));
     if (self->closed_why)
         on_client_closing (self, msg_p, msg_type, header, channel);
+    else if (drain_refuses (self, channel, msg_type))
+        drain_refuse (self, *msg_p, msg_type, header, channel);
     else if (channel == WIRE_SHELL)
         on_client_shell (self, msg_p, msg_type, header);
     else if (channel == WIRE_CONTROL)
@@ -453,6 +483,21 @@ void
 gw_relay_announce_dead (gw_relay_t *self)
 {
     publish_status (self, NULL, "dead");
+}
+
+/* jupyter_client shows an execution's streams (execute_interactive's
+   output hook prints them to stderr); it does nothing with a status it
+   did not ask about, so the notice is a stream of each execution's. */
+void
+gw_relay_announce_draining (gw_relay_t *self, double grace)
+{
+    char text[300];
+    snprintf (text, sizeof text,
+              "\n[kennel: the gateway is stopping (SIGTERM): this execution has at most %g s to finish, then the "
+              "kernel is stopped and its variables are lost; new executions are refused (GatewayDraining)]\n",
+              grace);
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
 }
 
 const char *

@@ -78,6 +78,9 @@ void gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout);
 void gw_relay_announce_starting (gw_relay_t *self);
 /* Publishes status "dead" (the gateway stops: the kernel goes with it). */
 void gw_relay_announce_dead (gw_relay_t *self);
+/* A drain began: each execution running or queued gets a stderr stream
+   saying the gateway stops within grace seconds and the kernel goes. */
+void gw_relay_announce_draining (gw_relay_t *self, double grace);
 /* The session of the gateway's own messages to this conversation's clients. */
 const char *gw_relay_session (const gw_relay_t *self);
 int gw_relay_pending (const gw_relay_t *self);

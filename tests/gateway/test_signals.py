@@ -6,6 +6,7 @@ drain lets the running execution reply before the daemon exits 0. The
 HTTP side (503, /healthz, /metrics) is tests/http/test_ops.py."""
 import json
 import signal
+import threading
 import time
 
 import pytest
@@ -61,3 +62,49 @@ def test_reload_then_drain(either):
             states.append(msg["content"]["execution_state"])
     assert gw.proc.wait(30) == 0
     assert time.monotonic() - stopped_at < 20
+
+
+NOTICE = "[kennel: the gateway is stopping (SIGTERM): this execution has at most 30 s to finish"
+
+
+def test_a_drain_tells_zeromq_clients(make_gateway, capsys):
+    """What a jupyter_client BlockingKernelClient sees of a drain: its
+    running execution gets a stderr stream saying the gateway stops (the
+    default output hook of execute_interactive prints it to stderr) and
+    then its own reply; a new execution during the drain, from a client of
+    another conversation, returns at once with a GatewayDraining error
+    reply and error output (before: it ran, and kept the drain waiting),
+    while a kernel_info_request is still answered by its kernel."""
+    gw = make_gateway(config={"drain_grace": 30})
+    _, running = gw.open_client("running")
+    _, other = gw.open_client("other")
+    assert other.execute_interactive("x = 1", timeout=30)["content"]["status"] == "ok"
+    box = {}
+
+    def run():
+        box["reply"] = running.execute_interactive("import time; time.sleep(3); print('done')", timeout=30)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    wait_until(lambda: [e for e in gw.events("execute_start") if e["conversation"] == "running"], 20,
+               "the execution's start")
+    gw.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: gw.events("draining"), 10, "the drain")
+
+    outputs = []
+    started = time.monotonic()
+    refused = other.execute_interactive("print('never')", timeout=10, output_hook=outputs.append)
+    assert time.monotonic() - started < 2
+    assert refused["content"]["status"] == "error" and refused["content"]["ename"] == "GatewayDraining"
+    assert refused["content"]["evalue"].startswith("the gateway is stopping (draining after SIGTERM)")
+    assert [m["content"]["ename"] for m in outputs if m["msg_type"] == "error"] == ["GatewayDraining"]
+    assert not [m for m in outputs if m["msg_type"] == "stream"]
+    assert other.kernel_info(reply=True, timeout=10)["content"]["status"] == "ok"
+
+    thread.join(30)
+    assert box["reply"]["content"]["status"] == "ok", box
+    printed = capsys.readouterr()
+    assert printed.out == "done\n"
+    assert NOTICE in printed.err, printed.err
+    assert gw.proc.wait(30) == 0
+    assert gw.events("drained")[0]["reason"] == "no execution left"

@@ -195,17 +195,23 @@ def test_drain_lets_a_running_execution_finish(make_http_gateway):
     opened = Control(gw.conn_file).open("over-zmq")
     assert opened["status"] == "error" and opened["ename"] == "GatewayDraining", opened
 
-    reply, output, dead = None, "", False
+    # a new execution is refused: the drain waits only for those it found
+    late = send(ws, message("execute_request", {"code": "print('never')"}))
+    reply, refused, output, dead = None, None, {"stdout": "", "stderr": ""}, False
     ws.settimeout(30)
     while not dead:
         m = recv(ws)
         if m["msg_type"] == "execute_reply" and m["parent_header"].get("msg_id") == msg_id:
             reply = m
+        elif m["msg_type"] == "execute_reply" and m["parent_header"].get("msg_id") == late:
+            refused = m
         elif m["msg_type"] == "stream":
-            output += m["content"]["text"]
+            output[m["content"]["name"]] += m["content"]["text"]
         elif m["msg_type"] == "status" and m["content"]["execution_state"] == "dead":
             dead = True
-    assert reply and reply["content"]["status"] == "ok" and output == "done\n", (reply, output)
+    assert reply and reply["content"]["status"] == "ok" and output["stdout"] == "done\n", (reply, output)
+    assert refused and refused["content"]["ename"] == "GatewayDraining", refused
+    assert "[kennel: the gateway is stopping (SIGTERM)" in output["stderr"], output  # the running one is told
     assert close_code(ws, timeout=10) == 1001
     assert gw.proc.wait(30) == 0
     took = time.monotonic() - stopped_at
