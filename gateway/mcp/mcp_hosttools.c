@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,13 +82,44 @@ s_check_entry (const json_t *tool, size_t index)
     return NULL;
 }
 
+/* Who may change the file may run commands as this process's user (in a
+   daemon, often root): only that user or root may own it, and no one else
+   may write it. Checked on the open file, then read from it. NULL + *why. */
+static json_t *
+s_file_read (const char *path, char **why)
+{
+    int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat (fd, &st) < 0) {
+        *why = wire_xasprintf ("cannot read it: %s", strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return NULL;
+    }
+    json_t *list = NULL;
+    json_error_t jerr;
+    if (!S_ISREG (st.st_mode))
+        *why = wire_xstrdup ("not a regular file");
+    else if (st.st_uid != 0 && st.st_uid != geteuid ())
+        *why = wire_xasprintf ("owned by uid %u: only uid %u (this process) or root may own a file that names "
+                               "commands it runs", (unsigned) st.st_uid, (unsigned) geteuid ());
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        *why = wire_xasprintf ("writable by its group or others (mode %04o): it names commands this process runs "
+                               "(chmod go-w)", (unsigned) (st.st_mode & 07777));
+    else if (!(list = json_loadfd (fd, JSON_REJECT_DUPLICATES, &jerr)))
+        *why = wire_xstrdup (jerr.text);
+    close (fd);
+    return list;
+}
+
 mcp_hosttools_t *
 mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg)
 {
-    json_error_t jerr;
-    json_t *list = json_load_file (path, JSON_REJECT_DUPLICATES, &jerr);
+    char *why = NULL;
+    json_t *list = s_file_read (path, &why);
     if (!list) {
-        *errmsg = wire_xasprintf ("tools file %s: %s", path, jerr.text);
+        *errmsg = wire_xasprintf ("tools file %s: %s", path, why);
+        free (why);
         return NULL;
     }
     char *problem = NULL;

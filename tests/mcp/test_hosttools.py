@@ -106,6 +106,24 @@ def test_a_bad_tools_file_is_refused_at_start(tmp_path, content, needle):
     assert needle in m.log_text(), m.log_text()
 
 
+@pytest.mark.parametrize("mode,owner,needle", [
+    (0o666, None, "writable by its group or others (mode 0666)"),
+    (0o620, None, "writable by its group or others (mode 0620)"),
+    (0o644, hostprobe.NOBODY, f"owned by uid {hostprobe.NOBODY}: only uid 0"),
+])
+def test_a_tools_file_others_can_change_is_refused(tmp_path, mode, owner, needle):
+    """Who can change the tools file can run commands as the front's user:
+    a file another user owns, or one its group or others may write, is
+    refused (this test runs as root, the front too)."""
+    path, _ = tools_file(tmp_path)
+    path.chmod(mode)
+    if owner is not None:
+        os.chown(path, owner, owner)
+    m = Mcp(tmp_path, args=["--tools", path])
+    assert m.close() == 2
+    assert f"tools file {path}: {needle}" in m.log_text(), m.log_text()
+
+
 def test_unprivileged_front_runs_code_and_its_tools_as_its_own_uid():
     """`kennel mcp` run as uid 65534: its own gateway confines as that uid
     (where the host lets it make user namespaces), and a host tool's

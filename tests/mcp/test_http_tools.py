@@ -204,6 +204,12 @@ def test_a_reload_checks_the_tools_file(gw):
         failed = reload(gw, "reload_failed")
         assert f"tools file {gw.tools_file}: tool add: command[1] must be a string" in failed["error"], failed
         assert failed["outcome"] == "the old config is kept"
+        # a good file that others may change is as bad: its commands run as the daemon's user
+        write_tools(gw.tools_file, good)
+        gw.tools_file.chmod(0o666)
+        failed = reload(gw, "reload_failed")
+        assert f"tools file {gw.tools_file}: writable by its group or others (mode 0666)" in failed["error"], failed
+        gw.tools_file.chmod(0o644)
         # the old commands still serve, in a conversation opened after the refusal too
         h = open_conversation(gw)
         [[r]] = sdk_calls(gw, [exec_call("add(a=1, b=2)", conversation=h)])
