@@ -254,6 +254,8 @@ prepare_host (confine_ctx_t *ctx)
     confine_report_set (ctx->report, CONFINE_LAYER_NO_NEW_PRIVS, CONFINE_ACTIVE,
                         "no_new_privs set: exec cannot gain privileges (setuid bits, file capabilities)");
     if (ctx->root) {
+        if (userns_check_subids (ctx) < 0)
+            return -1;
         /* Root's supplementary groups (0) must not follow it in: the maps
            deny setgroups inside, so drop them here, in the waiter. */
         if (setgroups (0, NULL) < 0) {

@@ -68,6 +68,13 @@ bool confine_layer_degradable (confine_layer_t layer);
 
 typedef enum { CONFINE_NET_NONE = 0, CONFINE_NET_LOOPBACK } confine_net_t;
 
+/* The default host uid and gid of the sandbox user when root starts it:
+   outside shadow's subordinate ids (100000-600100000 by default) and every
+   range systemd documents (system, regular, homed, dynamic, nspawn's
+   containers 524288-1879048191, foreign 2147352576-), below 2^31
+   (confine/README.md, "Identity"). */
+#define CONFINE_HOST_ID 2000000000u
+
 typedef struct {
     /* Filesystem. workspace = NULL: a fresh tmpfs of workspace_bytes at
        /workspace (gone with the sandbox). run_dir = NULL: no /run/kennel. */
@@ -78,8 +85,8 @@ typedef struct {
 
     /* Identity inside, and the host ids it maps to when root starts us
        (an unprivileged caller always maps to its own ids). */
-    uid_t uid, host_uid;        /* 1000, 100000 */
-    gid_t gid, host_gid;        /* 1000, 100000 */
+    uid_t uid, host_uid;        /* 1000, CONFINE_HOST_ID */
+    gid_t gid, host_gid;        /* 1000, CONFINE_HOST_ID */
 
     /* cgroup limits (0 = no limit of that kind). */
     uint64_t memory_bytes;      /* 2 GiB */

@@ -49,7 +49,7 @@ confine_policy_new (void)
     self->hostname = confine_xstrdup ("kennel");
     self->network = CONFINE_NET_NONE;
     self->uid = self->gid = 1000;
-    self->host_uid = self->host_gid = 100000;
+    self->host_uid = self->host_gid = CONFINE_HOST_ID;
     self->memory_bytes = 2 * GIB;
     self->pids = 256;
     self->cpus = 1.0;

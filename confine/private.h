@@ -45,6 +45,9 @@ CONFINE_MUST_CHECK int cgroupns_enter (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int userns_write_maps (confine_ctx_t *ctx, pid_t child);
 CONFINE_MUST_CHECK int userns_switch_user (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int userns_prepare_dirs (confine_ctx_t *ctx);
+/* Root only: -1 (stage userns) when a user's subordinate ids (/etc/subuid,
+   /etc/subgid) hold the host ids. */
+CONFINE_MUST_CHECK int userns_check_subids (confine_ctx_t *ctx);
 /* The hint for a failed clone(CLONE_NEWUSER|...). */
 void userns_clone_failed (confine_ctx_t *ctx, int err);
 

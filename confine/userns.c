@@ -5,8 +5,10 @@
     not let the sandbox drop supplementary groups that deny it access),
     then a single line each for uid and gid. Nothing maps to 0 inside.
     Started by root, the sandbox user is host_uid/host_gid (an id nobody
-    else uses, 100000 by default); started by anyone else, it is the
-    caller's own ids (the only map an unprivileged writer may set). */
+    else uses, CONFINE_HOST_ID by default), refused when a user's
+    subordinate ids (/etc/subuid, /etc/subgid) hold it; started by anyone
+    else, it is the caller's own ids (the only map an unprivileged writer
+    may set). */
 #include "private.h"
 
 #include <dirent.h>
@@ -14,6 +16,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -58,8 +61,9 @@ userns_switch_user (confine_ctx_t *ctx)
         return -1;
     }
     confine_report_set (ctx->report, CONFINE_LAYER_USERNS, CONFINE_ACTIVE,
-                        "uid %u/gid %u inside = host %u/%u, nothing maps to root, setgroups denied",
-                        (unsigned) uid, (unsigned) gid, (unsigned) ctx->host_uid, (unsigned) ctx->host_gid);
+                        "uid %u/gid %u inside = host %u/%u%s, nothing maps to root, setgroups denied",
+                        (unsigned) uid, (unsigned) gid, (unsigned) ctx->host_uid, (unsigned) ctx->host_gid,
+                        ctx->root ? " (in no range of /etc/subuid, /etc/subgid)" : "");
     return 0;
 }
 
@@ -94,6 +98,86 @@ userns_clone_failed (confine_ctx_t *ctx, int err)
     confine_error_set (ctx->error, "userns", err,
                        "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS): %s; %s",
                        strerror (err), hint);
+}
+
+/* A decimal field of a subid line: digits only, as shadow's parser takes. */
+static bool
+subid_number (const char *text, unsigned long long *value)
+{
+    char *end;
+    if (text[0] < '0' || text[0] > '9')
+        return false;
+    errno = 0;
+    *value = strtoull (text, &end, 10);
+    return errno == 0 && *end == 0;
+}
+
+/* One line of subuid(5)/subgid(5), "owner:first:count" (newline cut). A
+   line shadow would not parse grants no range: false. */
+static bool
+subid_parse (char *line, const char **owner, unsigned long long *first, unsigned long long *count)
+{
+    char *first_text = strchr (line, ':');
+    char *count_text = first_text ? strchr (first_text + 1, ':') : NULL;
+    if (!count_text || first_text == line)
+        return false;
+    *first_text++ = 0;
+    *count_text++ = 0;
+    *owner = line;
+    return subid_number (first_text, first) && subid_number (count_text, count);
+}
+
+static int
+subid_unreadable (confine_ctx_t *ctx, const char *call, const char *file, const char *kind, unsigned long long id)
+{
+    int err = errno;
+    return confine_layer_fail (ctx, CONFINE_LAYER_USERNS, CONFINE_UNSUPPORTED, err,
+                               "%s %s: %s; it says whether a user's containers own host %s %llu", call, file,
+                               strerror (err), kind, id);
+}
+
+/* Refuses when id lies in a range of file (kind "uid" or "gid"): that
+   user's rootless containers would run as the sandbox's user (signals,
+   files). No file: no ranges. One that cannot be read refuses: whether a
+   user owns the id cannot be told. */
+static int
+subid_check (confine_ctx_t *ctx, const char *file, const char *kind, unsigned long long id)
+{
+    FILE *f = fopen (file, "re");
+    if (!f && errno == ENOENT)
+        return 0;
+    if (!f)
+        return subid_unreadable (ctx, "open", file, kind, id);
+    char *line = NULL;
+    size_t size = 0;
+    const char *owner = NULL;
+    unsigned long long first = 0, count = 0;
+    bool hit = false;
+    while (!hit && getline (&line, &size, f) >= 0) {
+        line[strcspn (line, "\n")] = 0;
+        hit = subid_parse (line, &owner, &first, &count) && id >= first && id - first < count;
+    }
+    int rc = !hit && ferror (f) ? subid_unreadable (ctx, "read", file, kind, id) : 0;
+    if (hit) {
+        unsigned long long last = count - 1 > ULLONG_MAX - first ? ULLONG_MAX : first + count - 1;
+        rc = confine_layer_fail (ctx, CONFINE_LAYER_USERNS, CONFINE_UNSUPPORTED, 0,
+                                 "host %s %llu is in %.64s's subordinate range %llu-%llu (%s): that user's "
+                                 "containers would run as the sandbox's user; set host_%s (the gateway "
+                                 "config's confine.host_%s) to an id outside every range of %s, reserved "
+                                 "as the kennel-sandbox account, or move that range",
+                                 kind, id, owner, first, last, file, kind, kind, file);
+    }
+    free (line);
+    fclose (f);
+    return rc;
+}
+
+int
+userns_check_subids (confine_ctx_t *ctx)
+{
+    if (subid_check (ctx, "/etc/subuid", "uid", ctx->host_uid) < 0)
+        return -1;
+    return subid_check (ctx, "/etc/subgid", "gid", ctx->host_gid);
 }
 
 /* The regular files in the run dir (DIR_FD) go to the sandbox user: one it

@@ -27,6 +27,8 @@ import tempfile
 PYTHON = "/usr/bin/python3"
 NOBODY = 65534
 SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+# confine's default host_uid/host_gid: a root launcher's sandbox user on the host
+SANDBOX_HOST_ID = 2000000000
 
 # Machine code that makes one system call through a foreign ABI and
 # returns its result (rax) to the caller.

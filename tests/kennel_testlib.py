@@ -13,6 +13,7 @@ tools/toolhost.py, bench/benchlib.py)."""
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import signal
 import subprocess
@@ -90,6 +91,22 @@ def become(uid):
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
+
+
+def private_etc(workdir, files):
+    """A command prefix (root only) that runs the rest of its argv in a mount
+    namespace of its own where /etc is an overlay on the host's /etc, with
+    files ({name in /etc: text, or None to hide it}) in its upper layer. The
+    host's /etc is never written: the upper layer is a tmpfs mounted on
+    workdir (an empty directory) in that namespace alone."""
+    w = shlex.quote(str(workdir))
+    # the merged /etc takes its mode from the upper directory: 0755 as /etc
+    lines = ["umask 022", f"mount -t tmpfs -o mode=0700 kennel-etc {w}", f"mkdir {w}/upper {w}/work",
+             f"mount -t overlay -o lowerdir=/etc,upperdir={w}/upper,workdir={w}/work kennel-etc /etc"]
+    for name, text in files.items():
+        path = shlex.quote(f"/etc/{name}")
+        lines.append(f"rm -f {path}" if text is None else f"printf %s {shlex.quote(text)} > {path}")
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", "\n".join(lines) + '\nexec "$@"', "sh"]
 
 
 def traversable_dir(prefix, mode=0o711):

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import hostprobe
 from kennel_testlib import BUILDDIR
 
 PREFIX = "/usr/local"  # configure's default, as this build is configured
@@ -78,8 +79,8 @@ def test_the_unit_exposure(staged):
 
 def test_sysusers_and_tmpfiles_entries_apply(staged, tmp_path):
     """Applied to an empty root, as systemd-sysusers and systemd-tmpfiles
-    apply them at boot or package install: the sandbox's uid and gid 100000
-    are reserved, the state dir is made 0711."""
+    apply them at boot or package install: the sandbox's uid and gid
+    (confine's default host ids) are reserved, the state dir is made 0711."""
     destdir, prefix = staged
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
@@ -88,8 +89,9 @@ def test_sysusers_and_tmpfiles_entries_apply(staged, tmp_path):
     assert done.returncode == 0, done.stderr
     passwd = (root / "etc/passwd").read_text()
     group = (root / "etc/group").read_text()
-    assert re.search(r"^kennel-sandbox:x:100000:100000:", passwd, re.M), passwd
-    assert re.search(r"^kennel-sandbox:x:100000:", group, re.M), group
+    ids = hostprobe.SANDBOX_HOST_ID
+    assert re.search(rf"^kennel-sandbox:x:{ids}:{ids}:", passwd, re.M), passwd
+    assert re.search(rf"^kennel-sandbox:x:{ids}:", group, re.M), group
 
     done = subprocess.run(["systemd-tmpfiles", f"--root={root}", "--create",
                            str(prefix / "lib/tmpfiles.d/kennel.conf")], capture_output=True, text=True)

@@ -29,10 +29,11 @@ SMALL_QUARANTINE = ":quarantine_size_mb=16"
 
 class Gateway:
     """`kennel serve` with transport None: the daemon's default (ipc);
-    "tcp" is CURVE, extra_args e.g. ["--insecure-tcp"]."""
+    "tcp" is CURVE, extra_args e.g. ["--insecure-tcp"], prefix a command
+    that execs the daemon (e.g. kennel_testlib.private_etc)."""
 
     def __init__(self, tmp_path, config=None, transport=None, preexec_fn=None, extra_args=(), user=None,
-                 asan_options=""):
+                 asan_options="", prefix=()):
         self.dir = tmp_path
         self.state = traversable_dir("kennel-gw-test-")
         if user is not None:
@@ -55,7 +56,7 @@ class Gateway:
                    LSAN_OPTIONS=f"suppressions={LSAN_SUPPRESSIONS}",
                    KENNEL_TEST_SECRET="the gateway's environment never reaches a kernel")
         self.proc = serve(self.state, self.config_file, self.log_file, self.conn_file, args,
-                          env=env, preexec_fn=preexec_fn)
+                          env=env, preexec_fn=preexec_fn, prefix=prefix)
         self.control = Control(self.conn_file)
         self.clients = []
 

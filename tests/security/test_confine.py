@@ -175,7 +175,7 @@ def test_posture_seen_from_the_host(launcher):
         for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
             assert int(status[cap].strip(), 16) == 0, cap
         assert status["NoNewPrivs"].strip() == "1" and status["Seccomp"].strip() == "2"
-        host_uid = 100000 if launcher.root else 65534
+        host_uid = hostprobe.SANDBOX_HOST_ID if launcher.root else 65534
         assert status["Uid"].split() == [str(host_uid)] * 4
         assert status["Groups"].strip() == ""
         uid_map = open(f"/proc/{pid}/uid_map").read().split()
@@ -286,7 +286,7 @@ def test_root_started_workspace_below_a_root_only_directory(scratch):
                    policy={"workspace": str(private / "ws"), "allow_degraded": ["quota"]})
     assert (res.returncode, res.stdout) == (0, "hi\n"), res.stderr
     st = (private / "ws" / "x").stat()
-    assert (st.st_uid, st.st_gid) == (100000, 100000)
+    assert (st.st_uid, st.st_gid) == (hostprobe.SANDBOX_HOST_ID,) * 2
 
 
 def test_a_missing_workspace_is_refused_at_the_mount_stage(launcher):

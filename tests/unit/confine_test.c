@@ -40,7 +40,7 @@ test_defaults (void)
     CHECK (p->workspace == NULL && p->run_dir == NULL);
     CHECK (strcmp (p->hostname, "kennel") == 0);
     CHECK (p->network == CONFINE_NET_NONE);
-    CHECK (p->uid == 1000 && p->gid == 1000 && p->host_uid == 100000);
+    CHECK (p->uid == 1000 && p->gid == 1000 && p->host_uid == 2000000000u && p->host_gid == 2000000000u);
     CHECK (p->memory_bytes == 2ULL << 30 && p->pids == 256 && p->cpus == 1.0);
     CHECK (p->rlimit_core == 1 && p->rlimit_nofile == 1024 && p->rlimit_data == 2ULL << 30);
     CHECK (p->allow_degraded == 0);
