@@ -458,8 +458,6 @@ gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *e
 {
     if (!*from || !*to)
         return fail (err, "InvalidPath", "the workspace's root cannot be renamed, nor be a target%.*s", "");
-    if (streq (from, to))
-        return 0;
     int dirs[2];
     const char *names[2];
     if (resolve_parents (root, from, to, dirs, names, err) < 0)
@@ -467,9 +465,11 @@ gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *e
     /* RENAME_NOREPLACE: an existing target (a symlink the kernel planted
        there too) is never replaced, in the same call; renameat2 acts on
        names in the two directory fds, so a name swapped for a symlink
-       meanwhile is moved as a link, never followed */
+       meanwhile is moved as a link, never followed. The same path is
+       checked as any source before its success: a symlink on it, or
+       nothing there, is no success. */
     int rc = check_movable (dirs[0], names[0], from, err);
-    if (rc == 0 && renameat2 (dirs[0], names[0], dirs[1], names[1], RENAME_NOREPLACE) < 0) {
+    if (rc == 0 && !streq (from, to) && renameat2 (dirs[0], names[0], dirs[1], names[1], RENAME_NOREPLACE) < 0) {
         int e = errno;
         if (e == EEXIST)
             rc = fail (err, "FileExists", "a file or directory of this name exists: %.*s", to);

@@ -69,7 +69,8 @@ int gw_files_create (int root, const char *path, bool directory, gw_files_error_
 /* A file or directory renamed within the workspace: both parents resolved
    as any path, the source a directory or a regular file of one name, the
    target a name nothing has (FileExists: never replaced, nor a link at
-   it followed). The same path is a success. */
+   it followed). The same path is a success once it passed the checks of
+   a source. */
 int gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *err);
 /* A regular file's bytes copied to a new file to (replace: to may exist,
    then it is emptied first; a link, FIFO or hardlink there is refused as

@@ -207,6 +207,9 @@ test_moves (int root, const char *outside)
     CHECK (refused (gw_files_rename (root, "link", "l2", &err), &err, "SymlinkRefused"));
     CHECK (refused (gw_files_rename (root, "fifo", "f2", &err), &err, "NotARegularFile"));
     CHECK (refused (gw_files_rename (root, "nothing", "n2", &err), &err, "NoSuchFile"));
+    CHECK (refused (gw_files_rename (root, "dirlink/x", "dirlink/x", &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_rename (root, "link", "link", &err), &err, "SymlinkRefused"));
+    CHECK (refused (gw_files_rename (root, "nothing", "nothing", &err), &err, "NoSuchFile"));
     CHECK (gw_files_mkdir (root, "d", &err) == 0);
     CHECK (refused (gw_files_rename (root, "d", "d/in", &err), &err, "InvalidPath"));
     CHECK (refused (gw_files_rename (root, "", "r", &err), &err, "InvalidPath"));
