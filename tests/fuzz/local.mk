@@ -7,7 +7,7 @@
 # ---- the seeds, replayed in make check -------------------------------------
 GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
 	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus \
-	tests/fuzz/gw_ws_fuzz_corpus
+	tests/fuzz/gw_ws_fuzz_corpus tests/fuzz/gw_files_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
 
@@ -26,7 +26,7 @@ GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_core.c gateway/gw_server_ac
 	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c \
 	gateway/gw_control_files.c gateway/gw_files.c gateway/gw_base64.c
 tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
-	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h $(GW_FUZZ_CONTROL_GW)
+	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h $(GW_FUZZ_CONTROL_GW)
 tests_fuzz_gw_control_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-control"'
 tests_fuzz_gw_control_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 
@@ -51,13 +51,20 @@ tests_fuzz_gw_ws_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_ws
 tests_fuzz_gw_ws_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) -DFUZZ_CORPUS='"corpus-ws"'
 tests_fuzz_gw_ws_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
+# the file service on a real workspace beside canaries (fuzz_tree.c)
+GW_FUZZ_FILES_GW = gateway/gw_files.c gateway/gw_text.c gateway/gw_clock.c
+tests_fuzz_gw_files_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_files_fuzz.c \
+	tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h $(GW_FUZZ_FILES_GW)
+tests_fuzz_gw_files_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-files"'
+tests_fuzz_gw_files_fuzz_corpus_LDADD = $(WIRE_LIBS)
+
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 # Gateway sources include the launcher boundary header, which names confine's
 # paths header: the include path the rest of the build gets from AM_CPPFLAGS.
 GW_FUZZ_CFLAGS = $(FUZZ_CFLAGS) -I$(top_srcdir)/confine
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
-GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
+GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c $(srcdir)/tests/fuzz/fuzz_tree.c \
 	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
 	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c \
@@ -68,12 +75,15 @@ GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_to
 	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp.c
 GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
+GW_FUZZ_FILES_SRC = $(srcdir)/tests/fuzz/gw_files_fuzz.c $(srcdir)/tests/fuzz/fuzz_tree.c \
+	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_clock.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
-	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz
-GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h
+	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz tests/fuzz/gw_files_fuzz
+GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h \
+	$(srcdir)/tests/fuzz/fuzz_tree.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
-	tests/fuzz/corpus-ws
+	tests/fuzz/corpus-ws tests/fuzz/corpus-files
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -96,17 +106,20 @@ tests/fuzz/gw_zmtp_fuzz: $(GW_FUZZ_ZMTP_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_ws_fuzz: $(GW_FUZZ_WS_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) $(LWS_CFLAGS) -o $@ $(GW_FUZZ_WS_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_files_fuzz: $(GW_FUZZ_FILES_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_FILES_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
 # inputs never land in the source tree) and fails on any crash, trap, leak,
 # timeout or sanitizer report; what it finds is left in
-# tests/fuzz/findings/NAME-*. The total stays near two minutes on two cores
+# tests/fuzz/findings/NAME-*. The total stays near two and a half minutes on two cores
 # (./quickstart check runs it): the wire's target is the oldest and has the
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta control policy tools zmtp ws
+GW_FUZZ_NAMES = peek meta control policy tools zmtp ws files
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
