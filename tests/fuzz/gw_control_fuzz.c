@@ -8,14 +8,19 @@
     socket (an inproc PAIR), the real conversation table (gw_core.c),
     config, policy lowering, tool checks, capacity, log and epoll set; only
     the conversation layer below it and the ZeroMQ front are replaced by
-    the stubs at the end of this file, so no kernel starts.
+    the stubs at the end of this file, so no kernel starts. The file
+    requests (gw_control_files.c) work on a real workspace, reset before
+    each, beside an outside tree of canaries (fuzz_tree.h).
 
     Input: one flags byte, then the request's content frame (any bytes).
-        bits 0-2  msg_type: gateway_info, conversation_open, _close,
-                  _restart, _list, an unknown "x_request", an open request
-                  type with a NUL inside, "no_suffix"
+        bits 0-2  msg_type (bit 6 clear): gateway_info, conversation_open,
+                  _close, _restart, _list, an unknown "x_request", an open
+                  request type with a NUL inside, "no_suffix";
+                  (bit 6 set): file_list, file_stat, file_get, file_put,
+                  file_delete, file_rename, file_copy, an unknown
+                  "file_x_request"
         bit 3     a conversation "a" is open already (reattach, close,
-                  restart find it)
+                  restart find it; its workspace is the file requests')
         bit 4     its kernel then fails to start (KernelStartFailed)
         bit 5     making the conversation fails (OpenFailed)
     Checked, trapping otherwise:
@@ -27,13 +32,18 @@
       here without gw_conv_id_valid; InvalidConversationId only for others;
     - a conversation made has a known kernel, checked tools (they check
       again to themselves) and a policy within the maxima (fuzz_check.h);
-    - the table never holds more than max_conversations; nothing leaks.
+    - the table never holds more than max_conversations; nothing leaks;
+    - a file request's error is one of docs/PROTOCOL.md §3 "Files"; the
+      bytes a file_get returns (base64 or a raw frame) hold no canary and
+      are those of the file its path names, resolved with no symlink
+      followed; the outside tree is unchanged after it; no fd leaks.
 */
 #include "gateway/gw_capacity.h"
 #include "gateway/gw_config.h"
 #include "gateway/gw_control.h"
 #include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
+#include "gateway/gw_files.h"
 #include "gateway/gw_io.h"
 #include "gateway/gw_log.h"
 #include "gateway/gw_pool.h"
@@ -45,6 +55,8 @@
 #include "gateway/gw_zygote.h"
 #include "wire.h"
 #include "fuzz_check.h"
+#include "fuzz_tree.h"
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,9 +72,14 @@ struct gw_conv {
 static const char *types[] = {"gateway_info_request",         "conversation_open_request",
                               "conversation_close_request",   "conversation_restart_request",
                               "conversation_list_request",    "x_request",
-                              "conversation_open_request\0x", "no_suffix"};
+                              "conversation_open_request\0x", "no_suffix",
+                              "file_list_request",            "file_stat_request",
+                              "file_get_request",             "file_put_request",
+                              "file_delete_request",          "file_rename_request",
+                              "file_copy_request",            "file_x_request"};
 /* the length of each type, its NUL included */
-static const size_t type_lens[] = {20, 25, 26, 28, 25, 9, 27, 9};
+static const size_t type_lens[] = {20, 25, 26, 28, 25, 9, 27, 9, 17, 17, 16, 16, 19, 19, 17, 14};
+#define FILE_TYPES 8 /* the first file request's index */
 
 static const char config_text[] = "{\"max_conversations\": 1, \"kernels\": {\"r\": {\"argv\": [\"r\"]}},"
                                   " \"maxima\": {\"pids\": 100, \"network\": \"none\"},"
@@ -72,6 +89,7 @@ static gw_server_t *s_server;
 static zsock_t *s_client;
 static json_t *s_maxima;
 static bool s_start_fails, s_new_fails;
+static fuzz_tree_t *s_tree;
 /* the timer gw_core_close_later started, run once the handler returned */
 static zloop_timer_fn *s_timer_fn;
 static void *s_timer_arg;
@@ -133,6 +151,7 @@ s_setup (void)
     snprintf (self->session, sizeof self->session, "fuzz-gateway");
     gw_capacity_init (&self->capacity, self->config);
     s_server = self;
+    s_tree = fuzz_tree_new ();
     json_t *limits = gw_config_limits_json (self->config);
     s_maxima = json_incref (json_object_get (limits, "maxima"));
     json_decref (limits);
@@ -202,9 +221,54 @@ s_check_reply (const wire_msg_t *req, const wire_msg_t *reply)
                  && s_id_ok (id);
     if (ename && strcmp (ename, "InvalidConversationId") == 0 && id_ok)
         __builtin_trap ();
-    if (strcmp (status, "ok") == 0 && strstr (expected, "conversation_") == expected
-        && strcmp (expected, "conversation_list_reply") != 0 && !id_ok)
+    bool names_one = (strstr (expected, "conversation_") == expected && strcmp (expected, "conversation_list_reply") != 0)
+                     || strstr (expected, "file_") == expected;
+    if (strcmp (status, "ok") == 0 && names_one && !id_ok)
         __builtin_trap ();
+}
+
+/* The bytes of a file_get's reply: base64 content or its raw frame. */
+static void *
+s_get_bytes (const wire_msg_t *reply, size_t *len)
+{
+    const char *content = json_string_value (json_object_get (reply->content, "content"));
+    zframe_t *frame = zmsg_first (reply->buffers);
+    if (content)
+        return gw_base64_decode (content, strlen (content), len);
+    if (!frame)
+        __builtin_trap (); /* neither */
+    *len = zframe_size (frame);
+    void *data = malloc (*len + 1);
+    memcpy (data, zframe_data (frame), *len);
+    return data;
+}
+
+/* A file request's reply: a documented error, or bytes of the workspace
+   and no canary's. */
+static void
+s_check_file_reply (const wire_msg_t *req, const wire_msg_t *reply)
+{
+    const json_t *content = reply->content;
+    const char *status = json_string_value (json_object_get (content, "status"));
+    if (strcmp (status, "error") == 0) {
+        if (strcmp (wire_msg_type (req), "file_x_request") != 0)
+            fuzz_tree_check_error (json_string_value (json_object_get (content, "ename")),
+                                   json_string_value (json_object_get (content, "evalue")));
+        return;
+    }
+    if (strcmp (wire_msg_type (req), "file_get_request") != 0)
+        return;
+    size_t len;
+    void *data = s_get_bytes (reply, &len);
+    const char *path = json_string_value (json_object_get (content, "path"));
+    json_int_t offset = json_integer_value (json_object_get (content, "offset"));
+    int ws = open (s_tree->workspace[FUZZ_TREE_PLAIN], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!data || !path || len != (size_t) json_integer_value (json_object_get (content, "length")) || ws < 0)
+        __builtin_trap ();
+    fuzz_tree_check_bytes (s_tree, data, len);
+    fuzz_tree_check_read (ws, path, offset, data, len);
+    close (ws);
+    free (data);
 }
 
 static gw_conv_t *
@@ -236,6 +300,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (size == 0)
         return 0;
     uint8_t flags = data[0];
+    size_t type = (flags & 7) | ((flags & 64) ? FILE_TYPES : 0);
+    if (type >= FILE_TYPES)
+        fuzz_tree_reset (s_tree, FUZZ_TREE_PLAIN);
+    int fds = fuzz_tree_fds ();
     s_start_fails = flags & 16;
     s_new_fails = flags & 32;
     if (flags & 8) {
@@ -247,7 +315,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         zhashx_insert (s_server->kernel_ids, "a", conv);
         gw_policy_clear (&policy);
     }
-    zmsg_t *msg = s_request (types[flags & 7], type_lens[flags & 7], data + 1, size - 1);
+    zmsg_t *msg = s_request (types[type], type_lens[type], data + 1, size - 1);
 
     zmsg_t *copy = zmsg_dup (msg);
     wire_error_t err;
@@ -267,6 +335,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         if (!reply || !req)
             __builtin_trap (); /* an unreadable reply, or one to nothing */
         s_check_reply (req, reply);
+        if (type >= FILE_TYPES)
+            s_check_file_reply (req, reply);
         wire_msg_destroy (&reply);
         replies++;
     }
@@ -274,6 +344,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         __builtin_trap ();
     wire_msg_destroy (&req);
     s_empty_table ();
+    if (type >= FILE_TYPES)
+        fuzz_tree_check_outside (s_tree);
+    if (fuzz_tree_fds () != fds)
+        __builtin_trap ();
     return 0;
 }
 
@@ -370,7 +444,7 @@ gw_zmq_connection_json (const gw_zmq_t *self)
 const char *
 gw_conv_workspace (const gw_conv_t *self)
 {
-    return "/nonexistent/workspace";
+    return s_tree->workspace[FUZZ_TREE_PLAIN];
 }
 
 json_t *
