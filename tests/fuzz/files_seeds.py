@@ -54,5 +54,5 @@ S('quota-hardlink', 1, op('plant', P('b'), variant=2), op('get', P('b')), op('pu
 S('get-ln-sec-key', 0, op('get', P('ln_sec','key')), op('get', P('ln_dir','canary')), op('stat', P('ln_sec','key')))
 # a finding: the same path was a success before any check, through a symlink too
 S('rename-same-through-link', 0, op('rename', P('ln_dir','canary'), P('ln_dir','canary')), op('rename', P('ln_file'), P('ln_file')), op('rename', P('b'), P('b')), op('rename', P('c'), P('c')))
-# a raw "/x" is "x" where gw_files splits a path into its parent and name
+# a raw absolute path, made to start at the tree's base: refused as absolute
 S('raw-leading-slash', 0, op('create', P('empty','b', raw=True)), op('mkdir', P('empty','l255', raw=True)), op('delete', P('empty','c', raw=True)), op('rename', P('empty','b', raw=True), P('empty','key', raw=True)))

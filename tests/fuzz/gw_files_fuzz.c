@@ -7,7 +7,8 @@
     input is a short program of file calls and of "plants" (what the kernel
     could make meanwhile), each call as a front makes it: the path checked
     by gw_files_path first, or (raw) handed over as is, so that the
-    resolution beneath the workspace is fuzzed on its own too.
+    resolution beneath the workspace is fuzzed on its own too (an absolute
+    raw path starts at the tree's base, beside the workspace).
 
     Input: one byte (bit 0: the quota workspace, a tmpfs of
     FUZZ_TREE_BYTES, instead of a plain directory beside the canaries),
@@ -103,7 +104,9 @@ s_token (char *buf, size_t *len, size_t cap, const char *token)
 }
 
 /* A path of the program, checked by gw_files_path unless raw (then a NUL
-   ends it, as a C string would). */
+   ends it, as a C string would, and an absolute one is made to start at
+   the tree's base: whatever a wrong resolution did with it happens where
+   the outside check sees it, never on the host). */
 static path_t
 s_path (prog_t *prog, bool *refused)
 {
@@ -117,7 +120,9 @@ s_path (prog_t *prog, bool *refused)
     }
     buf[len] = '\0';
     path_t path = {.raw = (spec & 4) != 0};
-    if (path.raw)
+    if (path.raw && buf[0] == '/')
+        path.path = wire_xasprintf ("%s%s", prog->tree->base, buf);
+    else if (path.raw)
         path.path = strdup (buf);
     else if (!(path.path = gw_files_path (buf, len, &prog->err)))
         *refused = true;
@@ -138,26 +143,14 @@ s_check_read (prog_t *prog, const char *path, int64_t offset, const char *buf, s
     fuzz_tree_check_read (prog->ws, path, offset, buf, (size_t) n);
 }
 
-/* path resolves beneath the workspace. A raw path's leading "/" names
-   the root where gw_files splits a path into its parent and name
-   (create, mkdir, rename, delete: "/x" is "x" there), so it is skipped;
-   a path that does not pass gw_files_path is outside the API's contract,
-   and only where it leads is checked. */
-static void
-s_beneath (prog_t *prog, const char *path)
-{
-    fuzz_tree_check_beneath (prog->ws, path + strspn (path, "/"));
-}
-
 /* The parent of path resolves beneath the workspace (after a delete or a
    rename, when path itself is gone). */
 static void
 s_check_parent (prog_t *prog, const char *path)
 {
-    path += strspn (path, "/");
     const char *slash = strrchr (path, '/');
     char *parent = strndup (path, slash ? (size_t) (slash - path) : 0);
-    s_beneath (prog, parent);
+    fuzz_tree_check_beneath (prog->ws, parent);
     free (parent);
 }
 
@@ -168,7 +161,7 @@ s_stat (prog_t *prog, const char *path)
 {
     json_t *model = gw_files_stat (prog->ws, path, &prog->err);
     if (model)
-        s_beneath (prog, path);
+        fuzz_tree_check_beneath (prog->ws, path);
     json_decref (model);
     return model ? 0 : -1;
 }
@@ -179,7 +172,7 @@ s_list (prog_t *prog, const char *path)
     bool truncated;
     json_t *list = gw_files_list (prog->ws, path, &truncated, &prog->err);
     if (list)
-        s_beneath (prog, path);
+        fuzz_tree_check_beneath (prog->ws, path);
     json_decref (list);
     return list ? 0 : -1;
 }
@@ -228,7 +221,7 @@ s_put (prog_t *prog, const char *path, int64_t offset, size_t len)
     close (fd);
     free (data);
     if (rc == 0)
-        s_beneath (prog, path);
+        fuzz_tree_check_beneath (prog->ws, path);
     return rc;
 }
 
@@ -239,7 +232,7 @@ s_create (prog_t *prog, const char *path, bool directory)
     if (fd < 0)
         return -1;
     close (fd);
-    s_beneath (prog, path);
+    fuzz_tree_check_beneath (prog->ws, path);
     return 0;
 }
 
@@ -248,8 +241,8 @@ s_copy (prog_t *prog, const char *from, const char *to, bool replace)
 {
     int fd, rc = gw_files_copy (prog->ws, from, to, replace, &prog->err);
     if (rc == 0) {
-        s_beneath (prog, from);
-        s_beneath (prog, to);
+        fuzz_tree_check_beneath (prog->ws, from);
+        fuzz_tree_check_beneath (prog->ws, to);
     } else if (!replace && strcmp (prog->err.ename, "WorkspaceFull") == 0
                && (fd = fuzz_tree_open (prog->ws, to, O_PATH)) >= 0) {
         close (fd);
@@ -313,13 +306,13 @@ s_step (prog_t *prog)
             break;
         case 4:
             if ((rc = gw_files_mkdir (prog->ws, p.path, &prog->err)) == 0)
-                s_beneath (prog, p.path);
+                fuzz_tree_check_beneath (prog->ws, p.path);
             break;
         case 5: rc = s_create (prog, p.path, variant & 1); break;
         case 6:
             if ((rc = gw_files_rename (prog->ws, p.path, q.path, &prog->err)) == 0) {
                 s_check_parent (prog, p.path);
-                s_beneath (prog, q.path);
+                fuzz_tree_check_beneath (prog->ws, q.path);
             }
             break;
         case 7: rc = s_copy (prog, p.path, q.path, variant & 1); break;
