@@ -135,6 +135,7 @@ s_teardown (void)
 static void
 s_setup (void)
 {
+    s_tree = fuzz_tree_new (); /* before czmq's threads: a user namespace needs one thread */
     gw_log_open ("/dev/null");
     gw_server_t *self = calloc (1, sizeof *self);
     self->config = s_config ();
@@ -151,7 +152,6 @@ s_setup (void)
     snprintf (self->session, sizeof self->session, "fuzz-gateway");
     gw_capacity_init (&self->capacity, self->config);
     s_server = self;
-    s_tree = fuzz_tree_new ();
     json_t *limits = gw_config_limits_json (self->config);
     s_maxima = json_incref (json_object_get (limits, "maxima"));
     json_decref (limits);
