@@ -27,6 +27,10 @@
    escaped would show outside. */
 #define WS_UID 4242
 #define DEEP_LEVELS 16
+/* outside/ and the workspaces sit this deep below the base: a path of
+   four ".." (the most a program's path holds) from a workspace stays on
+   the base's tmpfs, where the snapshot sees what it touched */
+#define TOP "u/u/u"
 
 static fuzz_tree_t *s_tree;
 
@@ -102,7 +106,7 @@ static bool
 s_record (int dir, const char *name, const char *path, const struct stat *st, void *arg)
 {
     FILE *out = arg;
-    bool workspace = strcmp (path, "plain") == 0 || strcmp (path, "quota") == 0;
+    bool workspace = strcmp (path, TOP "/plain") == 0 || strcmp (path, TOP "/quota") == 0;
     fprintf (out, "%s\n", path);
     if (workspace)
         return false; /* its content is the fuzzer's */
@@ -189,7 +193,14 @@ s_make_outside (fuzz_tree_t *self)
         __builtin_trap ();
     for (size_t i = 0; i < sizeof self->canary; i++)
         self->canary[i] |= 0x80; /* a byte no file the fuzzer writes holds */
-    snprintf (self->outside, sizeof self->outside, "%s/outside", self->base);
+    static const char *levels[] = {"u", "u/u", TOP};
+    char dir_path[96];
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        snprintf (dir_path, sizeof dir_path, "%s/%s", self->base, levels[i]);
+        if (mkdir (dir_path, 0755) < 0)
+            __builtin_trap ();
+    }
+    snprintf (self->outside, sizeof self->outside, "%s/outside", dir_path);
     if (mkdir (self->outside, 0755) < 0)
         __builtin_trap ();
     int dir = open (self->outside, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -287,7 +298,7 @@ fuzz_tree_new (void)
     s_make_outside (self);
     const char *names[2] = {"plain", "quota"};
     for (int i = 0; i < 2; i++) {
-        snprintf (self->workspace[i], sizeof self->workspace[i], "%s/%s", self->base, names[i]);
+        snprintf (self->workspace[i], sizeof self->workspace[i], "%s/" TOP "/%s", self->base, names[i]);
         if (mkdir (self->workspace[i], 0755) < 0)
             __builtin_trap ();
         if (geteuid () == 0 && chown (self->workspace[i], WS_UID, WS_UID) < 0)

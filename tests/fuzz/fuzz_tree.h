@@ -1,7 +1,8 @@
 /*  fuzz_tree.h - a real workspace beside an "outside" tree of canaries, for
     the targets of the file service (gw_files_fuzz.c, gw_control_fuzz.c).
 
-    One temporary directory holds outside/ (canary files, a private
+    One temporary directory holds, three levels down (u/u/u/: four ".."
+    from a workspace stay in it), outside/ (canary files, a private
     directory, a read-only file: what the gateway, often root, can open but
     a kernel must never reach), plain/ (a workspace on the same filesystem,
     as without the quota layer: a hardlink to a canary can be planted) and
@@ -28,8 +29,8 @@ typedef enum { FUZZ_TREE_PLAIN, FUZZ_TREE_QUOTA } fuzz_tree_ws_t;
 
 typedef struct {
     char base[64];
-    char outside[80];
-    char workspace[2][80]; /* by fuzz_tree_ws_t */
+    char outside[128];
+    char workspace[2][128]; /* by fuzz_tree_ws_t */
     bool base_mounted;     /* a tmpfs holds all three */
     bool quota_mounted;    /* one of its own is on workspace[FUZZ_TREE_QUOTA] */
     uint8_t canary[FUZZ_TREE_CANARY_LEN]; /* random, every byte >= 0x80 */
