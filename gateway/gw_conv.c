@@ -302,10 +302,12 @@ on_launch_exit (gw_launch_t *launch, void *arg)
     if (self->kstate == K_DEAD)
         return; /* a start failure, already handled by on_launch_status */
     if (self->kstate == K_STARTING) {
-        char reason[256];
-        snprintf (reason, sizeof reason, "the kernel ended before it answered (%s); see %s",
-                  gw_launch_cause (launch), self->log_path);
+        char tail[GW_LAUNCH_TAIL_SIZE];
+        gw_launch_output_tail (launch, tail, sizeof tail);
+        char *reason = wire_xasprintf ("the kernel ended before it answered (%s)%s%s; see %s", gw_launch_cause (launch),
+                                       tail[0] ? "; its last output: " : "", tail, self->log_path);
         kernel_failed (self, reason);
+        free (reason);
         return;
     }
     if (gw_server_kernel_mode (self->server))

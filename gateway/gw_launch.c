@@ -197,16 +197,15 @@ status_read_rest (gw_launch_t *self)
     }
 }
 
-/* The launcher's last output of this launch, for an error: at most
-   TAIL_LINES lines of TAIL_BYTES bytes, the earliest dropped, joined by
-   " | ". Printable ASCII only (its environment has no locale; anything else
-   is shown as '?'), so the message stays valid UTF-8 wherever the cut fell.
-   "" when there is none. */
+/* At most TAIL_LINES lines of TAIL_BYTES bytes, the earliest dropped,
+   joined by " | ". Printable ASCII only (the launcher's environment has no
+   locale; anything else is shown as '?'), so a message stays valid UTF-8
+   wherever the cut fell. */
 #define TAIL_LINES 5
-#define TAIL_BYTES 800
+#define TAIL_BYTES (GW_LAUNCH_TAIL_SIZE - 4 * TAIL_LINES)
 
-static void
-log_tail (const gw_launch_t *self, char *out, size_t size)
+void
+gw_launch_output_tail (const gw_launch_t *self, char *out, size_t size)
 {
     char buf[TAIL_BYTES];
     struct stat st;
@@ -268,13 +267,13 @@ status_parse (gw_launch_t *self)
         self->error = wire_xasprintf ("confinement failed at %s: %s", stage ? stage : "?", message ? message : "?");
     }
     else if (!len || (status && streq (status, LAUNCH_STATUS_ENDED))) {
-        char c[sizeof self->cause], tail[TAIL_BYTES + 4 * TAIL_LINES];
+        char c[sizeof self->cause], tail[GW_LAUNCH_TAIL_SIZE];
         end_parse (self); /* the kernel died before its status line */
         if (self->exited || self->ended)
             describe_exit (self, c, sizeof c);
         else
             snprintf (c, sizeof c, "closed its status pipe");
-        log_tail (self, tail, sizeof tail);
+        gw_launch_output_tail (self, tail, sizeof tail);
         self->error = wire_xasprintf ("the launcher ended without a status line (%s)%s%s", c,
                                       tail[0] ? "; its last output: " : "", tail);
     }

@@ -44,6 +44,11 @@ pid_t gw_launch_kernel_pid (const gw_launch_t *self); /* from the status line, o
 json_t *gw_launch_status (const gw_launch_t *self);
 /* After GW_LAUNCH_EXITED: "exit status 3", "killed by signal 9 (SIGKILL)". */
 const char *gw_launch_cause (const gw_launch_t *self);
+/* The last output of this launch in its log (the launcher's lines and its
+   kernel's "[kernel] ..."), for an error: its last 5 lines, at most 800
+   bytes, joined by " | ", printable ASCII; "" when there is none. */
+#define GW_LAUNCH_TAIL_SIZE 820
+void gw_launch_output_tail (const gw_launch_t *self, char *out, size_t size);
 /* A one-line reason for GW_LAUNCH_FAILED (stage + message). */
 const char *gw_launch_error (const gw_launch_t *self);
 /* SIGKILL to the kernel; the launcher's session too if it lingers. */

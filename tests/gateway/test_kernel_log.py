@@ -160,3 +160,19 @@ def test_a_conversations_logs_stay_bounded_across_restarts(make_gateway):
     gw.control.request("conversation_close_request", {"conversation_id": "big", "keep_workspace": True})
     assert [p.name for p in conv.iterdir()] == ["workspace"]
     remove_kept(conv)
+
+
+def test_a_kernel_that_ends_before_it_answers_is_shown_with_its_last_output(make_gateway):
+    """A kernel command that fails at start (here: prints an import error and
+    exits 3): the open's error has the exit status and the kernel's last
+    lines as kernel.log holds them (before: the status and "see <path of
+    kernel.log>" only, a file that `kennel selftest` removes with its state
+    dir and a remote client cannot read)."""
+    argv = ["/bin/sh", "-c", "echo 'ModuleNotFoundError: No module named ipykernel' >&2; exit 3",
+            "{connection_file}"]
+    gw = make_gateway(config={"kernels": {"broken": {"argv": argv}}, "warm_pool": 0})
+    c = gw.control.open("broken", kernel="broken")
+    assert c["status"] == "error" and c["ename"] == "KernelStartFailed", c
+    assert c["evalue"].startswith("the kernel ended before it answered (exit status 3); its last output: "), c
+    assert "[kernel] ModuleNotFoundError: No module named ipykernel" in c["evalue"], c
+    assert c["evalue"].endswith("see " + str(gw.state / "conv" / "broken" / "kernel.log")), c
