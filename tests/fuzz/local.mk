@@ -83,7 +83,7 @@ GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(s
 	$(srcdir)/tests/fuzz/fuzz_tree.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
-	tests/fuzz/corpus-ws tests/fuzz/corpus-files
+	tests/fuzz/corpus-ws tests/fuzz/corpus-files tests/fuzz/files_seeds.py
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
