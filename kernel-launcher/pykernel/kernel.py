@@ -11,6 +11,7 @@ User code runs in one persistent namespace (the `__main__` module). Its
 the hidden helpers (display, get_ipython, `_`), which therefore resolve by
 name but are not in globals(), dir() or vars()."""
 
+import _thread
 import builtins
 import json
 import os
@@ -71,6 +72,10 @@ class _State:
         self.tool_bare = frozenset()  # the tools' names in the helper namespace
         self.tool_timeout = _TOOL_DEFAULT_TIMEOUT
         self.shell_escapes = False
+        self.colors = "NoColor"      # traceback colours asked for (the shell's once built)
+        self.automagic = False       # likewise
+        self.inputs = None           # _HistoryStandIn until the shell exists
+        self.shell_building = False
 
 
 _state = _State()
@@ -1080,7 +1085,11 @@ def _format(obj, include=None, exclude=None):
 def _registered_formats(obj, data):
     """Representations libraries registered with IPython's formatters for
     obj's type (sympy's init_printing, for_type calls), and %precision for
-    floats; IPython's built-in pretty printers are left to _plain_text."""
+    floats; IPython's built-in pretty printers are left to _plain_text.
+    Nothing is registered before the shell exists (registering goes through
+    it, and importing IPython builds it)."""
+    if _shell is None:
+        return {}
     pretty = _lazy("IPython.lib.pretty")
     found = {}
     for mime, formatter in _shell.display_formatter.formatters.items():
@@ -1156,7 +1165,7 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
             data, md = _format(obj, include, exclude)
         if metadata:
             md.update(metadata)
-        _shell.display_pub.publish(data, md, transient=transient, update=update)
+        _display_pub().publish(data, md, transient=transient, update=update)
     if display_id:
         return DisplayHandle(display_id)
     return None
@@ -1172,6 +1181,26 @@ def _displays_itself(obj):
         return False
     method()
     return True
+
+
+def _display_pub():
+    """Where displays go: the shell's display_pub once the shell exists
+    (%%capture swaps it), iopub before."""
+    return _shell.display_pub if _shell is not None else _DirectDisplay
+
+
+class _DirectDisplay:
+    """The display publisher before IPython's shell exists."""
+
+    @staticmethod
+    def publish(data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        # IPython's formatters give a PNG as bytes (ipykernel base64s it)
+        data = {mime: _encode_mime(mime, value) for mime, value in data.items()}
+        _publish_display(data, metadata or {}, transient, update)
+
+    @staticmethod
+    def clear_output(wait=False):
+        _publish_clear(wait)
 
 
 def _publish_display(data, metadata, transient=None, update=False):
@@ -1191,7 +1220,7 @@ def update_display(obj, *, display_id, **kwargs):
 
 def clear_output(wait=False):
     """Clear this cell's output (wait=True: when the next output arrives)."""
-    _shell.display_pub.clear_output(wait)
+    _display_pub().clear_output(wait)
 
 
 def _publish_clear(wait):
@@ -1200,8 +1229,8 @@ def _publish_clear(wait):
 
 
 def _publish_display_data(data, metadata=None, source=None, *, transient=None, **kwargs):
-    _shell.display_pub.publish(dict(data), metadata or {}, transient=transient,
-                               update=bool(kwargs.get("update")))
+    _display_pub().publish(dict(data), metadata or {}, transient=transient,
+                           update=bool(kwargs.get("update")))
 
 
 def _show_result(value, request, count):
@@ -1297,7 +1326,9 @@ class _ImportWatch:
 # ---- IPython: the shell behind get_ipython(), magics and shell escapes --------
 #
 # A real InteractiveShell (IPython from the system, the one ipykernel uses) is
-# built once when kernel.py loads, i.e. in the fork server before it forks.
+# built once: by preload() in the fork server before it forks (its kernels
+# share it), else by _ipython() at the first thing that needs it, so that a
+# kernel started on its own answers plain Python before IPython is imported.
 # kennel keeps its own execute path (compile, run, result, tracebacks, history
 # reply); the shell provides what IPython is good at: input transformation
 # (magics, `!`, `?`, pasted prompts), the magics, In/Out and `_iN`/`_N`,
@@ -1371,7 +1402,7 @@ class _KernelStandIn:
 
     @property
     def shell(self):
-        return _shell
+        return _ipython()
 
     @property
     def comm_manager(self):
@@ -1390,6 +1421,63 @@ class _KernelStandIn:
 
 
 _iopub_stand_in = _KernelStandIn.iopub_socket
+_kernel_stand_in = _KernelStandIn()
+
+
+class _HistoryStandIn:
+    """IPython's HistoryManager as kennel uses it, before the shell exists:
+    In/_ih, the raw inputs, Out/_oh, _dh and the _i, _ii, _iii, _iN
+    variables, kept as HistoryManager.store_inputs keeps them. The shell's
+    history manager takes these very lists over when it is built (init_user_ns
+    below), so In, Out and _iN are as if it had been there from the start."""
+
+    _exit_re = None
+
+    def __init__(self):
+        self.input_hist_parsed = [""]
+        self.input_hist_raw = [""]
+        self.output_hist = {}
+        self.dir_hist = [os.getcwd()]
+        self._i00 = self._i = self._ii = self._iii = ""
+
+    def store_inputs(self, line_num, source, source_raw=None):
+        if source_raw is None:
+            source_raw = source
+        source = source.rstrip("\n")
+        source_raw = source_raw.rstrip("\n")
+        if _HistoryStandIn._exit_re is None:
+            _HistoryStandIn._exit_re = _lazy("re").compile(r"(exit|quit)(\s*\(.*\))?$")
+        if self._exit_re.match(source_raw.strip()):
+            return  # IPython does not store exit/quit either
+        self.input_hist_parsed.append(source)
+        self.input_hist_raw.append(source_raw)
+        self._iii, self._ii, self._i, self._i00 = self._ii, self._i, self._i00, source_raw
+        _hide({"_i": self._i, "_ii": self._ii, "_iii": self._iii,
+               "_i%s" % line_num: self._i00})
+
+    def adopted_by(self, manager):
+        """The shell's history manager continues from here."""
+        manager.input_hist_parsed = self.input_hist_parsed
+        manager.input_hist_raw = self.input_hist_raw
+        manager.output_hist = self.output_hist
+        manager.dir_hist = self.dir_hist
+        manager._i00, manager._i, manager._ii, manager._iii = \
+            self._i00, self._i, self._ii, self._iii
+
+
+def _input_history():
+    """The shell's history manager, or its stand-in while there is no shell."""
+    return _shell.history_manager if _shell is not None else _state.inputs
+
+
+def _show_history(history):
+    """In, Out, _ih, _oh, _dh as hidden helpers naming history's lists."""
+    names = {"_ih": history.input_hist_parsed, "_oh": history.output_hist,
+             "_dh": history.dir_hist, "In": history.input_hist_parsed,
+             "Out": history.output_hist}
+    _state.helpers.update(names)
+    _hide(names)
+    return names
 
 
 # ---- comms: front-end widgets (ipywidgets) ---------------------------------------
@@ -1406,7 +1494,7 @@ class Comm:
         self.target_name = target_name
         self.target_module = target_module
         self.primary = primary
-        self.kernel = _shell.kernel
+        self.kernel = _kernel_stand_in
         self._msg_callback = None
         self._close_callback = None
         self._closed = True
@@ -1550,30 +1638,27 @@ def _shell_class():
 
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False,
                     **kwargs):
-            # IPython's formatters give a PNG as bytes (ipykernel base64s it)
-            data = {mime: _encode_mime(mime, value) for mime, value in data.items()}
-            _publish_display(data, metadata or {}, transient, update)
+            _DirectDisplay.publish(data, metadata, transient=transient, update=update)
 
         def clear_output(self, wait=False):
-            _publish_clear(wait)
+            _DirectDisplay.clear_output(wait)
 
     class KennelShell(interactiveshell.InteractiveShell):
         display_pub_class = traitlets.Type(DisplayPublisher)
 
         def init_builtins(self):
-            # IPython's own version also puts `display` into the builtins
+            # IPython's own version also sets __IPYTHON__ (done when kernel.py
+            # loads: _look_like_ipython) and puts `display` into the builtins
             # module; kennel's helpers stay out of it
-            builtins.__dict__["__IPYTHON__"] = True
             self.builtin_trap = builtin_trap.BuiltinTrap(shell=self)
 
+        def init_prompts(self):
+            pass  # _look_like_ipython did it
+
         def init_user_ns(self):
-            history = self.history_manager
-            names = {"_ih": history.input_hist_parsed, "_oh": history.output_hist,
-                     "_dh": history.dir_hist, "In": history.input_hist_parsed,
-                     "Out": history.output_hist}
-            self.user_ns_hidden.update(names)
-            _state.helpers.update(names)
-            _hide(names)
+            if _state.inputs is not None:
+                _state.inputs.adopted_by(self.history_manager)
+            self.user_ns_hidden.update(_show_history(self.history_manager))
 
         def push(self, variables, interactive=True):
             if interactive or not isinstance(variables, dict):
@@ -1630,16 +1715,37 @@ def _make_shell():
                                         user_module=types.ModuleType("__main__"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    shell.kernel = _KernelStandIn()
+    shell.kernel = _kernel_stand_in
     shell.set_hook("show_in_pager", _pager_hook, 99)
     load = shell.extension_manager.load_extension
     shell.extension_manager.load_extension = lambda name: _load_extension(load, name)
     return shell
 
 
-def _shell_attach(profile, settings):
-    """Points the shell at this conversation's namespace and settings."""
-    shell = _shell
+def _configure_shell(profile, settings):
+    """The conversation's shell settings: checked now (a bad one stops the
+    kernel), given to the shell now or when it is built."""
+    colors = settings.get("colors", _COLORS_DEFAULT[profile])
+    if colors not in ("NoColor", "Neutral", "Linux", "LightBG"):
+        raise ValueError("colors must be one of NoColor, Neutral, Linux, LightBG")
+    escapes = settings.get("shell_escapes", _SHELL_ESCAPES_DEFAULT[profile])
+    if not isinstance(escapes, bool):
+        raise ValueError("shell_escapes must be true or false")
+    _state.shell_escapes = escapes
+    _state.colors = colors
+    # a bare `who` or `time` is a NameError for an agent, as in Python; a
+    # notebook runs it as %who, as IPython does
+    _state.automagic = profile == "notebook"
+    if _shell is not None:
+        _shell_attach(_shell)
+    else:
+        _state.inputs = _HistoryStandIn()
+        _show_history(_state.inputs)
+
+
+def _shell_attach(shell):
+    """Points the shell at this conversation's namespace, history and
+    settings."""
     shell.user_module = _state.main
     shell.user_ns = _state.ns
     shell.user_ns_hidden = {}
@@ -1647,22 +1753,15 @@ def _shell_attach(profile, settings):
                       "builtin": builtins.__dict__}
     shell.init_user_ns()
     shell.Completer.namespace = shell.Completer.global_namespace = _state.ns
-    colors = settings.get("colors", _COLORS_DEFAULT[profile])
-    if colors not in ("NoColor", "Neutral", "Linux", "LightBG"):
-        raise ValueError("colors must be one of NoColor, Neutral, Linux, LightBG")
-    if colors != shell.colors:  # each change rebuilds IPython's colourers
-        shell.colors = colors
-        shell.InteractiveTB.set_colors(colors)
-        shell.SyntaxTB.set_colors(colors)
-    # a bare `who` or `time` is a NameError for an agent, as in Python; a
-    # notebook runs it as %who, as IPython does
-    automagic = profile == "notebook"
-    if shell.automagic != automagic:
-        shell.automagic = automagic
-    escapes = settings.get("shell_escapes", _SHELL_ESCAPES_DEFAULT[profile])
-    if not isinstance(escapes, bool):
-        raise ValueError("shell_escapes must be true or false")
-    _state.shell_escapes = escapes
+    shell.execution_count = _state.count
+    # the shell made its own (throwaway) module __main__ when it was built
+    sys.modules["__main__"] = _state.main
+    if _state.colors != shell.colors:  # each change rebuilds IPython's colourers
+        shell.colors = _state.colors
+        shell.InteractiveTB.set_colors(_state.colors)
+        shell.SyntaxTB.set_colors(_state.colors)
+    if shell.automagic != _state.automagic:
+        shell.automagic = _state.automagic
 
 
 def _pager_hook(shell, data, start=0, screen_lines=0, pager_cmd=None):
@@ -1685,7 +1784,65 @@ def _load_extension(load, name):
 
 def get_ipython():
     """The IPython shell of this kernel."""
+    return _ipython()
+
+
+_shell = None                   # see _ipython()
+_XMODE_AT_START = None          # the shell's traceback mode when it was built
+_shell_lock = _thread.RLock()
+
+
+def _ipython():
+    """The shell, built now if it does not exist yet. Returns None only to a
+    call made while it is being built (an import of IPython by the build
+    itself)."""
+    if _shell is None:
+        with _shell_lock:
+            if _shell is None and not _state.shell_building:
+                _build_shell()
     return _shell
+
+
+def _build_shell():
+    """Builds the shell and gives it the conversation (once configured). An
+    interrupt while IPython loads would leave half a shell: it waits, and
+    interrupts the cell once the shell is whole."""
+    global _shell, _XMODE_AT_START
+    running = _state.running_user_code
+    _state.running_user_code = False
+    _state.shell_building = True
+    try:
+        shell = _make_shell()
+        _XMODE_AT_START = shell.InteractiveTB.mode
+        if _state.main is not None:
+            _shell_attach(shell)
+        _shell = shell
+        _state.inputs = None
+    finally:
+        _state.shell_building = False
+        _state.running_user_code = running
+    if running and _state.interrupt_pending:
+        _state.interrupt_pending = False
+        raise KeyboardInterrupt
+
+
+def _on_ipython_import(module):
+    """Whoever imports IPython (a cell, a library) finds the kernel's shell
+    as InteractiveShell's instance: libraries ask InteractiveShell.
+    initialized() and .instance(), which would otherwise give a second,
+    plain shell."""
+    _ipython()
+
+
+_POST_IMPORT["IPython"] = _on_ipython_import
+
+
+def _look_like_ipython():
+    """What IPython's shell sets for everyone when it is built (__IPYTHON__,
+    sys.ps1/ps2/ps3: code tests them to see an interactive session), set
+    before it exists, so libraries see the same session either way."""
+    builtins.__dict__["__IPYTHON__"] = True
+    sys.ps1, sys.ps2, sys.ps3 = "In : ", "...: ", "Out: "
 
 
 # ---- shell escapes: !cmd, files = !cmd, %sx, %pip ----------------------------
@@ -1916,18 +2073,21 @@ def _error_content(exc):
 def _ipython_tracebacks():
     """Plain Python tracebacks (no ANSI) unless colours were asked for (the
     colors setting, %colors) or %xmode changed the mode."""
+    if _shell is None:
+        return _state.colors != "NoColor"
     return _shell.colors != "NoColor" or _shell.InteractiveTB.mode != _XMODE_AT_START
 
 
 def _ipython_traceback(exc):
     """IPython's traceback lines (ultratb), in the shell's colours and mode."""
+    shell = _ipython()
     try:
         if isinstance(exc, SyntaxError):
-            return _shell.SyntaxTB.structured_traceback(type(exc), exc, [])
-        return _shell.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__,
-                                                         tb_offset=0)
+            return shell.SyntaxTB.structured_traceback(type(exc), exc, [])
+        return shell.InteractiveTB.structured_traceback(type(exc), exc, exc.__traceback__,
+                                                        tb_offset=0)
     finally:
-        _shell.InteractiveTB.tb = None  # %debug takes sys.last_traceback
+        shell.InteractiveTB.tb = None  # %debug takes sys.last_traceback
 
 
 # ---- execute ---------------------------------------------------------------------
@@ -1974,7 +2134,7 @@ def _transform(code):
     """IPython's input transformation: magics, `!`, `?` in any place IPython
     takes it, pasted `>>> ` / `In [1]: ` prompts, automagic."""
     try:
-        return _shell.transform_cell(code)
+        return _ipython().transform_cell(code)
     except (SyntaxError, ValueError):
         return code  # compiling it reports the error in the user's own text
 
@@ -2061,7 +2221,7 @@ def _compile_with_ipython_syntax(code, filename):
             return (code,) + _compile_cell(code, filename)
         except (SyntaxError, ValueError, OverflowError):
             pass
-    _shell.execution_count = _state.count
+    _ipython().execution_count = _state.count
     source = _transform(code)
     _register_source(filename, source)
     return (source,) + _compile_cell(source, filename)
@@ -2073,22 +2233,26 @@ _REWRITTEN_PYTHON = None
 def _ipython_may_rewrite(code):
     """Whether IPython's transformation could change code that is valid
     Python: pasted prompts (`In [1]: x = 3` is an annotation), or a lone
-    line naming a line magic or alias that no variable shadows (automagic:
-    `pwd`, `who x`)."""
+    line naming a line magic or alias that no variable or keyword shadows
+    and that is no assignment (automagic: `pwd`, `who x`, not `pwd = 1`:
+    IPython's AssignmentChecker)."""
     global _REWRITTEN_PYTHON
     if _REWRITTEN_PYTHON is None:
         re = _lazy("re")
         _REWRITTEN_PYTHON = (re.compile(r"(?m)^(>>>|\s*In \[\d+\]:|\s*\.\.\.:)"),
-                             re.compile(r"\s*([A-Za-z_]\w*)(?:\s|$)"))
+                             re.compile(r"\s*([A-Za-z_]\w*)(?:\s|$)\s*(.?)"))
     prompts, first_word = _REWRITTEN_PYTHON
     if prompts.search(code):
         return True
     word = first_word.match(code)
     if word is None or "\n" in code.strip():
         return False
-    name = word.group(1)
-    return (_shell.automagic and name not in _state.ns and name not in _state.builtins
-            and name in _shell.magics_manager.magics["line"])
+    name, rest = word.groups()
+    automagic = _shell.automagic if _shell is not None else _state.automagic
+    if (not automagic or rest in ("=", ",") or name in _state.ns or name in _state.builtins
+            or _lazy("keyword").iskeyword(name)):
+        return False
+    return name in _ipython().magics_manager.magics["line"]
 
 
 def _run_cell(code, request, count, store):
@@ -2131,7 +2295,7 @@ def _store_input(store, count, source, raw):
     """In[N], _i, _ii, _iii, _iN (IPython's history manager), before the cell
     runs, as IPython does."""
     if store:
-        _shell.history_manager.store_inputs(count, source, raw)
+        _input_history().store_inputs(count, source, raw)
 
 
 def _set_last_results(value, count):
@@ -2140,7 +2304,7 @@ def _set_last_results(value, count):
     mapping["___"] = mapping.get("__", "")
     mapping["__"] = mapping.get("_", "")
     mapping["_"] = value
-    out = _shell.history_manager.output_hist
+    out = _input_history().output_hist
     if len(out) >= _OUT_CACHE_SIZE:
         for old in sorted(out)[:_OUT_CACHE_SIZE // 5]:
             del out[old]
@@ -2177,12 +2341,15 @@ def _execute(request):
     count = _state.count if store else _state.count - 1
     if not silent:
         _publish("execute_input", {"code": code, "execution_count": count})
-    result = _events_before(code, store, silent, count)
+    events = None if silent else _CellEvents(code, store, count)
+    if events is not None:
+        events.before()
     error, result_text = _run_cell(code, request, count, store)
     if error is not None and not silent:
         _publish("error", error)
         _post_mortem(request)
-    _events_after(result, error)
+    if events is not None:
+        events.after(error)
     try:
         if not silent:
             _show_figures()
@@ -2205,38 +2372,61 @@ def _execute(request):
 _CELL_EVENTS = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell")
 
 
-def _events_before(code, store, silent, count):
-    """IPython's pre_execute / pre_run_cell callbacks (libraries register
-    them through get_ipython().events); returns the ExecutionResult the
-    post_ ones get, or None when nothing is registered (IPython's code is
-    then not run at all: see _compile_with_ipython_syntax)."""
-    callbacks = _shell.events.callbacks
-    if silent or not any(callbacks.get(event) for event in _CELL_EVENTS):
-        return None
-    interactiveshell = _lazy("IPython.core.interactiveshell")
-    _shell.execution_count = count
-    info = interactiveshell.ExecutionInfo(code, store, silent, True, None)
-    result = interactiveshell.ExecutionResult(info)
-    _shell.events.trigger("pre_execute")
-    _shell.events.trigger("pre_run_cell", info)
-    return result
+class _CellEvents:
+    """IPython's cell events around one non-silent cell: pre_execute and
+    pre_run_cell before it (ExecutionInfo), post_execute and post_run_cell
+    after it (ExecutionResult). Callbacks are registered through the shell
+    (libraries, get_ipython().events), so before the shell exists there is
+    none; a cell that builds it (to register one) still gets its post_
+    events, as if the shell had been there. With no callback at all,
+    IPython's code is not run (see _compile_with_ipython_syntax)."""
 
+    def __init__(self, code, store, count):
+        self.code = code
+        self.store = store
+        self.count = count
+        self.result = None
 
-def _events_after(result, error):
-    if result is None:
-        return
-    if error is not None:
-        result.error_in_exec = sys.last_value
-    _shell.last_execution_succeeded = error is None
-    _shell.last_execution_result = result
-    _shell.events.trigger("post_execute")
-    _shell.events.trigger("post_run_cell", result)
+    def before(self):
+        if _shell is None:
+            # what the one callback IPython registers itself does: a warning
+            # from line N of this cell is not taken for one an earlier cell gave
+            _state.ns.pop("__warningregistry__", None)
+            return
+        if not self._registered():
+            return
+        _shell.execution_count = self.count
+        info = self._new_result().info
+        _shell.events.trigger("pre_execute")
+        _shell.events.trigger("pre_run_cell", info)
+
+    def after(self, error):
+        if _shell is None or not self._registered():
+            return
+        result = self.result if self.result is not None else self._new_result()
+        if error is not None:
+            result.error_in_exec = sys.last_value
+        _shell.last_execution_succeeded = error is None
+        _shell.last_execution_result = result
+        _shell.events.trigger("post_execute")
+        _shell.events.trigger("post_run_cell", result)
+
+    @staticmethod
+    def _registered():
+        callbacks = _shell.events.callbacks
+        return any(callbacks.get(event) for event in _CELL_EVENTS)
+
+    def _new_result(self):
+        interactiveshell = _lazy("IPython.core.interactiveshell")
+        info = interactiveshell.ExecutionInfo(self.code, self.store, False, True, None)
+        self.result = interactiveshell.ExecutionResult(info)
+        return self.result
 
 
 def _post_mortem(request):
     """%pdb on: the debugger after an error, through stdin when served."""
-    if not _shell.call_pdb or not request.allow_stdin:
-        return
+    if _shell is None or not _shell.call_pdb or not request.allow_stdin:
+        return  # %pdb is a magic: no shell, no %pdb
     _state.running_user_code = True
     try:
         _shell.debugger(force=True)
@@ -2481,7 +2671,7 @@ def _ipython_complete(code, cursor):
     matches); private names only when asked for, as above."""
     line_start = code.rfind("\n", 0, cursor) + 1
     try:
-        text, matches = _shell.complete(None, code[line_start:cursor], cursor - line_start)
+        text, matches = _ipython().complete(None, code[line_start:cursor], cursor - line_start)
     except Exception:
         return cursor, []
     if not text.rpartition("/")[2].startswith("_"):
@@ -2506,7 +2696,7 @@ def _is_complete(content):
     """IPython's TransformerManager.check_complete: magics, `?`, and a cell
     ended by an auto-indented blank line is complete, as in ipykernel."""
     code = str(content.get("code", ""))
-    status, indent = _shell.input_transformer_manager.check_complete(code)
+    status, indent = _ipython().input_transformer_manager.check_complete(code)
     if status == "incomplete":
         return {"status": status, "indent": " " * (indent or 0)}
     return {"status": status}
@@ -2623,7 +2813,7 @@ def configure(settings_json):
     _state.main = types.ModuleType("__main__")
     _state.ns = _state.main.__dict__
     _prepare_namespace()
-    _shell_attach(profile, settings)
+    _configure_shell(profile, settings)
 
     os.environ["MPLBACKEND"] = "Agg"  # no GUI: figures are sent as PNG
     sys.meta_path.insert(0, _ImportWatch)
@@ -2729,14 +2919,19 @@ def _warm_up():
     for name in _WARM_MODULES:
         _lazy(name)
     _compile_cell("_ = 1\n_", "<kennel warm-up>")
-    # IPython's transformers and check_complete compile their patterns on
-    # first use: here, once, rather than in each kernel
     _ipython_may_rewrite("_ = 1\n_")
-    _transform("%time _ = 1\n")
-    _shell.input_transformer_manager.check_complete("_ = 1")
     _dumps({"status": "ok", "execution_count": 0, "payload": [], "user_expressions": {}})
 
 
-_shell = _make_shell()
-_XMODE_AT_START = _shell.InteractiveTB.mode
+def preload():
+    """Called by the C side in a fork server before it forks
+    (pykernel_prepare): the shell, built once, shared by every kernel it
+    forks. IPython's transformers and check_complete compile their patterns
+    on first use: here too, once, rather than in each kernel."""
+    shell = _ipython()
+    _transform("%time _ = 1\n")
+    shell.input_transformer_manager.check_complete("_ = 1")
+
+
+_look_like_ipython()
 _warm_up()

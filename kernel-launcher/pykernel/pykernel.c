@@ -16,8 +16,10 @@
 
 static const char *s_channel_names[WIRE_CHANNEL_COUNT_] = { "shell", "iopub", "stdin", "control", "hb" };
 
-/* CPython is up and kernel.py loaded (pykernel_prepare) */
+/* CPython is up and kernel.py loaded (s_prepare) */
 static bool s_prepared;
+
+static int s_prepare (bool preload);
 
 typedef struct {
     wire_connection_t *connection;
@@ -128,7 +130,9 @@ s_start (kernel_t *self, const char *connection_file, const pykernel_options_t *
     }
 
     self->python_started = true;
-    if (pykernel_prepare () != 0)
+    /* on its own, the kernel builds IPython's shell when something needs it
+       (kernel.py _ipython()): plain Python answers sooner */
+    if (s_prepare (false) != 0)
         return -1;
     pykernel_python_attach (&self->shared, self->sock[WIRE_STDIN]);
     if (pykernel_python_configure (options ? options->settings : NULL) != 0)
@@ -172,8 +176,8 @@ s_stop (kernel_t *self)
     wire_connection_destroy (&self->connection);
 }
 
-int
-pykernel_prepare (void)
+static int
+s_prepare (bool preload)
 {
     if (s_prepared)
         return 0;
@@ -183,10 +187,16 @@ pykernel_prepare (void)
        Python installs its handler only over the default one */
     zsys_handler_set (NULL);
     signal (SIGINT, SIG_DFL);
-    if (pykernel_python_start () != 0)
+    if (pykernel_python_start (preload) != 0)
         return -1;
     s_prepared = true;
     return 0;
+}
+
+int
+pykernel_prepare (void)
+{
+    return s_prepare (true);
 }
 
 pid_t

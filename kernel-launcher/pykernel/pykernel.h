@@ -20,13 +20,15 @@ typedef struct {
 
 /* Serves the kernel described by connection_file until shutdown_request.
    Returns the process exit status to use (0 after a clean shutdown). Prints
-   one clear line on stderr on failure. Calls pykernel_prepare() first when
-   that was not done. Once per process. */
+   one clear line on stderr on failure. When pykernel_prepare() was not
+   called, starts CPython and kernel.py itself but leaves IPython's shell
+   to be built when something needs it. Once per process. */
 int pykernel_run (const char *connection_file, const pykernel_options_t *options);
 
-/* Starts CPython and loads kernel.py, with no socket, no thread and no
-   settings yet: what a fork server or a warm pool does ahead of need (and
-   before confinement, if it wants). Single-threaded afterwards. 0, or -1
+/* Starts CPython, loads kernel.py and builds IPython's shell, with no
+   socket, no thread and no settings yet: what a fork server or a warm pool
+   does ahead of need (and before confinement, if it wants), so that the
+   kernels it forks share the shell. Single-threaded afterwards. 0, or -1
    with one line on stderr. */
 int pykernel_prepare (void);
 

@@ -167,9 +167,11 @@ void pykernel_control_destroy (pykernel_control_t **self_p);
 /* ---- python ------------------------------------------------------------- */
 
 /* Starts CPython (isolated, system site) and runs kernel.py as a private
-   module; does nothing when done before. Returns with the GIL released.
-   0 or -1 (logged). */
-int pykernel_python_start (void);
+   module; with preload, also builds IPython's shell (kernel.py preload(),
+   for a fork server: a kernel started on its own builds it on first need).
+   Does nothing when done before. Returns with the GIL released. 0 or -1
+   (logged). */
+int pykernel_python_start (bool preload);
 /* Gives the _kennel functions the kernel's state and stdin socket
    (borrowed until pykernel_python_stop). */
 void pykernel_python_attach (pykernel_shared_t *shared, zsock_t *stdin_sock);

@@ -500,14 +500,34 @@ s_load_kernel (void)
     return 0;
 }
 
+/* kernel.py's preload(): IPython's shell, built once for every kernel a
+   fork server forks. */
+static int
+s_preload (void)
+{
+    PyObject *preload = PyDict_GetItemString (PyModule_GetDict (s_py.module), "preload");
+    PyObject *result = preload ? PyObject_CallNoArgs (preload) : NULL;
+    if (!result) {
+        if (PyErr_Occurred ())
+            s_log_exception ("kernel.py preload()");
+        else
+            pykernel_log ("kernel.py defines no preload()");
+        return -1;
+    }
+    Py_DECREF (result);
+    return 0;
+}
+
 int
-pykernel_python_start (void)
+pykernel_python_start (bool preload)
 {
     if (s_py.main_state)
         return 0; /* prepared before (a fork server) */
     if (s_initialize () != 0)
         return -1;
     int rc = s_load_kernel ();
+    if (rc == 0 && preload)
+        rc = s_preload ();
     s_py.main_state = PyEval_SaveThread ();
     return rc;
 }

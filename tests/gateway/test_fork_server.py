@@ -72,6 +72,31 @@ def test_preload_reaches_the_kernels(make_gateway):
     assert gw.stop() == 0
 
 
+IPYTHON_LOADED = "import sys; print('IPython' in sys.modules, flush=True)"
+
+
+def test_forked_kernels_share_the_zygotes_ipython_shell(make_gateway):
+    """The fork server builds IPython's shell before it forks: its kernels
+    have it before any cell asks (pykernel/README.md, "IPython")."""
+    gw = make_gateway(config={"warm_pool": 0})
+    wait_ready(gw)
+    _, kc = gw.open_client("forked")
+    assert stdout_of(execute(kc, IPYTHON_LOADED)[1]) == "True\n"
+    assert gw.stop() == 0
+
+
+def test_a_direct_kernel_builds_the_shell_when_a_cell_needs_it(make_gateway):
+    """Without the fork server the kernel answers plain Python before
+    IPython is imported (issue 17) and builds the shell for a magic."""
+    gw = make_gateway(config={"warm_pool": 0, "fork_server": {"enabled": False}})
+    _, kc = gw.open_client("direct")
+    assert stdout_of(execute(kc, IPYTHON_LOADED)[1]) == "False\n"
+    reply, outputs = execute(kc, "%time y = 1")
+    assert reply["content"]["status"] == "ok" and "Wall time" in stdout_of(outputs), outputs
+    assert stdout_of(execute(kc, "print(In[1], y, flush=True)")[1]) == IPYTHON_LOADED + " 1\n"
+    assert gw.stop() == 0
+
+
 def test_killed_zygote_is_restarted_and_opens_keep_working(make_gateway):
     gw = make_gateway(config={"warm_pool": 0})
     first = wait_ready(gw)["pid"]
