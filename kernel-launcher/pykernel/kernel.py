@@ -76,6 +76,7 @@ class _State:
         self.automagic = False       # likewise
         self.inputs = None           # _HistoryStandIn until the shell exists
         self.shell_building = False
+        self.main_thread = None      # the thread the C loop calls us on
 
 
 _state = _State()
@@ -1312,8 +1313,9 @@ class _ImportWatch:
         run = spec.loader.exec_module
 
         def exec_module(module):
-            run(module)
-            hook(module)
+            with _InterruptsHeld(fullname in _IMPORTS_HELD):
+                run(module)
+                hook(module)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -1804,26 +1806,48 @@ def _ipython():
 
 
 def _build_shell():
-    """Builds the shell and gives it the conversation (once configured). An
-    interrupt while IPython loads would leave half a shell: it waits, and
-    interrupts the cell once the shell is whole."""
+    """Builds the shell and gives it the conversation (once configured)."""
     global _shell, _XMODE_AT_START
-    running = _state.running_user_code
-    _state.running_user_code = False
     _state.shell_building = True
     try:
-        shell = _make_shell()
-        _XMODE_AT_START = shell.InteractiveTB.mode
-        if _state.main is not None:
-            _shell_attach(shell)
-        _shell = shell
-        _state.inputs = None
+        with _InterruptsHeld():
+            shell = _make_shell()
+            _XMODE_AT_START = shell.InteractiveTB.mode
+            if _state.main is not None:
+                _shell_attach(shell)
+            _shell = shell
+            _state.inputs = None
     finally:
         _state.shell_building = False
-        _state.running_user_code = running
-    if running and _state.interrupt_pending:
-        _state.interrupt_pending = False
-        raise KeyboardInterrupt
+
+
+class _InterruptsHeld:
+    """A block user code runs that must not stop half-way: IPython's import
+    and the shell's construction (an interrupt there leaves half-initialized
+    IPython modules in sys.modules, and no shell for the rest of the
+    session). SIGINT (it reaches the main thread) is held until the block
+    ends, then interrupts the cell."""
+
+    def __init__(self, active=True):
+        self.held = active and _state.running_user_code and \
+            _thread.get_ident() == _state.main_thread
+
+    def __enter__(self):
+        if self.held:
+            _state.running_user_code = False  # _sigint now only notes it
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self.held:
+            return
+        _state.running_user_code = True
+        if exc_type is None and _state.interrupt_pending:
+            _state.interrupt_pending = False
+            raise KeyboardInterrupt
+
+
+# the IPython package is imported with interrupts held: the import builds
+# the shell (_on_ipython_import)
+_IMPORTS_HELD = ("IPython",)
 
 
 def _on_ipython_import(module):
@@ -2795,6 +2819,7 @@ def configure(settings_json):
                          % (profile, ", ".join(_PROFILES)))
     _state.profile = profile
     _state.settings = settings
+    _state.main_thread = _thread.get_ident()
     imports = settings.get("imports") or {}
     if not isinstance(imports, dict) or ("deny" in imports and "allow" in imports):
         raise ValueError("imports must be {\"deny\": [...]} or {\"allow\": [...]}")

@@ -146,3 +146,24 @@ def test_a_confined_direct_launch_runs_plain_cells_without_ipython(launch, profi
         assert_not_loaded(kernel)
         assert kernel.value("%pwd") == "'/workspace'"
     assert kernel.value("In[1], Out[2]") == "('y = 1', 2)"
+
+
+def test_an_interrupt_while_the_shell_is_built_leaves_a_whole_shell(fresh_kernel):
+    """An interrupt_request that comes while a cell's `import IPython` builds
+    the shell interrupts the cell once the shell is whole: IPython's import
+    and the shell's construction are not cut in half (which left a
+    half-initialized IPython.core.profiledir in sys.modules, and every later
+    magic failed with an ImportError)."""
+    kernel = fresh_kernel
+    ok(kernel, "y = 1")
+    msg_id = kernel.kc.execute("import IPython")
+    while kernel.kc.get_iopub_msg(timeout=TIMEOUT)["msg_type"] != "execute_input":
+        pass
+    kernel.km.interrupt_kernel()
+    reply = kernel.shell_reply(msg_id)["content"]
+    kernel.iopub_until_idle(msg_id)
+    # (an interrupt that comes after the import has nothing left to stop)
+    assert reply["status"] == "ok" or reply["ename"] == "KeyboardInterrupt", reply
+    assert kernel.value("type(get_ipython()).__name__, len(In)") == "('KennelShell', 4)"
+    _, outputs = ok(kernel, "%time 1")
+    assert "Wall time" in stream_text(outputs)
