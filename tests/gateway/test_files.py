@@ -55,20 +55,8 @@ def refused(reply, ename):
 
 
 @pytest.fixture
-def gw(make_gateway):
-    return make_gateway(config=CONFIG)
-
-
-@pytest.fixture
-def unprivileged():
-    yield from gwtest.unprivileged_gateway("kennel-files-", config=CONFIG)
-
-
-@pytest.fixture(params=["root", "unprivileged"])
-def either(request):
-    """The gateway as root, then as uid 65534 (skipped with the probe's
-    detail where that uid cannot make a user namespace)."""
-    return request.getfixturevalue("gw" if request.param == "root" else "unprivileged")
+def gateway_options():
+    return {"config": CONFIG}
 
 
 def roundtrip(gw):
@@ -109,11 +97,12 @@ def roundtrip(gw):
     return kc
 
 
-def test_roundtrip(either):
-    roundtrip(either)
+def test_roundtrip(either_gateway):
+    roundtrip(either_gateway)
 
 
-def test_bad_requests_get_clear_errors(gw):
+def test_bad_requests_get_clear_errors(gateway):
+    gw = gateway
     gw.open_client("bad")
     refused(files(gw, "stat", conversation_id="nope", path="x"), "NoSuchConversation")
     refused(files(gw, "stat", conversation_id="../x", path="x"), "InvalidConversationId")
@@ -146,10 +135,10 @@ except OSError as e:
 """
 
 
-def test_planted_links_fifos_and_devices_are_refused(either, tmp_path):
+def test_planted_links_fifos_and_devices_are_refused(either_gateway, tmp_path):
     """Each planted entry: the gateway refuses, does not block, and the
     secret outside the workspace is neither read nor written."""
-    gw = either
+    gw = either_gateway
     secret_dir = tmp_path / "host"
     secret_dir.mkdir()
     secret = secret_dir / "secret"
@@ -186,10 +175,11 @@ def test_planted_links_fifos_and_devices_are_refused(either, tmp_path):
     assert get(gw, "plant", "own")["data"] == b"mine"   # one name again
 
 
-def test_a_device_node_planted_by_the_host_is_never_opened(gw):
+def test_a_device_node_planted_by_the_host_is_never_opened(gateway):
     """The sandbox cannot make a device node (the test above probes it), so
     the host's root plants one (/dev/zero's numbers) in the workspace: the
     tmpfs is nodev, the gateway's open fails, nothing is read from it."""
+    gw = gateway
     import stat
     reply, kc = gw.open_client("dev")
     os.mknod(os.path.join(reply["workspace"], "zero"), 0o666 | stat.S_IFCHR, os.makedev(1, 5))
@@ -200,9 +190,10 @@ def test_a_device_node_planted_by_the_host_is_never_opened(gw):
     assert files(gw, "delete", conversation_id="dev", path="zero")["status"] == "ok"
 
 
-def test_a_listing_reads_a_bounded_number_of_entries(gw):
+def test_a_listing_reads_a_bounded_number_of_entries(gateway):
     """10,001 symlinks (never listed) and a file: the listing reads the
     directory's first 10,000 entries only and says it was cut."""
+    gw = gateway
     _, kc = gw.open_client("many")
     run(kc, "import os\nos.mkdir('/workspace/d')\nfor i in range(10001): os.symlink('/etc/passwd', f'/workspace/d/l{i}')\n"
             "open('/workspace/d/f', 'w').close(); [open(f'/workspace/{i}', 'w').close() for i in range(3)]",
@@ -213,8 +204,8 @@ def test_a_listing_reads_a_bounded_number_of_entries(gw):
     assert small["truncated"] is False and len(small["entries"]) == 4
 
 
-def test_a_file_swapped_for_a_symlink_is_never_followed(either, tmp_path):
-    gw = either
+def test_a_file_swapped_for_a_symlink_is_never_followed(either_gateway, tmp_path):
+    gw = either_gateway
     secret = tmp_path / "secret"
     secret.write_text("host secret")
     os.chmod(secret, 0o600)
@@ -233,7 +224,8 @@ def test_a_file_swapped_for_a_symlink_is_never_followed(either, tmp_path):
     assert "SymlinkRefused" in seen, seen   # the race was met
 
 
-def test_uploads_count_against_the_quota(gw):
+def test_uploads_count_against_the_quota(gateway):
+    gw = gateway
     _, kc = gw.open_client("quota", policy={"workspace_bytes": 8 * MIB})
     chunk = os.urandom(MIB)
     offset = 0
@@ -260,12 +252,12 @@ open('/workspace/a', 'w').write('A'); os.mkdir('/workspace/d')
 """
 
 
-def test_rename_and_copy(either):
+def test_rename_and_copy(either_gateway):
     """file_rename and file_copy: within the workspace, never over an
     existing name (a symlink there included), never through a symlinked
     parent to a host directory the gateway's uid could write, never of a
     link, FIFO or hardlink; copies belong to the kernel."""
-    gw = either
+    gw = either_gateway
     host = traversable_dir("kennel-files-host-", mode=0o755)
     secret, hostdir = host / "secret", host / "dir"
     secret.write_text("host secret")

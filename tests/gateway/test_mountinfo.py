@@ -11,19 +11,10 @@ names the state dir, the conversation id or the run dir; /workspace and
 /run/kennel are mount roots ("/"). The host side is checked first: the
 conversation's workspace and run dir exist under the state dir, so the
 strings searched for are the ones a leak would show."""
-import pytest
 
 from gwtest import execute, stdout_of
-from test_workspace_removal import unprivileged_gateway  # noqa: F401 (a fixture)
 
 CONVERSATION = "secret-conversation-7f3a"
-
-
-@pytest.fixture(params=["root", "unprivileged"])
-def either_gateway(request):
-    if request.param == "root":
-        return request.getfixturevalue("gateway")
-    return request.getfixturevalue("unprivileged_gateway")
 
 
 def test_mountinfo_shows_no_host_path(either_gateway):

@@ -13,7 +13,6 @@ import shutil
 
 import pytest
 
-import gwtest
 import hostprobe
 from gwtest import (SMALL_QUARANTINE, Control, built, become, execute, mounts_below, remove_kept, serve, stdout_of,
                     traversable_dir)
@@ -51,6 +50,13 @@ WORKSPACE_BYTES, WORKSPACE_FILES = 64 * MIB, 50000
 KERNEL_BYTES = 256 * MIB
 LIMITS = {"workspace_bytes": WORKSPACE_BYTES, "workspace_files": WORKSPACE_FILES,
           "memory_bytes": KERNEL_BYTES + WORKSPACE_BYTES + WORKSPACE_FILES * 1024}
+
+
+@pytest.fixture
+def gateway_options():
+    """The gateway fixtures' (root, uid 65534): their kernels' memory near a
+    release build's (LIMITS)."""
+    return {"asan_options": SMALL_QUARANTINE}
 
 
 def mountinfo_entry(path):
@@ -104,17 +110,10 @@ def test_quota_is_active_by_default_as_root(gateway):
     assert r["metadata"]["kennel"]["workspace_bytes"] == 8192
 
 
-def test_root_gateway_fills_stop_at_the_limits(make_gateway):
-    gw = make_gateway(asan_options=SMALL_QUARANTINE)
-    fill_and_survive(gw, "fill")
-    listed = gw.control.request("conversation_list_request")["content"]["conversations"]
+def test_root_gateway_fills_stop_at_the_limits(gateway):
+    fill_and_survive(gateway, "fill")
+    listed = gateway.control.request("conversation_list_request")["content"]["conversations"]
     assert listed[0]["workspace_bytes"] == 0
-    assert gw.stop() == 0
-
-
-@pytest.fixture
-def unprivileged_gateway():
-    yield from gwtest.unprivileged_gateway("kennel-quota-", asan_options=SMALL_QUARANTINE)
 
 
 def test_unprivileged_gateway_fills_stop_at_the_limits(unprivileged_gateway):

@@ -11,29 +11,18 @@ import time
 
 import pytest
 
-import gwtest
 from kennel_testlib import wait_until
 
 CONFIG = {"max_conversations": 1, "drain_grace": 30}
 
 
 @pytest.fixture
-def root_gateway(make_gateway):
-    return make_gateway(config=CONFIG)
+def gateway_options():
+    return {"config": CONFIG}
 
 
-@pytest.fixture
-def unprivileged():
-    yield from gwtest.unprivileged_gateway("kennel-signals-", config=CONFIG)
-
-
-@pytest.fixture(params=["root", "unprivileged"])
-def either(request):
-    return request.getfixturevalue("root_gateway" if request.param == "root" else "unprivileged")
-
-
-def test_reload_then_drain(either):
-    gw = either
+def test_reload_then_drain(either_gateway):
+    gw = either_gateway
     _, kc = gw.open_client("first")
     assert gw.control.request("gateway_info_request")["content"]["draining"] is False
     refused = gw.control.open("second")

@@ -19,7 +19,6 @@ import zmq
 
 import hostprobe
 from gwtest import become, connect, execute, traversable_dir
-from test_workspace_removal import unprivileged_gateway  # noqa: F401 (a fixture)
 
 MIB = 1 << 20
 
@@ -70,16 +69,6 @@ def vm_hwm_kb(pid):
 
 def run_in_kernel(kc, code, timeout=60):
     return execute(kc, KERNEL_PRELUDE + textwrap.dedent(code), timeout=timeout)
-
-
-@pytest.fixture(params=["root", "unprivileged"])
-def either_gateway(request):
-    """The gateway as root (the red team's case: it connected as root) and as
-    uid 65534 (skipped, saying why, where the host gives that uid no user
-    namespace)."""
-    if request.param == "root":
-        return request.getfixturevalue("gateway")
-    return request.getfixturevalue("unprivileged_gateway")
 
 
 def test_kernel_cannot_make_gateway_connect_elsewhere(either_gateway, tmp_path):

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-import gwtest
 import hostprobe
 from gwtest import execute, stdout_of
 from kennel_testlib import wait_until
@@ -58,11 +57,6 @@ def leaves_nothing(gw, conversation_id, code, check):
 
 def test_a_tree_300_levels_deep_is_removed(gateway):
     leaves_nothing(gateway, "deep", DEEP, "print(os.path.exists('f'))")
-
-
-@pytest.fixture
-def unprivileged_gateway():
-    yield from gwtest.unprivileged_gateway("kennel-unpriv-")
 
 
 def test_mode_000_directories_are_removed_by_an_unprivileged_gateway(unprivileged_gateway):
