@@ -131,6 +131,20 @@ def run(ws, code, subprotocol=None, timeout=60, until="both", **content):
     raise TimeoutError(f"no reply and idle for {code!r} within {timeout} s")
 
 
+def stdout_until_idle(ws, msg_id, subprotocol=None):
+    """The stream text of request msg_id read on ws until its iopub idle
+    (ws may be another websocket of the kernel than the one that sent it)."""
+    out = ""
+    while True:
+        m = recv(ws, subprotocol)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        if m["msg_type"] == "stream":
+            out += m["content"]["text"]
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return out
+
+
 def stdout(outputs):
     return "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
 

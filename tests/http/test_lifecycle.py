@@ -13,7 +13,8 @@ import pytest
 import requests
 import websocket
 
-from httptest import V1, api, close_code, connect, message, recv, run, send, start_kernel, stdout
+from httptest import (V1, api, close_code, connect, message, recv, run, send, start_kernel, stdout,
+                      stdout_until_idle)
 from kennel_testlib import gone, mounts_below
 
 ECHO = {"name": "echo", "description": "Returns its value.",
@@ -74,15 +75,7 @@ def test_tool_call_when_stdin_websocket_closes(http_gateway, closed):
     ws.close()
     other = connect(http_gateway, kid)
     other.settimeout(30)
-    line = ""
-    while True:
-        m = recv(other)
-        if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        if m["msg_type"] == "stream":
-            line += m["content"]["text"]
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            break
+    line = stdout_until_idle(other, msg["header"]["msg_id"])
     ename, evalue, seconds = line.strip().split(" | ")
     assert ename == "ToolUnavailable" and "stdin" in evalue, line
     assert float(seconds) < 10, line

@@ -9,7 +9,7 @@ import time
 import pytest
 import websocket
 
-from httptest import V1, api, connect, message, recv, run, send, start_kernel, stdout
+from httptest import V1, api, connect, message, recv, run, send, start_kernel, stdout, stdout_until_idle
 
 
 @pytest.mark.parametrize("proto", [None, V1], ids=["legacy", "v1"])
@@ -49,16 +49,7 @@ def test_smolagents_sequence(http_gateway):
                "content": {"code": f"print({i})", "silent": False, "store_history": True, "user_expressions": {},
                            "allow_stdin": False}}
         ws.send(json.dumps(msg))
-        out = ""
-        while True:
-            m = json.loads(ws.recv())
-            if m["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-                continue
-            if m["msg_type"] == "stream":
-                out += m["content"]["text"]
-            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-                break
-        assert out == f"{i}\n"
+        assert stdout_until_idle(ws, msg["header"]["msg_id"]) == f"{i}\n"
         ws.close()
 
 
