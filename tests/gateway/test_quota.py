@@ -190,19 +190,54 @@ def test_allow_degraded_quota_runs_without_and_the_report_says_why(make_gateway)
     assert "allow_degraded" in quota["reason"]
 
 
+def needs_memory_cgroup():
+    """Skips, with the probe's detail, where the gateway's user has no
+    memory cgroup: then nothing charges the workspace."""
+    probe = hostprobe.cgroup_limits(os.geteuid())
+    if not probe.ok:
+        pytest.skip("no memory cgroup for this user, nothing charges the workspace: " + probe.detail)
+
+
+def assert_out_of_memory(reply):
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KernelDied", reply["content"]
+    assert "out of memory" in reply["content"]["evalue"], reply["content"]
+
+
 def test_workspace_pages_count_against_memory_bytes(make_gateway):
     """tmpfs pages are charged to the memory cgroup of the process that
     writes them: a workspace larger than memory_bytes fills memory first,
     and the kernel is killed as out of memory, not told ENOSPC. Probed
     first: the gateway's user has a memory cgroup."""
-    probe = hostprobe.cgroup_limits(os.geteuid())
-    if not probe.ok:
-        pytest.skip("no memory cgroup for this user, nothing charges the pages: " + probe.detail)
+    needs_memory_cgroup()
     gw = make_gateway(config={"warm_pool": 0})
     _, kc = gw.open_client("mem", policy={"memory_bytes": 128 * MIB, "workspace_bytes": 512 * MIB})
     r, out = execute(kc, FILL % {"big": 512}, timeout=120)
-    assert r["content"]["status"] == "error" and r["content"]["ename"] == "KernelDied", r["content"]
-    assert "out of memory" in r["content"]["evalue"], r["content"]
+    assert_out_of_memory(r)
+
+
+MANY = """
+made = 0
+while made < %(files)d:
+    open("/workspace/%%d" %% made, "w").close(); made += 1
+    if made %% 10000 == 0:
+        print(made, flush=True)
+"""
+
+
+def test_workspace_files_count_against_memory_bytes(make_gateway):
+    """Each file's inode and dentry (~1 KiB of kernel memory) are charged
+    like the pages: empty files, which take no bytes of the workspace, fill
+    memory_bytes (256 MiB) long before workspace_files (1,000,000), and the
+    kernel is killed as out of memory after at least 50,000 of them (the
+    kernel itself takes 40-130 MiB: without the charge all would fit).
+    Probed first: the gateway's user has a memory cgroup."""
+    needs_memory_cgroup()
+    gw = make_gateway(config={"warm_pool": 0}, asan_options=SMALL_QUARANTINE)
+    _, kc = gw.open_client("inodes", policy={"memory_bytes": 256 * MIB, "workspace_files": 1000000})
+    r, out = execute(kc, MANY % {"files": 1000000}, timeout=300)
+    assert_out_of_memory(r)
+    made = [int(n) for n in stdout_of(out).split()]
+    assert made and made[-1] >= 50000, made
 
 
 def test_the_run_dir_is_bounded_too(gateway):
