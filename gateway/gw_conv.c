@@ -295,6 +295,21 @@ kernel_mode_died (gw_conv_t *self, gw_launch_t *launch)
     _exit (1);
 }
 
+/* A kernel that died (the memory limit, a kill -9) drops its connections
+   before its launcher has ended (the waiter reaps the sandbox, reads the
+   OOM count and removes the cgroup first, which on a loaded host can
+   outlast the drop's grace): the drop's kill (gw_kernel_link.c) named a
+   guess, which the launcher's exit replaces. */
+static void
+kill_cause_correct (gw_conv_t *self, const gw_launch_t *launch)
+{
+    if (self->kill_ename && streq (self->kill_ename, "KernelDied")
+        && (gw_launch_found_dead (launch) || gw_launch_out_of_memory (launch))) {
+        free (self->kill_ename), free (self->kill_cause);
+        self->kill_ename = self->kill_cause = NULL;
+    }
+}
+
 static void
 on_launch_exit (gw_launch_t *launch, void *arg)
 {
@@ -312,6 +327,7 @@ on_launch_exit (gw_launch_t *launch, void *arg)
     }
     if (gw_server_kernel_mode (self->server))
         kernel_mode_died (self, launch);
+    kill_cause_correct (self, launch);
     char cause[512];
     const char *ename = self->kill_ename ? self->kill_ename : "KernelDied";
     if (self->kill_cause)

@@ -63,6 +63,8 @@ struct gw_launch {
     bool abandoned;
     int in_callback; /* abandon from inside a callback defers the free */
     int kill_timer;  /* escalation to the launcher's group, 0 when none */
+    bool kernel_killed; /* gw_launch_kill's SIGKILL reached the kernel */
+    bool found_dead;    /* it found the kernel already gone instead */
 };
 
 /* Launchers killed but not reaped yet (close, restart, shutdown). */
@@ -140,16 +142,34 @@ describe_status (int status, char *out, size_t size)
         snprintf (out, size, "wait status %d", status);
 }
 
+static bool
+killed_by_sigkill (const gw_launch_t *self)
+{
+    int status = self->exited ? self->wait_status : self->end_status;
+    return WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL;
+}
+
 /* A SIGKILL is "out of memory" only on the waiter's evidence: its cgroup
    counted OOM kills. Without a memory cgroup, nobody can know. */
+bool
+gw_launch_out_of_memory (const gw_launch_t *self)
+{
+    return killed_by_sigkill (self) && self->ended && self->oom_kills > 0;
+}
+
+bool
+gw_launch_found_dead (const gw_launch_t *self)
+{
+    return self->found_dead;
+}
+
 static void
 describe_exit (const gw_launch_t *self, char *out, size_t size)
 {
     int status = self->exited ? self->wait_status : self->end_status;
-    bool killed = WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL;
-    if (killed && self->ended && self->oom_kills > 0)
+    if (gw_launch_out_of_memory (self))
         snprintf (out, size, "out of memory (memory_bytes %lld)", (long long) self->memory_bytes);
-    else if (killed && self->ended && self->oom_kills < 0)
+    else if (killed_by_sigkill (self) && self->ended && self->oom_kills < 0)
         snprintf (out, size, "killed by signal 9 (SIGKILL); cause unknown: no memory cgroup");
     else
         describe_status (status, out, size);
@@ -583,17 +603,26 @@ on_kill_timer (zloop_t *loop, int timer_id, void *arg)
 
 /* SIGKILL to the kernel only: the launcher outside sees it die, removes its
    cgroup and exits by itself. Its whole session is killed only if it is
-   still there after KILL_GRACE_MS (or when there is no kernel pid yet). */
+   still there after KILL_GRACE_MS (or when there is no kernel pid yet). A
+   kernel already gone gets the same grace: its waiter is about to say why
+   it ended (the memory limit, a signal), which killing the waiter now
+   would lose. */
 #define KILL_GRACE_MS 2000
 void
 gw_launch_kill (gw_launch_t *self)
 {
     if (self->exited)
         return;
-    if (self->kernel_pid > 0 && kill (self->kernel_pid, SIGKILL) == 0) {
-        if (!self->kill_timer)
-            self->kill_timer = gw_timer_start (self->loop, KILL_GRACE_MS, 1, on_kill_timer, self);
-        return;
+    if (self->kernel_pid > 0) {
+        if (kill (self->kernel_pid, SIGKILL) == 0)
+            self->kernel_killed = true;
+        else if (errno == ESRCH && !self->kernel_killed)
+            self->found_dead = true;
+        if (self->kernel_killed || self->found_dead) {
+            if (!self->kill_timer)
+                self->kill_timer = gw_timer_start (self->loop, KILL_GRACE_MS, 1, on_kill_timer, self);
+            return;
+        }
     }
     kill (-self->pid, SIGKILL);
     kill (self->pid, SIGKILL);

@@ -49,6 +49,12 @@ const char *gw_launch_cause (const gw_launch_t *self);
    bytes, joined by " | ", printable ASCII; "" when there is none. */
 #define GW_LAUNCH_TAIL_SIZE 820
 void gw_launch_output_tail (const gw_launch_t *self, char *out, size_t size);
+/* After GW_LAUNCH_EXITED: whether the memory limit killed the kernel (the
+   cause then says "out of memory"). */
+bool gw_launch_out_of_memory (const gw_launch_t *self);
+/* Whether gw_launch_kill found the kernel already gone: its exit, not the
+   kill, says why it ended. */
+bool gw_launch_found_dead (const gw_launch_t *self);
 /* A one-line reason for GW_LAUNCH_FAILED (stage + message). */
 const char *gw_launch_error (const gw_launch_t *self);
 /* SIGKILL to the kernel; the launcher's session too if it lingers. */
