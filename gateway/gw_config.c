@@ -90,7 +90,10 @@ policy_defaults (gw_policy_t *p)
     p->idle_ttl = 3600;
     p->memory_bytes = (int64_t) 1 << 30;
     p->pids = 256;
-    p->workspace_bytes = (int64_t) 1 << 30;
+    /* a full workspace (pages, and ~1 KiB of inode a file) is charged to
+       memory_bytes: half of it leaves the kernel room, so filling the
+       workspace ends in ENOSPC, not an out-of-memory kill */
+    p->workspace_bytes = (int64_t) 512 << 20;
     p->workspace_files = 65536;
     p->output_bytes = (int64_t) 1 << 20;
     strcpy (p->network, "none");

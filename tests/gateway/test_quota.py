@@ -98,13 +98,13 @@ def test_quota_is_active_by_default_as_root(gateway):
     info = gateway.control.request("gateway_info_request")["content"]
     assert info["ready"] is True, info
     quota = info["confinement"]["quota"]
-    assert quota["state"] == "active" and "filesystem of its own: 1073741824 bytes, 65536 files" in quota["reason"]
+    assert quota["state"] == "active" and "filesystem of its own: 536870912 bytes, 65536 files" in quota["reason"]
     assert info["limits"]["defaults"]["workspace_files"] == 65536
     wait_until(lambda: gateway.control.request("gateway_info_request")["content"]["warm_pool"]["ready"] >= 1, 30)
     reply, kc = gateway.open_client("pooled")
     assert gateway.events("kernel_claimed"), "the default conversation was not a pooled kernel"
     entry = mountinfo_entry(reply["workspace"])
-    assert entry and " - tmpfs " in entry and "size=1048576k" in entry and "nr_inodes=65536" in entry, entry
+    assert entry and " - tmpfs " in entry and "size=524288k" in entry and "nr_inodes=65536" in entry, entry
     r, out = execute(kc, "open('/workspace/seen', 'w').write('x' * 5000)")
     assert (os.stat(os.path.join(reply["workspace"], "seen")).st_size == 5000)
     assert r["metadata"]["kennel"]["workspace_bytes"] == 8192
@@ -213,6 +213,25 @@ def test_workspace_pages_count_against_memory_bytes(make_gateway):
     _, kc = gw.open_client("mem", policy={"memory_bytes": 128 * MIB, "workspace_bytes": 512 * MIB})
     r, out = execute(kc, FILL % {"big": 512}, timeout=120)
     assert_out_of_memory(r)
+
+
+
+def test_the_defaults_fill_the_workspace_to_enospc_not_an_oom_kill(make_gateway):
+    """With the default policy a kernel that fills its workspace (one big
+    file, then empty files up to workspace_files) is told ENOSPC and goes on:
+    the default workspace_bytes and its inodes fit in the default
+    memory_bytes beside the kernel (both at 1 GiB it was killed as out of
+    memory at ~900 MiB). Probed first: the gateway's user has a memory cgroup."""
+    needs_memory_cgroup()
+    gw = make_gateway(config={"warm_pool": 0}, asan_options=SMALL_QUARANTINE)
+    _, kc = gw.open_client("defaults")
+    defaults = gw.control.request("gateway_info_request")["content"]["limits"]["defaults"]
+    r, out = execute(kc, FILL % {"big": 2 * defaults["workspace_bytes"] // MIB}, timeout=300)
+    assert r["content"]["status"] == "ok", r["content"]
+    lines = [line.split() for line in stdout_of(out).splitlines()]
+    assert lines[0][0] == "big" and lines[0][2] == "28", lines   # ENOSPC
+    assert lines[1][0] == "small" and lines[1][2] == "28", lines
+    assert int(lines[1][1]) > defaults["workspace_files"] - 10, lines
 
 
 MANY = """
