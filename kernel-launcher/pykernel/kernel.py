@@ -2857,6 +2857,13 @@ def configure(settings_json):
     signal = _lazy("signal")
     signal.signal(signal.SIGINT, _sigint)
     os.register_at_fork(after_in_child=_after_fork_in_child)
+    if profile == "notebook":
+        # a person's front end asks for completions while they type and for
+        # the history at start, each with a short timeout (jupyter console:
+        # 1 s for the history, then a late reply is read as the answer to its
+        # next request): the shell is ready before the first reply, as in
+        # ipykernel. An agent's kernel (other profiles) answers first.
+        _ipython()
     return None
 
 

@@ -130,22 +130,31 @@ def test_a_warning_repeats_in_each_cell_as_in_ipython(fresh_kernel):
     assert_not_loaded(kernel)
 
 
-@pytest.mark.parametrize("profile", ["agent", "notebook"])
+@pytest.mark.parametrize("profile", ["agent", "none"])
 def test_a_confined_direct_launch_runs_plain_cells_without_ipython(launch, profile):
     """`kennel-launch --spec-fd` without a zygote: the gateway's fallback."""
     kernel = launch({"builtins": profile})
     ok(kernel, "y = 1")
     ok(kernel, "y + 1")
     assert_not_loaded(kernel)
-    if profile == "notebook":
-        # automagic: a bare magic name is the magic, so that line needs the shell
-        assert kernel.value("pwd") == "'/workspace'"
-    else:
-        reply, _ = kernel.execute("pwd")
-        assert reply["ename"] == "NameError"
-        assert_not_loaded(kernel)
-        assert kernel.value("%pwd") == "'/workspace'"
+    reply, _ = kernel.execute("pwd")
+    assert reply["ename"] == "NameError"
+    assert_not_loaded(kernel)
+    assert kernel.value("%pwd") == "'/workspace'"
     assert kernel.value("In[1], Out[2]") == "('y = 1', 2)"
+
+
+def test_a_notebook_kernel_has_its_shell_before_its_first_reply(launch):
+    """The notebook profile (kernelspec mode, people's front ends) builds the
+    shell at start: jupyter console asks for the history with a 1 s timeout
+    and completes while the user types; a shell built by those requests
+    answered them late, and the console took the late replies for the
+    answers to its next requests (it hung at the first cell)."""
+    kernel = launch({"builtins": "notebook"})
+    assert kernel.value(LOADED) != "[]"
+    # automagic: a bare magic name is the magic
+    assert kernel.value("pwd") == "'/workspace'"
+    assert kernel.value("In[1]") == repr(LOADED)
 
 
 def test_an_interrupt_while_the_shell_is_built_leaves_a_whole_shell(fresh_kernel):
