@@ -228,7 +228,11 @@ do_restart (gw_server_t *self, wire_msg_t **req_p)
         reply_error (self, *req_p, "NoSuchConversation", "no conversation has this id");
         return;
     }
-    gw_core_restart (conv, "conversation_restart_request");
+    const char *refused = gw_core_restart (conv, "conversation_restart_request");
+    if (refused) {
+        reply_error (self, *req_p, "GatewayDraining", refused);
+        return;
+    }
     defer (self, conv, req_p, false, on_restart_ready);
 }
 

@@ -197,10 +197,16 @@ gw_core_close_later (gw_server_t *server, const char *id, const char *why)
     gw_timer_start (gw_server_loop (server), 1, 1, on_close_later, c);
 }
 
-void
+const char *
 gw_core_restart (gw_conv_t *conv, const char *reason)
 {
+    if (gw_drain_active (gw_conv_server (conv))) {
+        gw_log_limited ("drain/refused", "drain_refused", "{s:s, s:s}", "conversation", gw_conv_id (conv), "msg_type",
+                        reason);
+        return GW_DRAIN_NO_RESTART;
+    }
     gw_conv_restart (conv, reason);
+    return NULL;
 }
 
 int

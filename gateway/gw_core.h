@@ -44,8 +44,11 @@ void gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, co
 /* The same, from the loop's next turn: safe inside a handler or a front's
    callback of that conversation. */
 void gw_core_close_later (gw_server_t *server, const char *id, const char *why);
-/* Kills the kernel (if any) and starts a fresh one; state "lost". */
-void gw_core_restart (gw_conv_t *conv, const char *reason);
+/* Kills the kernel (if any) and starts a fresh one; state "lost". NULL
+   once restarted, else why not (static text): during a drain no kernel
+   starts, a fresh one would only be killed at the stop. */
+GW_MUST_CHECK const char *gw_core_restart (gw_conv_t *conv, const char *reason);
+
 /* SIGINT to the running kernel: 0, or -1 when no kernel runs. */
 int gw_core_interrupt (gw_conv_t *conv);
 /* Every conversation's list entry, an array. */

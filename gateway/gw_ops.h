@@ -34,6 +34,11 @@ void gw_signals_destroy (gw_signals_t **self_p);
 void gw_drain_start (gw_server_t *server);
 /* Whether new conversations are refused for a drain. */
 bool gw_drain_active (const gw_server_t *server);
+/* The evalue of a restart refused during a drain (ename GatewayDraining):
+   a fresh kernel would only be killed at the stop. */
+#define GW_DRAIN_NO_RESTART                                                                                         \
+    "the gateway is stopping (draining after SIGTERM): it starts no kernel, a restart included; open the "          \
+    "conversation on another gateway"
 /* Seconds a refused client should wait before it retries elsewhere. */
 #define GW_DRAIN_RETRY_AFTER 5
 

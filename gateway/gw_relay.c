@@ -249,6 +249,13 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
                                                           "NoKernel", "evalue", "no kernel is running", "traceback"));
         gw_log ("interrupt", "{s:s, s:b}", "conversation", self->id, "delivered", rc == 0);
     }
+    else if (json_is_true (json_object_get (req->content, "restart")) && gw_drain_active (self->server)) {
+        /* refused: the kernel runs on until the drain ends */
+        reply = wire_msg_new (self->session, "shutdown_reply", req);
+        wire_msg_set_content (reply, json_pack ("{s:s, s:s, s:s, s:[], s:b}", "status", "error", "ename",
+                                                "GatewayDraining", "evalue", GW_DRAIN_NO_RESTART, "traceback",
+                                                "restart", true));
+    }
     else {
         bool restart = json_is_true (json_object_get (req->content, "restart"));
         reply = wire_msg_new (self->session, "shutdown_reply", req);

@@ -338,7 +338,9 @@ kernel_route (struct lws *wsi, http_req_t *req, const char *rest)
         return http_reply_write (wsi, req, 204, NULL, NULL);
     }
     if (streq (action, "restart") && m == LWSHUMETH_POST) {
-        gw_core_restart (conv, "http_restart");
+        const char *refused = gw_core_restart (conv, "http_restart");
+        if (refused)
+            return http_reply_error (wsi, req, 503, refused);
         return answer_when_ready (wsi, req, conv, on_restarted);
     }
     if (streq (action, "channels"))

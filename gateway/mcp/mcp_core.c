@@ -139,8 +139,11 @@ s_on_run (zloop_t *loop, int timer_id, void *arg)
         free (kept);
     }
     else if (streq (type, "conversation_restart_request")) {
-        gw_core_restart (conv, "mcp_restart");
-        gw_conv_when_ready (conv, s_on_restart_ready, req);
+        const char *refused = gw_core_restart (conv, "mcp_restart");
+        if (refused)
+            s_answer (req, s_error ("GatewayDraining", refused));
+        else
+            gw_conv_when_ready (conv, s_on_restart_ready, req);
     }
     else
         s_answer (req, s_error ("UnknownRequest", "unknown control request type"));

@@ -399,6 +399,13 @@ gw_conv_id (const gw_conv_t *self)
     return self->id;
 }
 
+gw_server_t *
+gw_conv_server (const gw_conv_t *self)
+{
+    (void) self;
+    return s_server;
+}
+
 void
 gw_conv_start (gw_conv_t *self)
 {

@@ -97,3 +97,36 @@ def test_a_drain_tells_zeromq_clients(make_gateway, capsys):
     assert NOTICE in printed.err, printed.err
     assert gw.proc.wait(30) == 0
     assert gw.events("drained")[0]["reason"] == "no execution left"
+
+
+def test_a_drain_restarts_no_kernel(make_gateway):
+    """During a drain a restart starts no kernel (it would only be killed at
+    the stop): conversation_restart_request and a client's shutdown_request
+    with restart are answered GatewayDraining, and the kernel the
+    conversation had keeps its variables until the drain ends (before: each
+    restart launched a fresh kernel)."""
+    gw = make_gateway(config={"drain_grace": 30})
+    _, running = gw.open_client("running")
+    _, other = gw.open_client("other")
+    assert other.execute_interactive("x = 1", timeout=30)["content"]["status"] == "ok"
+    thread = threading.Thread(target=lambda: running.execute_interactive("import time; time.sleep(4)", timeout=30),
+                              daemon=True)
+    thread.start()
+    wait_until(lambda: [e for e in gw.events("execute_start") if e["conversation"] == "running"], 20,
+               "the execution's start")
+    launches = len(gw.events("kernel_launch"))
+    gw.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: gw.events("draining"), 10, "the drain")
+
+    r = gw.control.request("conversation_restart_request", {"conversation_id": "other"})
+    assert r["content"]["status"] == "error" and r["content"]["ename"] == "GatewayDraining", r["content"]
+    other.shutdown(restart=True)
+    reply = other.get_control_msg(timeout=10)
+    assert reply["msg_type"] == "shutdown_reply", reply
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "GatewayDraining", reply
+    assert reply["content"]["evalue"].startswith("the gateway is stopping (draining after SIGTERM)")
+    r = other.kernel_info(reply=True, timeout=10)
+    assert r["content"]["status"] == "ok"
+    assert len(gw.events("kernel_launch")) == launches
+    thread.join(30)
+    assert gw.proc.wait(30) == 0

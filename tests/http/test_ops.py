@@ -194,6 +194,9 @@ def test_drain_lets_a_running_execution_finish(make_http_gateway):
     assert value(m, "kennel_draining") == 1 and value(m, "kennel_warm_pool_size") == 0, m
     opened = Control(gw.conn_file).open("over-zmq")
     assert opened["status"] == "error" and opened["ename"] == "GatewayDraining", opened
+    restarted = api(gw, "POST", f"api/kernels/{kid}/restart")  # no fresh kernel, killed at the stop
+    assert restarted.status_code == 503 and "starts no kernel, a restart included" in restarted.json()["message"], \
+        restarted.text
 
     # a new execution is refused: the drain waits only for those it found
     late = send(ws, message("execute_request", {"code": "print('never')"}))
