@@ -34,11 +34,14 @@ void gw_signals_destroy (gw_signals_t **self_p);
 void gw_drain_start (gw_server_t *server);
 /* Whether new conversations are refused for a drain. */
 bool gw_drain_active (const gw_server_t *server);
-/* The evalue of a restart refused during a drain (ename GatewayDraining):
-   a fresh kernel would only be killed at the stop. */
+/* What every front tells a client refused by the drain (ename
+   GatewayDraining), the whole evalue for a new execution (GW_DRAIN_NO_RUN)
+   and for a restart, whose fresh kernel would only be killed at the stop. */
+#define GW_DRAINING "the gateway is stopping (draining after SIGTERM)"
+#define GW_DRAIN_NO_RUN                                                                                             \
+    GW_DRAINING ": it runs no new execution and starts no kernel; open the conversation on another gateway"
 #define GW_DRAIN_NO_RESTART                                                                                         \
-    "the gateway is stopping (draining after SIGTERM): it starts no kernel, a restart included; open the "          \
-    "conversation on another gateway"
+    GW_DRAINING ": it starts no kernel, a restart included; open the conversation on another gateway"
 /* Seconds a refused client should wait before it retries elsewhere. */
 #define GW_DRAIN_RETRY_AFTER 5
 

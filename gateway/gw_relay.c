@@ -329,8 +329,7 @@ drain_refuse (gw_relay_t *self, zmsg_t *msg, const char *msg_type, json_t *heade
 {
     zmsg_t *ids = wire_frames_pop_identities (msg);
     gw_answer_refuse (&self->answer_to, channel, header, ids, "GatewayDraining",
-                      "the gateway is stopping (draining after SIGTERM): it runs no new execution and starts no "
-                      "kernel; open the conversation on another gateway",
+                      GW_DRAIN_NO_RUN,
                       gw_answer_cost_none ("kept"), true);
     zmsg_destroy (&ids);
     gw_log_limited ("drain/refused", "drain_refused", "{s:s, s:s}", "conversation", self->id, "msg_type", msg_type);

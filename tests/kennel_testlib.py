@@ -132,7 +132,7 @@ def swap():
             os.rename({w!r}, '/workspace/keep'); os.symlink({str(target)!r}, {w!r})
             os.rename({w!r}, '/workspace/gone'); os.rename('/workspace/keep', {w!r})
         except OSError:
-            pass
+            continue  # the host's request moved or removed it first: swap again
 threading.Thread(target=swap, daemon=True).start()
 """
 

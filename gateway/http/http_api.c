@@ -27,7 +27,7 @@ http_api_ready (const http_front_t *front, const char **why)
     else if (startup_error)
         *why = startup_error;
     else if (gw_drain_active (s))
-        *why = "the gateway is stopping (draining after SIGTERM)";
+        *why = GW_DRAINING;
     else if (gw_server_config (s)->fork_server && !gw_zygote_socket (gw_server_zygote (s)))
         *why = "the fork server is starting";
     return *why == NULL;

@@ -1655,7 +1655,8 @@ def _shell_class():
             self.builtin_trap = builtin_trap.BuiltinTrap(shell=self)
 
         def init_prompts(self):
-            pass  # _look_like_ipython did it
+            """IPython's sets sys.ps1/ps2/ps3, which _look_like_ipython set
+            when kernel.py loaded: nothing left to do."""
 
         def init_user_ns(self):
             if _state.inputs is not None:

@@ -167,7 +167,7 @@ def test_an_interrupt_while_the_shell_is_built_leaves_a_whole_shell(fresh_kernel
     ok(kernel, "y = 1")
     msg_id = kernel.kc.execute("import IPython")
     while kernel.kc.get_iopub_msg(timeout=TIMEOUT)["msg_type"] != "execute_input":
-        pass
+        continue  # the cell has started once its input is published
     kernel.km.interrupt_kernel()
     reply = kernel.shell_reply(msg_id)["content"]
     kernel.iopub_until_idle(msg_id)
