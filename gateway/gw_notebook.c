@@ -1,6 +1,6 @@
 /*  gw_notebook.c - what kernelspec mode (`kennel kernel`) adds for a person
-    at a notebook: the front end's directory as the kernel's workspace, and
-    a reaper that removes the private state dir however the process ends.
+    at a notebook: the front end's directory as the kernel's workspace (its
+    private state dir's reaper is gw_reaper.c's).
 
     The directory Jupyter starts the kernel in (the notebook's) is bound at
     /workspace, the sandbox's working directory: notebooks open the files
@@ -53,44 +53,4 @@ gw_notebook_dir (gw_config_t *config, char **errmsg)
     if (json_is_array (degraded))
         json_array_append_new (degraded, json_string ("quota"));
     return wire_xstrdup (path);
-}
-
-/* The reaper: a child that waits for EOF on a pipe whose write end only
-   this process holds (close-on-exec, so no launcher keeps it), then removes
-   dir. Its own session: a signal to the front end's process group leaves it
-   to finish. */
-static void
-reaper_run (int fd, const char *dir)
-{
-    int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int i = 0; null >= 0 && i < 3; i++)
-        dup2 (null, i); /* the front end's pipes see EOF when the kernel process ends */
-    setsid ();
-    signal (SIGINT, SIG_IGN);
-    signal (SIGTERM, SIG_IGN);
-    signal (SIGHUP, SIG_IGN);
-    char c;
-    while (read (fd, &c, 1) < 0 && errno == EINTR)
-        ;
-    gw_fs_remove_tree (dir);
-    _exit (0);
-}
-
-int
-gw_notebook_reaper_start (const char *dir)
-{
-    int fds[2];
-    if (pipe2 (fds, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork ();
-    if (pid == 0) {
-        close (fds[1]);
-        reaper_run (fds[0], dir);
-    }
-    close (fds[0]);
-    if (pid < 0) {
-        close (fds[1]);
-        return -1;
-    }
-    return 0; /* fds[1] stays open until this process ends */
 }

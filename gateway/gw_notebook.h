@@ -11,8 +11,5 @@
    /tmp. NULL + *errmsg (a directory of root's, started by root, is
    refused). */
 char *gw_notebook_dir (gw_config_t *config, char **errmsg);
-/* Forks the process that removes dir once this one has ended, SIGKILL
-   included. Before any thread; 0, or -1 with errno. */
-int gw_notebook_reaper_start (const char *dir);
 
 #endif

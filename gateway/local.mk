@@ -27,7 +27,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
 	gateway/gw_metrics.h gateway/gw_metrics.c gateway/gw_metrics_private.h gateway/gw_metrics_visit.c \
-	gateway/gw_notebook.h gateway/gw_notebook.c
+	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
 gateway_kennel_LDADD = $(WIRE_LIBS) -lm
 
@@ -97,6 +97,14 @@ check_PROGRAMS += tests/gateway/gw_fs_test
 TESTS += tests/gateway/gw_fs_test
 tests_gateway_gw_fs_test_SOURCES = tests/gateway/gw_fs_test.c tests/gateway/gw_check.h gateway/gw_util.h gateway/gw_fs.c
 tests_gateway_gw_fs_test_LDADD = $(WIRE_LIBS)
+
+# The state dir's reaper (gw_reaper) on its own: the dir goes at the end of
+# its process, by exit and by SIGKILL: tests/gateway/gw_reaper_test.c.
+check_PROGRAMS += tests/gateway/gw_reaper_test
+TESTS += tests/gateway/gw_reaper_test
+tests_gateway_gw_reaper_test_SOURCES = tests/gateway/gw_reaper_test.c tests/gateway/gw_check.h gateway/gw_reaper.h \
+	gateway/gw_reaper.c gateway/gw_util.h gateway/gw_fs.c
+tests_gateway_gw_reaper_test_LDADD = $(WIRE_LIBS)
 
 # The file service (gw_files, gw_base64) on its own: paths, planted
 # symlinks, FIFOs and hardlinks, chunks: tests/gateway/gw_files_test.c.

@@ -20,6 +20,7 @@
 #include "gw_curve.h"
 #include "gw_log.h"
 #include "gw_notebook.h"
+#include "gw_reaper.h"
 #include "gw_ops.h"
 #include "gw_quota.h"
 #include "gw_selftest.h"
@@ -298,7 +299,7 @@ kernel_state_dir (const serve_opts_t *o, char **errmsg)
         return NULL;
     }
     chmod (tmpl, 0711); /* the sandbox's host uid traverses it (README) */
-    if (gw_notebook_reaper_start (tmpl) < 0) {
+    if (gw_reaper_start (tmpl) < 0) {
         *errmsg = wire_xasprintf ("cannot start the process that removes %s: %s", tmpl, strerror (errno));
         rmdir (tmpl);
         return NULL;
