@@ -439,7 +439,8 @@ gw_server_pool_renew (gw_server_t *self, int size)
 int
 gw_server_run (gw_server_t *self)
 {
-    self->signals = gw_signals_new (self->loop, on_signal, self);
+    if (!self->front_signals)
+        self->signals = gw_signals_new (self->loop, on_signal, self);
     if (!self->kernel_mode) {
         gw_timer_start (self->loop, (size_t) fmax (10, self->config->idle_check_interval * 1000), 0, on_cull_check,
                         self);

@@ -64,6 +64,12 @@ gw_server_set_kernel_mode (gw_server_t *self)
 }
 
 void
+gw_server_leave_signals (gw_server_t *self)
+{
+    self->front_signals = true;
+}
+
+void
 gw_server_set_kernel_workspace (gw_server_t *self, const char *dir)
 {
     gw_set_string (&self->kernel_workspace, dir);

@@ -35,6 +35,11 @@ const wire_limits_t *gw_server_limits (const gw_server_t *self);
 /* Kernelspec mode or the selftest: one conversation, the loop ends with it. */
 bool gw_server_kernel_mode (const gw_server_t *self);
 void gw_server_set_kernel_mode (gw_server_t *self);
+/* SIGTERM, SIGINT and SIGHUP are read by the process's front, not by
+   gw_server_run (`kennel mcp`, whose gateway is embedded: each signal ends
+   its client's session, gateway/mcp/README.md), instead of a drain and a
+   reload. */
+void gw_server_leave_signals (gw_server_t *self);
 /* Kernelspec mode: the conversation's workspace is this directory (the
    notebook's), neither mounted over nor removed; NULL before it is set. */
 void gw_server_set_kernel_workspace (gw_server_t *self, const char *dir);

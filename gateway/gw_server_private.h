@@ -54,6 +54,7 @@ struct gw_server {
     gw_timers_t *timers;     /* every timer on loop (gw_timer.c) */
     gw_lingers_t *lingers;   /* closed conversations' client sockets (gw_linger.c) */
     bool kernel_mode;    /* one conversation; exit when it closes */
+    bool front_signals;  /* SIGTERM, SIGINT, SIGHUP are its front's to read (kennel mcp) */
     char *config_path;   /* read again on SIGHUP (gw_reload.c), or NULL */
     gw_reload_check_fn *reload_check; /* a front's part of a reload, or NULL */
     void *reload_check_arg;

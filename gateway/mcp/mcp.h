@@ -294,9 +294,14 @@ typedef struct mcp_stdio mcp_stdio_t;
 /* Reads messages from stdin, one per line, writes them to out (stdout,
    moved away from fd 1: see mcp_main.c). */
 mcp_stdio_t *mcp_stdio_new (zloop_t *loop, mcp_server_t *server, size_t max_line_bytes, int out);
+/* Forgets the sink (mcp_stdio_end) before it frees it: the server may be
+   destroyed after the transport, never before. */
 void mcp_stdio_destroy (mcp_stdio_t **self_p);
-/* Whether the client is gone (stdin at its end, or stdout closed). */
+/* Whether the client is gone (stdin at its end, a signal, or stdout closed). */
 bool mcp_stdio_closed (const mcp_stdio_t *self);
+/* The client is gone (reason logged once): nothing more is read, the code
+   its calls run is interrupted, and the server forgets the sink. */
+void mcp_stdio_end (mcp_stdio_t *self, const char *reason);
 
 /* `kennel mcp ...` (main.c's dispatch). */
 int mcp_main (int argc, char **argv);

@@ -6,9 +6,20 @@
 
     stdout carries protocol messages only; every log line goes to stderr
     (or --log-file), the embedded gateway's too. Without --connection-file
-    the gateway runs in this process, on its loop (s_serve_embedded).
+    the gateway runs in this process, on its loop (s_serve_embedded), on a
+    private state dir that a reaper removes however the process ends.
+
+    The end: stdin's end, SIGTERM, SIGINT or SIGHUP all mean the client is
+    gone (MCP hosts close stdin, then send SIGTERM; a terminal that hangs
+    up sends SIGHUP): its running code is interrupted, the embedded
+    gateway's conversations are closed, the state dir removed, exit 0.
+    What owns what, in the order things end: the stdio transport holds the
+    server and forgets its sink first; the server's conversations are
+    peers of the embedded gateway's core, which ends last.
 */
 #include "mcp.h"
+#include "gateway/gw_ops.h"
+#include "gateway/gw_reaper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +88,16 @@ typedef struct {
     gw_server_t *gateway; /* embedded, or NULL */
 } front_t;
 
+/* A signal is the client's end, as stdin's end is: the check below then
+   ends the loop. */
+static void
+s_on_signal (int sig, void *arg)
+{
+    front_t *f = arg;
+    gw_log ("mcp_signal", "{s:s}", "signal", strsignal (sig));
+    mcp_stdio_end (f->stdio, strsignal (sig));
+}
+
 static int
 s_on_check (zloop_t *loop, int timer_id, void *arg)
 {
@@ -114,13 +135,17 @@ s_serve (zloop_t *loop, mcp_opts_t *opts, int out, gw_server_t *gateway)
     }
     front_t front = {server, mcp_stdio_new (loop, server, opts->max_line_bytes, out), gateway};
     gw_timer_start (loop, 20, 0, s_on_check, &front);
-    if (gateway)
+    gw_signals_t *signals = gw_signals_new (loop, s_on_signal, &front);
+    if (gateway) {
+        gw_server_leave_signals (gateway);
         gw_server_run (gateway);
+    }
     else
         zloop_start (loop);
+    gw_signals_destroy (&signals);
     int rc = mcp_server_exit_code (server);
-    mcp_stdio_destroy (&front.stdio);
-    mcp_server_destroy (&server);
+    mcp_stdio_destroy (&front.stdio); /* the sink forgotten, then freed */
+    mcp_server_destroy (&server);     /* ends the calls that waited: nothing is sent */
     return rc;
 }
 
@@ -140,11 +165,32 @@ s_config_tools (mcp_opts_t *opts, const gw_config_t *config)
     }
 }
 
-/* A gateway in this process, on a private state dir and the ipc
+/* The embedded gateway's private state dir, with its reaper: made before
+   any thread (the reaper is forked) and before the user namespace of an
+   unprivileged gateway (gw_process_setup), so that the reaper removes it
+   in the host's. NULL, said on stderr, when it cannot be made. */
+static char *
+s_state_dir (void)
+{
+    char state[] = "/tmp/kennel-mcp-XXXXXX";
+    if (!mkdtemp (state)) {
+        fprintf (stderr, "kennel mcp: cannot create a state dir in /tmp: %s\n", strerror (errno));
+        return NULL;
+    }
+    chmod (state, 0711); /* the sandbox's host uid traverses it, as in kernel mode */
+    if (gw_reaper_start (state) < 0) {
+        fprintf (stderr, "kennel mcp: cannot start the process that removes %s: %s\n", state, strerror (errno));
+        rmdir (state);
+        return NULL;
+    }
+    return wire_xstrdup (state);
+}
+
+/* A gateway in this process, on the private state dir and the ipc
    transport: no second process to start, no socket between the front and
    the core, and the default conversation's kernel starts at once. */
 static int
-s_serve_embedded (mcp_opts_t *opts, int out)
+s_serve_embedded (mcp_opts_t *opts, int out, const char *state)
 {
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (opts->config, &errmsg);
@@ -153,13 +199,6 @@ s_serve_embedded (mcp_opts_t *opts, int out)
         free (errmsg);
         return 2;
     }
-    char state[] = "/tmp/kennel-mcp-XXXXXX";
-    if (!mkdtemp (state)) {
-        fprintf (stderr, "kennel mcp: cannot create a state dir in /tmp: %s\n", strerror (errno));
-        gw_config_destroy (&config);
-        return 1;
-    }
-    chmod (state, 0711); /* the sandbox's host uid traverses it, as in kernel mode */
     gw_server_t *gateway = gw_server_new (&config, state, "127.0.0.1", "ipc", &errmsg);
     gw_config_destroy (&config);
     char *connection_file = wire_xasprintf ("%s/gateway.json", state);
@@ -175,8 +214,7 @@ s_serve_embedded (mcp_opts_t *opts, int out)
         fprintf (stderr, "kennel mcp: the gateway: %s\n", errmsg ?: "cannot start");
     free (errmsg);
     free (connection_file);
-    gw_server_destroy (&gateway); /* closes the conversations */
-    gw_fs_remove_tree (state);
+    gw_server_destroy (&gateway); /* closes the conversations: kernels killed, mounts gone */
     return rc;
 }
 
@@ -187,11 +225,16 @@ mcp_main (int argc, char **argv)
     const char *log_file = NULL;
     if (s_parse (argc, argv, &opts, &log_file) < 0)
         return 2;
+    gw_signal_block (); /* each of them ends the client's session, read in the loop (s_on_signal) */
+    char *state = NULL;
+    if (!opts.connection_file && !(state = s_state_dir ()))
+        return 1;
     /* a client or a tool command that goes away must not kill the front */
     gw_process_setup (log_file, false);
     int out = s_stdout_private ();
     if (out < 0) {
         fprintf (stderr, "kennel mcp: cannot set stdout aside: %s\n", strerror (errno));
+        free (state);
         return 2;
     }
     int rc;
@@ -202,8 +245,11 @@ mcp_main (int argc, char **argv)
         gw_timers_destroy (&timers);
         zloop_destroy (&loop);
     }
-    else
-        rc = s_serve_embedded (&opts, out);
+    else {
+        rc = s_serve_embedded (&opts, out, state);
+        gw_fs_remove_tree (state); /* now: the reaper does it again after a crash */
+        free (state);
+    }
     close (out);
     gw_log ("mcp_stopped", "{s:i}", "exit_code", rc);
     gw_log_close ();

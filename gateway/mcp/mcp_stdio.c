@@ -2,8 +2,12 @@
     one per line on stdout, logs never there.
 
     Every request of the one client shares one sink (stdout). stdin at its
-    end means the client is gone: the code its calls run is interrupted
-    and the front ends (mcp_main.c).
+    end, or a signal (mcp_main.c), means the client is gone: the code its
+    calls run is interrupted and the front ends. The sink is forgotten by
+    the dispatcher before it is freed (mcp_stdio_end, at the latest in
+    mcp_stdio_destroy): the dispatcher outlives the transport, and a call
+    it ends later (its conversation closed at the front's end) has nowhere
+    to go.
 */
 #include "mcp.h"
 
@@ -18,7 +22,8 @@ struct mcp_stdio {
     mcp_server_t *server;
     mcp_line_t *in;
     mcp_line_out_t *out;
-    bool closed;
+    bool closed;    /* the client is gone, or stdout is */
+    bool abandoned; /* the dispatcher forgot the sink */
 };
 
 static void
@@ -45,10 +50,18 @@ s_on_line (const char *line, size_t len, void *arg)
 static void
 s_on_eof (void *arg)
 {
-    mcp_stdio_t *self = arg;
-    gw_log ("mcp_client_gone", "{s:s}", "reason", "stdin closed");
+    mcp_stdio_end (arg, "stdin closed");
+}
+
+void
+mcp_stdio_end (mcp_stdio_t *self, const char *reason)
+{
+    if (self->abandoned)
+        return;
+    gw_log ("mcp_client_gone", "{s:s}", "reason", reason);
+    mcp_line_destroy (&self->in); /* nothing more is read */
     mcp_server_abandon (self->server, &self->sink);
-    self->closed = true;
+    self->abandoned = self->closed = true;
 }
 
 mcp_stdio_t *
@@ -74,7 +87,7 @@ mcp_stdio_destroy (mcp_stdio_t **self_p)
     mcp_stdio_t *self = *self_p;
     if (!self)
         return;
-    mcp_line_destroy (&self->in);
+    mcp_stdio_end (self, "the front ends");
     mcp_line_out_destroy (&self->out, MCP_STDIO_FLUSH_MS);
     free (self);
     *self_p = NULL;
