@@ -12,12 +12,18 @@
     the answer. A cancelled request's stream ends without an answer (202
     when nothing was sent yet). A connection that goes away before its
     answer abandons the call: the code is interrupted, the conversation
-    stays. GET /mcp is 405 (the server sends nothing unasked). Sessions:
-    initialize without Mcp-Session-Id gets a fresh one; a session only
-    scopes request ids (a cancel matches its own session's calls) and
-    DELETE cancels its calls: state lives in conversations, named in the
-    arguments. Auth and Origin are checked before any route
-    (http_server.c), as for the rest of the API.
+    stays. GET /mcp is 405 (the server sends nothing unasked).
+
+    Sessions: initialize without Mcp-Session-Id gets one the dispatcher
+    mints (unguessable, mcp_sessions.c); a request naming a session that
+    was not minted, or has ended, is 404 (the client initializes again, as
+    the transport spec says), so no client can cancel, end or run in
+    another's session by naming it. A session scopes request ids (a cancel
+    matches its own session's calls) and has a default conversation of its
+    own; DELETE ends it. A request without a session (the stateless
+    revision) has neither: its cancel reaches only its own stream, and a
+    call names its conversation. Auth and Origin are checked before any
+    route (http_server.c), as for the rest of the API.
 */
 #include "http.h"
 #include "gateway/mcp/mcp.h"
@@ -35,7 +41,7 @@ struct http_mcp_req {
     mcp_sink_t sink; /* first: the sink is the request */
     http_front_t *front;
     struct lws *wsi;
-    char scope[MCP_SESSION_MAX + 1];
+    char scope[MCP_SESSION_MAX + 1]; /* its session, or "" for none (sink.scope NULL) */
     bool minted;    /* scope is a session made for this initialize */
     bool sse;       /* answering as an event stream */
     bool head_sent; /* its headers are written */
@@ -269,21 +275,40 @@ s_header (struct lws *wsi, const char *lower, const char *canonical, char *out, 
     return false;
 }
 
-/* Mcp-Session-Id: visible ASCII, at most 64 bytes. 0, or -1 answered. */
+/* A session the server does not know: 404 with a JSON-RPC error (the
+   TypeScript SDK's server's code), so that the client starts a new one. */
 static int
-s_session (struct lws *wsi, http_req_t *req, char *out, int *rc)
+s_session_unknown (struct lws *wsi, http_req_t *req)
+{
+    gw_log_limited ("http/mcp", "mcp_session_unknown", "{s:s}", "path", req->path);
+    return http_reply_write (
+        wsi, req, 404,
+        mcp_rpc_error (json_null (), MCP_SESSION_NOT_FOUND,
+                       "Session not found: this server did not mint this Mcp-Session-Id, or the session ended "
+                       "(DELETE, or pushed out by newer ones): initialize again without it",
+                       NULL),
+        NULL);
+}
+
+/* Mcp-Session-Id: none (*out ""), or one this server minted and that has
+   not ended. 0, or -1 answered (400 malformed, 404 unknown). */
+static int
+s_session (struct lws *wsi, http_req_t *req, mcp_server_t *server, char *out, int *rc)
 {
     char value[256];
-    if (!s_header (wsi, "mcp-session-id:", "Mcp-Session-Id:", value, sizeof value)) {
-        *out = 0;
+    *out = 0;
+    if (!s_header (wsi, "mcp-session-id:", "Mcp-Session-Id:", value, sizeof value))
         return 0;
-    }
     size_t n = strlen (value);
     bool ok = n > 0 && n <= MCP_SESSION_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = value[i] > 0x20 && value[i] < 0x7f;
     if (!ok) {
         *rc = http_reply_error (wsi, req, 400, "Mcp-Session-Id must be 1 to 64 visible ASCII characters");
+        return -1;
+    }
+    if (!mcp_server_session_known (server, value)) {
+        *rc = s_session_unknown (wsi, req);
         return -1;
     }
     snprintf (out, MCP_SESSION_MAX + 1, "%s", value);
@@ -312,18 +337,16 @@ s_post (struct lws *wsi, http_req_t *req, http_mcp_t *mcp)
         return http_reply_error (wsi, req, 400, "unsupported MCP-Protocol-Version");
     http_mcp_req_t *mr = wire_xcalloc (1, sizeof *mr);
     int rc = 0;
-    if (s_session (wsi, req, mr->scope, &rc) < 0) {
+    if (s_session (wsi, req, mcp->server, mr->scope, &rc) < 0) {
         s_req_free (mr);
         return rc;
     }
     const char *body = req->body ? req->body : "";
     if (!mr->scope[0] && s_is_initialize (body, req->body_len)) {
-        char id[WIRE_ID_SIZE];
-        wire_id_new (id);
-        snprintf (mr->scope, sizeof mr->scope, "%s", id);
+        snprintf (mr->scope, sizeof mr->scope, "%s", mcp_server_session_open (mcp->server));
         mr->minted = true;
     }
-    mr->sink = (mcp_sink_t) {.fns = &s_sink_fns, .scope = mr->scope};
+    mr->sink = (mcp_sink_t) {.fns = &s_sink_fns, .scope = mr->scope[0] ? mr->scope : NULL};
     mr->front = req->front;
     mr->wsi = wsi;
     req->mcp = mr;
@@ -354,11 +377,11 @@ http_mcp_route (struct lws *wsi, http_req_t *req, const char *rest)
         return s_post (wsi, req, mcp);
     char scope[MCP_SESSION_MAX + 1];
     int rc = 0;
-    if (s_session (wsi, req, scope, &rc) < 0)
+    if (s_session (wsi, req, mcp->server, scope, &rc) < 0)
         return rc;
     if (!scope[0])
         return http_reply_error (wsi, req, 400, "DELETE /mcp needs the Mcp-Session-Id to end");
-    mcp_server_end_scope (mcp->server, scope);
+    mcp_server_session_end (mcp->server, scope);
     return http_reply_write (wsi, req, 204, NULL, NULL);
 }
 

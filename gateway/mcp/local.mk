@@ -2,9 +2,16 @@
 # into the kennel binary as a subcommand.
 gateway_kennel_SOURCES += gateway/mcp/mcp.h gateway/mcp/mcp_line.c gateway/mcp/mcp_rpc.c \
 	gateway/mcp/mcp_server.c gateway/mcp/mcp_stdio.c gateway/mcp/mcp_core.c gateway/mcp/mcp_tools.c gateway/mcp/mcp_files.c gateway/mcp/mcp_gateway.c gateway/mcp/mcp_conv.c \
-	gateway/mcp/mcp_hosttools.c gateway/mcp/mcp_upstream.c gateway/mcp/mcp_proc.c gateway/mcp/mcp_main.c
+	gateway/mcp/mcp_hosttools.c gateway/mcp/mcp_upstream.c gateway/mcp/mcp_proc.c gateway/mcp/mcp_sessions.c gateway/mcp/mcp_main.c
 
 EXTRA_DIST += gateway/mcp/README.md
+
+# The session table (mcp_sessions) on its own: tests/mcp/mcp_sessions_test.c.
+check_PROGRAMS += tests/mcp/mcp_sessions_test
+TESTS += tests/mcp/mcp_sessions_test
+tests_mcp_mcp_sessions_test_SOURCES = tests/mcp/mcp_sessions_test.c tests/gateway/gw_check.h gateway/mcp/mcp.h \
+	gateway/mcp/mcp_sessions.c
+tests_mcp_mcp_sessions_test_LDADD = $(WIRE_LIBS)
 
 # The official MCP TypeScript SDK for tests/mcp, pinned by its lock file and
 # installed into the build dir (never the source tree): `make mcp-node`

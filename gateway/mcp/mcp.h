@@ -66,6 +66,7 @@ void mcp_line_out_destroy (mcp_line_out_t **self_p, int timeout_ms);
 #define MCP_INVALID_PARAMS (-32602)
 #define MCP_INTERNAL_ERROR (-32603)
 #define MCP_UNSUPPORTED_VERSION (-32004)
+#define MCP_SESSION_NOT_FOUND (-32001) /* streamable HTTP: 404, as the TypeScript SDK's server answers */
 
 typedef enum { MCP_RPC_REQUEST, MCP_RPC_NOTIFICATION, MCP_RPC_RESPONSE, MCP_RPC_INVALID } mcp_rpc_kind_t;
 
@@ -233,6 +234,23 @@ json_t *mcp_files_request (const char *tool, const char *conversation, const jso
 /* The CallToolResult of the gateway's reply (NULL: none came). */
 json_t *mcp_files_result (const char *tool, const json_t *reply);
 
+/* ---- mcp_sessions: the sessions a server minted ----------------------- */
+
+typedef struct mcp_sessions mcp_sessions_t;
+mcp_sessions_t *mcp_sessions_new (size_t max);
+void mcp_sessions_destroy (mcp_sessions_t **self_p);
+/* A fresh session: its id (128 random bits, hex; valid until removed), with
+   a default conversation id of its own; NULL when max are there (the
+   caller ends mcp_sessions_oldest first). */
+const char *mcp_sessions_add (mcp_sessions_t *self);
+/* The default conversation's id of session id, which counts as used now;
+   NULL when there is no such session. */
+const char *mcp_sessions_find (mcp_sessions_t *self, const char *id);
+/* The session used least recently, or NULL. */
+const char *mcp_sessions_oldest (mcp_sessions_t *self);
+void mcp_sessions_remove (mcp_sessions_t *self, const char *id);
+size_t mcp_sessions_size (const mcp_sessions_t *self);
+
 /* ---- mcp_server: the protocol, whatever carries it ------------------- */
 
 typedef struct {
@@ -259,8 +277,15 @@ typedef struct {
 } mcp_sink_fns_t;
 struct mcp_sink {
     const mcp_sink_fns_t *fns;
-    /* Request ids are unique per client only: a cancellation matches the
-       calls of its own scope (an HTTP session; "" or NULL: none). */
+    /* Whose message this is. Request ids are unique per client only, so a
+       cancellation matches the calls of its own scope, and a call without
+       `conversation` runs in its scope's default conversation:
+       ""   the process's one client (stdio): the server's default;
+       id   an MCP session the server minted (mcp_server_session_open): the
+            session's own default;
+       NULL a request of no session (streamable HTTP without
+            Mcp-Session-Id, the stateless revision): a cancel reaches only
+            calls on this same sink, and there is no default conversation. */
     const char *scope;
 };
 
@@ -274,8 +299,16 @@ void mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_s
 /* sink's client is gone: the code its calls run is interrupted (the
    conversations stay), nothing more goes to sink. */
 void mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink);
-/* The client of scope ended its session: its calls are cancelled. */
-void mcp_server_end_scope (mcp_server_t *self, const char *scope);
+/* A new MCP session (initialize over streamable HTTP): its id, valid until
+   it ends. When the server holds its maximum of sessions the one used
+   least recently ends first, as mcp_server_session_end. */
+const char *mcp_server_session_open (mcp_server_t *self);
+/* Whether id is a session this server minted and that has not ended (it
+   counts as used now). */
+bool mcp_server_session_known (mcp_server_t *self, const char *id);
+/* The session ends (its client's DELETE): its calls are cancelled, its
+   default conversation closed, and its id is unknown from now on. */
+void mcp_server_session_end (mcp_server_t *self, const char *id);
 /* The host tools from now on (a reload): the commands of tools_file and
    the tools of `sh -c tools_from_mcp` (NULL: none). Conversations opened
    later get them; open ones keep the names they were opened with, served

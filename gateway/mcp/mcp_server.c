@@ -24,19 +24,23 @@
    restarted, and a request sent to sockets that are gone waits forever. */
 #define MCP_REVALIDATE_S 1.0
 #define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+/* MCP sessions held at once (mcp_sessions.c): ~200 bytes each. */
+#define MCP_SESSIONS_MAX 4096
 
 static const char *handshake_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 static const char *stateless_versions[] = {"2026-07-28", NULL};
 
 static const char *instructions
-    = "Python runs in confined, persistent kernels: python_exec keeps variables between calls. Use "
-      "conversation_open for a separate kernel and pass its handle as `conversation`.";
+    = "Python runs in confined, persistent kernels: python_exec keeps variables between calls, in this client's "
+      "default conversation (its own: no other client shares it) or in one conversation_open gave (pass its handle "
+      "as `conversation`; a handle is the only way to share a kernel). A new kennel mcp process starts a fresh "
+      "kernel: to keep one across processes, use --connection-file of a running kennel serve and a handle.";
 
 /* One tools/call in flight. */
 typedef struct {
     mcp_server_t *server;
     mcp_sink_t *sink; /* where its answer goes */
-    char *scope;      /* its client's: request ids are unique within it */
+    char *scope;      /* its client's (the sink's scope, copied; NULL: none) */
     json_t *id;
     json_t *progress_token; /* or NULL */
     bool stateless;
@@ -61,9 +65,10 @@ struct mcp_server {
     json_t *catalog; /* the host tools' declarations, as the gateway takes them */
     zhashx_t *convs; /* id -> mcp_conv_t */
     zhashx_t *opening; /* id -> "" while conversation_open is pending */
-    zhashx_t *specs;   /* id -> {"tools", "policy"} it was opened with: to open it again */
+    zhashx_t *specs;   /* id -> {"tools", "policy", "owner"} it was opened with: to open it again, to list it */
     zhashx_t *renewed; /* id -> "": opened again with a fresh kernel, not yet said */
-    char default_id[64];
+    char default_id[64]; /* the default conversation of scope "" (stdio's one client) */
+    mcp_sessions_t *sessions;
     char *startup_error; /* why conversations cannot be had */
     zlistx_t *calls;     /* call_t */
     unsigned next_conv;
@@ -226,9 +231,10 @@ s_on_open_reply (const json_t *content, void *arg)
     free (o);
 }
 
-/* Asks the gateway for a conversation; its callers wait in s_conv_dispatch. */
+/* Asks the gateway for a conversation for the client of scope owner (its
+   conversation_list shows it); its callers wait in s_conv_dispatch. */
 static void
-s_conv_open (mcp_server_t *self, const char *id, json_t *tools, json_t *policy)
+s_conv_open (mcp_server_t *self, const char *id, json_t *tools, json_t *policy, const char *owner)
 {
     opening_t *o = wire_xcalloc (1, sizeof *o);
     o->server = self;
@@ -237,7 +243,8 @@ s_conv_open (mcp_server_t *self, const char *id, json_t *tools, json_t *policy)
     json_t *content = json_pack ("{s:s, s:s, s:o}", "conversation_id", id, "kernel", "python", "tools", tools);
     if (policy)
         json_object_set (content, "policy", policy);
-    json_t *spec = json_pack ("{s:O, s:O}", "tools", tools, "policy", policy ? policy : json_null ());
+    json_t *spec = json_pack ("{s:O, s:O, s:s?}", "tools", tools, "policy", policy ? policy : json_null (), "owner",
+                              owner);
     zhashx_update (self->specs, id, spec);
     json_decref (spec);
     mcp_gateway_request (self->gateway, "conversation_open_request", content, MCP_CONTROL_TIMEOUT_MS, s_on_open_reply, o);
@@ -249,13 +256,24 @@ s_gateway_usable (mcp_server_t *self)
     return self->gateway && mcp_gateway_ready (self->gateway) && (self->upstream_ready || !self->upstream);
 }
 
-static void
-s_conv_open_default (mcp_server_t *self)
+/* The default conversation of the client of scope: stdio's one client
+   has the server's, an MCP session its own, a request of no session none
+   (NULL: over HTTP every client would share it). */
+static const char *
+s_default_of (mcp_server_t *self, const char *scope)
 {
-    if (!s_gateway_usable (self) || zhashx_lookup (self->convs, self->default_id)
-        || zhashx_lookup (self->opening, self->default_id))
+    if (!scope)
+        return NULL;
+    return *scope ? mcp_sessions_find (self->sessions, scope) : self->default_id;
+}
+
+/* Opens id, a default conversation, unless it is open or opening. */
+static void
+s_conv_open_default (mcp_server_t *self, const char *id, const char *owner)
+{
+    if (!s_gateway_usable (self) || zhashx_lookup (self->convs, id) || zhashx_lookup (self->opening, id))
         return;
-    s_conv_open (self, self->default_id, json_deep_copy (self->catalog), NULL);
+    s_conv_open (self, id, json_deep_copy (self->catalog), NULL, owner);
 }
 
 /* With its own gateway the front opens the default conversation at once:
@@ -265,7 +283,7 @@ static void
 s_conv_open_early (mcp_server_t *self)
 {
     if (mcp_gateway_owned (self->gateway))
-        s_conv_open_default (self);
+        s_conv_open_default (self, self->default_id, "");
 }
 
 static void
@@ -439,7 +457,7 @@ s_on_adopt_list (const json_t *content, void *arg)
     json_array_foreach (json_object_get (content, "conversations"), i, entry)
         if (streq (json_string_value (json_object_get (entry, "conversation_id")) ?: "", call->conv_id)) {
             if (!zhashx_lookup (self->convs, call->conv_id) && !zhashx_lookup (self->opening, call->conv_id))
-                s_conv_open (self, call->conv_id, json_deep_copy (self->catalog), NULL);
+                s_conv_open (self, call->conv_id, json_deep_copy (self->catalog), NULL, call->scope);
             s_conv_dispatch (self, call->conv_id);
             return;
         }
@@ -448,15 +466,39 @@ s_on_adopt_list (const json_t *content, void *arg)
                                                  call->conv_id));
 }
 
+/* A call naming no conversation from a client that has no default one. */
+static json_t *
+s_no_default (void)
+{
+    return mcp_tools_error_result (
+        "no conversation named: this request has no MCP session (no Mcp-Session-Id), and without one there is no "
+        "default conversation (clients of one server would share it). Call conversation_open and pass its handle as "
+        "`conversation`, or initialize a session: each session has a default conversation of its own");
+}
+
+/* Whether the conversation id was opened for the client of scope. */
+static bool
+s_owned_by (mcp_server_t *self, const char *id, const char *scope)
+{
+    const char *owner = json_string_value (json_object_get (zhashx_lookup (self->specs, id), "owner"));
+    return owner ? scope && streq (owner, scope) : !scope;
+}
+
 /* python_exec and the file tools: the call runs once its conversation is
    ready. */
 static void
 s_tool_in_conversation (mcp_server_t *self, call_t *call)
 {
-    const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
+    const char *named = s_arg_string (call, "conversation");
+    const char *fallback = s_default_of (self, call->scope);
+    const char *conv_id = named ?: fallback;
+    if (!conv_id) {
+        s_call_answer (call, s_no_default ());
+        return;
+    }
     call->conv_id = wire_xstrdup (conv_id);
-    if (streq (conv_id, self->default_id))
-        s_conv_open_default (self);
+    if (fallback && streq (conv_id, fallback))
+        s_conv_open_default (self, conv_id, call->scope);
     else if (!zhashx_lookup (self->convs, conv_id) && !zhashx_lookup (self->opening, conv_id)) {
         if (mcp_gateway_owned (self->gateway))
             s_call_answer (call, mcp_tools_error_result ("no conversation %s in this server (conversation_open "
@@ -483,7 +525,7 @@ s_tool_open (mcp_server_t *self, call_t *call)
     char id[WIRE_ID_SIZE];
     wire_id_new (id);
     call->conv_id = wire_xasprintf ("mcp-%.12s-%u", id, ++self->next_conv);
-    s_conv_open (self, call->conv_id, tools, json_object_get (call->arguments, "policy"));
+    s_conv_open (self, call->conv_id, tools, json_object_get (call->arguments, "policy"), call->scope);
 }
 
 /* Answers a control reply for call: ok_text, or the gateway's error. */
@@ -502,16 +544,20 @@ s_on_control_reply (const json_t *content, void *arg)
         json_t *mine = json_array ();
         size_t i;
         json_t *entry;
-        json_array_foreach (json_object_get (content, "conversations"), i, entry)
-            if (zhashx_lookup (self->convs, json_string_value (json_object_get (entry, "conversation_id")) ?: ""))
+        json_array_foreach (json_object_get (content, "conversations"), i, entry) {
+            const char *id = json_string_value (json_object_get (entry, "conversation_id")) ?: "";
+            if (zhashx_lookup (self->convs, id) && s_owned_by (self, id, call->scope))
                 json_array_append (mine, entry);
+        }
         char *text = json_dumps (mine, JSON_INDENT (1));
         s_call_answer (call, mcp_tools_text_result (json_pack ("{s:o}", "conversations", mine), "%s", text));
         free (text);
     }
     else {
-        if (streq (call->tool, "conversation_close"))
+        if (streq (call->tool, "conversation_close")) {
             zhashx_delete (self->convs, call->conv_id);
+            zhashx_delete (self->specs, call->conv_id);
+        }
         s_call_answer (call, mcp_tools_text_result (json_pack ("{s:s}", "conversation", call->conv_id), "%s: done",
                                                     call->tool));
     }
@@ -525,7 +571,11 @@ s_tool_control (mcp_server_t *self, call_t *call)
                              s_on_control_reply, call);
         return;
     }
-    const char *conv_id = s_arg_string (call, "conversation") ?: self->default_id;
+    const char *conv_id = s_arg_string (call, "conversation") ?: s_default_of (self, call->scope);
+    if (!conv_id) {
+        s_call_answer (call, s_no_default ());
+        return;
+    }
     if (!zhashx_lookup (self->convs, conv_id) && mcp_gateway_owned (self->gateway)) {
         s_call_answer (call, mcp_tools_error_result ("no open conversation %s in this server", conv_id));
         return;
@@ -607,7 +657,7 @@ s_tools_call (mcp_server_t *self, mcp_sink_t *sink, const json_t *id, const json
     call_t *call = wire_xcalloc (1, sizeof *call);
     call->server = self;
     call->sink = sink;
-    call->scope = wire_xstrdup (sink->scope ?: "");
+    call->scope = sink->scope ? wire_xstrdup (sink->scope) : NULL;
     call->id = json_deep_copy (id);
     call->stateless = stateless;
     call->tool = wire_xstrdup (name);
@@ -690,12 +740,20 @@ s_call_drop (call_t *call, bool end_sink)
     s_call_free (call);
 }
 
+/* Whether call is of the client that sent a cancel on sink: the same
+   scope, or for a request of no session the same sink (its own stream). */
+static bool
+s_same_client (const call_t *call, const mcp_sink_t *sink)
+{
+    return sink->scope ? call->scope && streq (call->scope, sink->scope) : call->sink == sink;
+}
+
 static void
-s_cancelled (mcp_server_t *self, const json_t *params, const char *scope)
+s_cancelled (mcp_server_t *self, const json_t *params, mcp_sink_t *sink)
 {
     json_t *request_id = json_object_get (params, "requestId");
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls)) {
-        if (!json_equal (call->id, request_id) || !streq (call->scope, scope))
+        if (!json_equal (call->id, request_id) || !s_same_client (call, sink))
             continue;
         gw_log ("mcp_cancelled", "{s:O, s:s}", "request", request_id, "tool", call->tool);
         /* the spec: no response for a cancelled request */
@@ -770,7 +828,7 @@ mcp_server_receive (mcp_server_t *self, const char *text, size_t len, mcp_sink_t
         break;
     case MCP_RPC_NOTIFICATION:
         if (streq (json_string_value (json_object_get (msg, "method")), "notifications/cancelled"))
-            s_cancelled (self, json_object_get (msg, "params"), sink->scope ?: "");
+            s_cancelled (self, json_object_get (msg, "params"), sink);
         s_end (sink); /* never answered */
         break;
     case MCP_RPC_RESPONSE:
@@ -796,16 +854,53 @@ mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink)
     zlistx_destroy (&gone);
 }
 
-void
-mcp_server_end_scope (mcp_server_t *self, const char *scope)
+static void
+s_on_closed (const json_t *content, void *arg)
 {
+}
+
+void
+mcp_server_session_end (mcp_server_t *self, const char *id)
+{
+    const char *conv = mcp_sessions_find (self->sessions, id);
+    if (!conv)
+        return;
+    char *scope = wire_xstrdup (id); /* id may be the table's own */
     zlistx_t *ended = zlistx_new ();
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls))
-        if (streq (call->scope, scope))
+        if (call->scope && streq (call->scope, scope))
             zlistx_add_end (ended, call);
     for (call_t *call = zlistx_first (ended); call; call = zlistx_next (ended))
         s_call_drop (call, true);
     zlistx_destroy (&ended);
+    /* its default conversation is of no one else's: closed (one opened by
+       conversation_open stays, its handle may have been passed on) */
+    if (zhashx_lookup (self->convs, conv) || zhashx_lookup (self->opening, conv)) {
+        mcp_gateway_request (self->gateway, "conversation_close_request", json_pack ("{s:s}", "conversation_id", conv),
+                             MCP_CONTROL_TIMEOUT_MS, s_on_closed, self);
+        zhashx_delete (self->convs, conv);
+    }
+    zhashx_delete (self->specs, conv);
+    gw_log ("mcp_session_end", "{s:i}", "sessions", (int) mcp_sessions_size (self->sessions) - 1);
+    mcp_sessions_remove (self->sessions, scope);
+    free (scope);
+}
+
+const char *
+mcp_server_session_open (mcp_server_t *self)
+{
+    const char *id;
+    while (!(id = mcp_sessions_add (self->sessions))) {
+        gw_log_limited ("mcp/sessions", "mcp_session_evicted", "{s:i}", "max", MCP_SESSIONS_MAX);
+        mcp_server_session_end (self, mcp_sessions_oldest (self->sessions));
+    }
+    return id;
+}
+
+bool
+mcp_server_session_known (mcp_server_t *self, const char *id)
+{
+    return mcp_sessions_find (self->sessions, id) != NULL;
 }
 
 /* ---- start and end ---------------------------------------------------------- */
@@ -947,6 +1042,7 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     zhashx_set_duplicator (self->specs, s_json_dup);
     self->renewed = zhashx_new ();
     self->calls = zlistx_new ();
+    self->sessions = mcp_sessions_new (MCP_SESSIONS_MAX);
     char id[WIRE_ID_SIZE];
     wire_id_new (id);
     snprintf (self->default_id, sizeof self->default_id, "mcp-%.12s-default", id);
@@ -993,6 +1089,7 @@ mcp_server_destroy (mcp_server_t **self_p)
     zhashx_destroy (&self->opening);
     zhashx_destroy (&self->specs);
     zhashx_destroy (&self->renewed);
+    mcp_sessions_destroy (&self->sessions);
     mcp_hosttools_destroy (&self->hosttools);
     mcp_upstream_destroy (&self->upstream);
     free (self->upstream_cmd);

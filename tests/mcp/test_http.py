@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from kennel_testlib import HttpGateway
-from mcplib import sdk_report
+from mcplib import node, sdk_report
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -157,7 +157,8 @@ def test_get_is_405_and_an_unknown_protocol_version_400(gw):
 
 
 def test_a_call_with_a_progress_token_streams_its_progress_then_the_answer(gw):
-    r = call(gw, 11, "python_exec", {"code": "import time; time.sleep(2.5); print('slept')"},
+    conv = open_conversation(gw)
+    r = call(gw, 11, "python_exec", {"code": "import time; time.sleep(2.5); print('slept')", "conversation": conv},
              meta={"progressToken": "p1"}, stream=True)
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/event-stream")
@@ -167,20 +168,72 @@ def test_a_call_with_a_progress_token_streams_its_progress_then_the_answer(gw):
     assert msgs[-1]["id"] == 11 and text(msgs[-1]["result"]) == "slept\n"
 
 
+def open_conversation(gw, **kw):
+    r = call(gw, 1, "conversation_open", {}, **kw)
+    conv = r.json()["result"]["structuredContent"]["conversation"]
+    assert call(gw, 2, "python_exec", {"code": "alive = 1", "conversation": conv}, **kw).json()["result"]["isError"] \
+        is False
+    return conv
+
+
 def test_the_stateless_revision_is_served_over_http(gw):
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
     r = post(gw, {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
     assert r.status_code == 200 and "2026-07-28" in r.json()["result"]["supportedVersions"]
-    r = call(gw, 2, "python_exec", {"code": "21 * 2"}, meta=meta)
+    r = call(gw, 2, "conversation_open", {}, meta=meta)
+    conv = r.json()["result"]["structuredContent"]["conversation"]
+    r = call(gw, 3, "python_exec", {"code": "21 * 2", "conversation": conv}, meta=meta)
     assert r.json()["result"]["resultType"] == "complete"
     assert text(r.json()["result"]) == "42"
 
 
-def open_conversation(gw):
-    r = call(gw, 1, "conversation_open", {})
-    conv = r.json()["result"]["structuredContent"]["conversation"]
-    assert call(gw, 2, "python_exec", {"code": "alive = 1", "conversation": conv}).json()["result"]["isError"] is False
-    return conv
+def test_a_request_without_a_session_has_no_default_conversation(gw):
+    """Every client of the daemon holds the same token: a default
+    conversation for requests of no session would be shared by all of
+    them. Before: it was (one client's variable read by another)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    for m in (meta, None):
+        r = call(gw, 4, "python_exec", {"code": "secret = 1"}, meta=m).json()["result"]
+        assert r["isError"] is True, r
+        assert "conversation_open" in text(r) and "Mcp-Session-Id" in text(r), r
+
+
+def sdk_calls(gw, *lanes):
+    """One SDK client (its own MCP session) making the lanes' calls: per
+    lane, per call {ms, isError, text, structured}."""
+    done = node("calls.mjs", gw.url + "mcp", json.dumps(lanes), env=dict(os.environ, KENNEL_HTTP_TOKEN=gw.token))
+    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def exec_call(code, **args):
+    return {"name": "python_exec", "arguments": {"code": code, **args}}
+
+
+def test_two_sdk_clients_never_share_a_default_conversation(gw):
+    """Each MCP session has a default conversation of its own; a handle is
+    the only way to share one. Before: the second client printed `41 7`,
+    the first one's variables (one default conversation per daemon)."""
+    [[first, mine]] = sdk_calls(gw, [exec_call("x, y = 41, 7"), exec_call("print(x, y)")])
+    assert (first["isError"], mine["text"]) == (False, "41 7\n"), (first, mine)
+    handle = first["structured"]["conversation"]
+    [[other, listed, shared]] = sdk_calls(gw, [exec_call("print(x, y)"),
+                                               {"name": "conversation_list", "arguments": {}},
+                                               exec_call("print(x, y)", conversation=handle)])
+    assert other["isError"] is True and "NameError: name 'x' is not defined" in other["text"], other
+    assert other["structured"]["conversation"] != handle
+    # its list has its own default conversation only, not the other client's
+    assert [c["conversation_id"] for c in listed["structured"]["conversations"]] \
+        == [other["structured"]["conversation"]], listed
+    # the first client's session ended (DELETE at its close): its default
+    # conversation was closed with it, so even its handle reaches nothing
+    assert shared["isError"] is True and f"no conversation {handle}" in shared["text"], shared
+
+
+def test_a_handle_is_how_two_clients_share_a_conversation(gw):
+    conv = open_conversation(gw)
+    [[r]] = sdk_calls(gw, [exec_call("alive + 41", conversation=conv)])
+    assert r["text"] == "42", r
 
 
 def test_a_client_that_drops_its_connection_mid_execution_interrupts_it(gw):
@@ -222,6 +275,57 @@ def test_delete_cancels_the_session_s_running_calls(gw):
     assert got["r"].status_code == 202  # cancelled: no answer
     r = call(gw, 6, "python_exec", {"conversation": conv, "code": "alive + 1"}, timeout=20)
     assert text(r.json()["result"]) == "2"
+
+
+def call_without_session(gw, rid, conv, code):
+    """A call of no session running in a thread; got["r"] its response."""
+    got = {}
+
+    def run():
+        got["r"] = call(gw, rid, "python_exec", {"conversation": conv, "code": code}, timeout=60)
+    th = threading.Thread(target=run)
+    th.start()
+    return th, got
+
+
+def test_a_cancel_without_a_session_reaches_only_its_own_stream(gw):
+    """Clients number their requests from 0: B's cancel of its request 3
+    must not cancel A's request 3. Without sessions the only stream a
+    cancel could name is its own POST's (the stateless revision cancels by
+    closing the stream). Before: A's call was interrupted, its POST 202."""
+    a = open_conversation(gw)
+    b = open_conversation(gw)
+    th, got = call_without_session(gw, 3, a, "import time; time.sleep(3); 'done'")
+    time.sleep(1)
+    r = post(gw, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    assert r.status_code == 202
+    th.join(60)
+    assert got["r"].status_code == 200 and text(got["r"].json()["result"]) == "'done'", got["r"].text
+    assert call(gw, 4, "python_exec", {"conversation": b, "code": "alive"}).json()["result"]["isError"] is False
+
+
+def test_a_session_id_the_server_did_not_mint_is_404(gw):
+    """Session ids are the server's: a client cannot pick one (and so
+    cannot name another's to DELETE its calls). Before: any value was taken
+    as a session, and `DELETE` of it cancelled the calls of whoever used it."""
+    conv = open_conversation(gw)
+    for method in ("POST", "DELETE"):
+        r = requests.request(method, gw.url + "mcp", headers={
+            "Authorization": f"Bearer {gw.token}", "Accept": ACCEPT, "Content-Type": "application/json",
+            "Mcp-Session-Id": "my-session"}, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                              "params": {"name": "python_exec", "arguments": {
+                                                                  "conversation": conv, "code": "1"}}}), timeout=30)
+        assert r.status_code == 404, (method, r.status_code, r.text)
+        assert r.json()["error"]["code"] == -32001 and r.json()["id"] is None, r.text
+    # a minted session works until it is deleted, then it is unknown too
+    sid = post(gw, INIT).headers["mcp-session-id"]
+    assert len(sid) == 32 and int(sid, 16) >= 0
+    assert post(gw, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={"Mcp-Session-Id": sid}).status_code == 200
+    h = {"Authorization": f"Bearer {gw.token}", "Mcp-Session-Id": sid}
+    assert requests.delete(gw.url + "mcp", headers=h, timeout=30).status_code == 204
+    r = post(gw, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers={"Mcp-Session-Id": sid})
+    assert r.status_code == 404, r.text
+    assert requests.delete(gw.url + "mcp", headers=h, timeout=30).status_code == 404
 
 
 def test_a_cancel_matches_its_own_session_only(gw):
