@@ -285,6 +285,11 @@ gw_conv_t *ws_conn_conv (const ws_conn_t *self);
 
 /* /mcp and below (rest: what follows "/mcp"). */
 int http_mcp_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* Where an MCP client looks for OAuth after a 401: /.well-known/ and
+   below, and the 2025-03-26 revision's default endpoints. */
+bool http_mcp_oauth_path (const char *path);
+/* Answers such a path, before the token is checked: 404, no OAuth here. */
+int http_mcp_no_oauth (struct lws *wsi, http_req_t *req);
 /* The writable callback of a request answered by MCP. */
 int http_mcp_writable (struct lws *wsi, http_req_t *req);
 /* The request's connection closed or carries a new request: a call still

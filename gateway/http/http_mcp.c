@@ -359,6 +359,29 @@ s_post (struct lws *wsi, http_req_t *req, http_mcp_t *mcp)
     return 0;
 }
 
+/* An MCP client told 401 looks for OAuth: RFC 9728's protected resource
+   metadata (/.well-known/oauth-protected-resource[/mcp]), RFC 8414's and
+   OpenID's authorization server metadata, and, as the 2025-03-26
+   revision's fallback (the TypeScript SDK still takes it), /register,
+   /authorize and /token at the origin. No document or endpoint is served
+   there, and a token is not needed to learn that: 404 is how the MCP
+   authorization spec's discovery ends with "no OAuth" (a 401 would say it
+   exists, behind the token), and the body says what does work. */
+bool
+http_mcp_oauth_path (const char *path)
+{
+    return strncmp (path, "/.well-known/", 13) == 0 || streq (path, "/register") || streq (path, "/authorize")
+           || streq (path, "/token");
+}
+
+int
+http_mcp_no_oauth (struct lws *wsi, http_req_t *req)
+{
+    return http_reply_error (wsi, req, 404,
+                             "this server has no OAuth: send its token as Authorization: Bearer T (the daemon's "
+                             "http.token, KENNEL_AUTH_TOKEN or its connection file's http_token)");
+}
+
 int
 http_mcp_route (struct lws *wsi, http_req_t *req, const char *rest)
 {

@@ -75,6 +75,9 @@ http_reply_head (struct lws *wsi, http_req_t *req, int status, const char *conte
                                                           (int) strlen (content_type), &p, end))
         || (length >= 0 && lws_add_http_header_content_length (wsi, (lws_filepos_t) length, &p, end))
         || (status == 503 && header_add (wsi, "retry-after:", retry, &p, end))
+        /* RFC 9110: a 401 names its scheme; no resource_metadata, as no
+           OAuth is served (gateway/http/README.md, "MCP clients and OAuth") */
+        || (status == 401 && header_add (wsi, "www-authenticate:", "Bearer realm=\"kennel\"", &p, end))
         || cors_add (wsi, &req->front->settings, &p, end))
         return -1;
     for (; extra && extra[0]; extra += 2)

@@ -100,6 +100,8 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
         return http_ops_healthz (wsi, req);
     if (streq (req->path, "/metrics") && front->settings.metrics_open)
         return http_ops_metrics (wsi, req);
+    if (http_mcp_oauth_path (req->path)) /* 404 needs no token: there is no OAuth */
+        return http_mcp_no_oauth (wsi, req);
     int status;
     const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
     if (refusal)

@@ -182,6 +182,7 @@ typedef struct {
     json_t *reply;   /* the execute_reply's content, or NULL */
     json_t *kennel;  /* metadata.kennel, or NULL */
     bool timed_out;  /* the front's timeout interrupted it */
+    bool stopped;    /* the gateway stopped the kernel first (the end of a drain): outputs so far */
 } mcp_exec_result_t;
 typedef void(mcp_exec_fn) (mcp_exec_result_t *result, void *arg);
 typedef void(mcp_exec_progress_fn) (double seconds, void *arg);

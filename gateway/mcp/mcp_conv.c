@@ -13,6 +13,9 @@
     Executions are kept in the order they were sent; the gateway runs them
     in that order, so the head is the one running. A timeout or a cancel
     interrupts the head only: a queued one is interrupted when it starts.
+    An iopub status "dead" is the gateway saying it stops the kernel (the
+    end of a drain, gateway/gw_drain.c): every execution ends then, with
+    what it had produced, rather than at the stop with nothing.
 */
 #include "mcp.h"
 #include "gateway/gw_conv.h"
@@ -36,6 +39,7 @@ struct mcp_exec {
     bool started;
     bool cancelled;
     bool timed_out;
+    bool stopped; /* the gateway is stopping the kernel */
     double timeout_s;
     double started_at;
     int timeout_timer;
@@ -228,7 +232,7 @@ static void
 s_head_started (mcp_conv_t *self)
 {
     mcp_exec_t *exec = zlistx_first (self->execs);
-    if (!exec || exec->started)
+    if (!exec || exec->started || exec->stopped)
         return;
     exec->started = true;
     exec->started_at = (double) zclock_mono ();
@@ -252,7 +256,7 @@ s_exec_finish (mcp_conv_t *self, mcp_exec_t *exec, bool failed)
         zlistx_detach (self->execs, handle);
     if (!exec->cancelled && exec->done) {
         mcp_exec_result_t r = {.outputs = exec->outputs, .reply = exec->reply, .kennel = exec->kennel,
-                               .timed_out = exec->timed_out};
+                               .timed_out = exec->timed_out, .stopped = exec->stopped};
         exec->done (failed ? NULL : &r, exec->arg);
     }
     s_exec_free (&exec);
@@ -321,6 +325,17 @@ mcp_conv_fail_all (mcp_conv_t *self)
         s_exec_finish (self, exec, true);
 }
 
+/* The gateway stops the kernel: every execution ends now, stopped. */
+static void
+s_stopping (mcp_conv_t *self)
+{
+    for (mcp_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        e->stopped = true;
+    mcp_exec_t *exec;
+    while ((exec = zlistx_first (self->execs)))
+        s_exec_finish (self, exec, false);
+}
+
 /* ---- sockets ---------------------------------------------------------- */
 
 static void
@@ -330,8 +345,13 @@ s_on_iopub (mcp_conv_t *self, wire_msg_t *m)
     s_maybe_ready (self);
     mcp_exec_t *exec = s_exec_of (self, m);
     const char *type = wire_msg_type (m);
-    if (exec && streq (type, "status")) {
-        if (streq (json_string_value (json_object_get (m->content, "execution_state")) ?: "", "idle"))
+    const char *state = streq (type, "status") ? json_string_value (json_object_get (m->content, "execution_state")) : NULL;
+    if (state && streq (state, "dead")) {
+        s_stopping (self);
+        return;
+    }
+    if (exec && state) {
+        if (streq (state, "idle"))
             exec->idle = true;
     }
     else if (exec && (streq (type, "stream") || streq (type, "display_data") || streq (type, "execute_result")

@@ -14,6 +14,7 @@
 */
 #include "mcp.h"
 #include "config.h"
+#include "gateway/gw_ops.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -300,12 +301,31 @@ s_progress (double seconds, void *arg)
     s_send (call->sink, mcp_rpc_notification ("notifications/progress", params));
 }
 
+/* The call's JSON-RPC error (data taken), then the call is gone. */
+static void
+s_call_fail (call_t *call, int code, const char *message, json_t *data)
+{
+    s_error (call->sink, call->id, code, message, data);
+    s_call_free (call);
+}
+
 static void
 s_on_exec_done (mcp_exec_result_t *r, void *arg)
 {
     call_t *call = arg;
     call->exec = NULL;
-    if (!r)
+    if (r && r->stopped) {
+        /* not the code's failure but the server's end: a protocol error,
+           with what the code printed before it */
+        json_t *partial = mcp_tools_exec_result (call->conv_id, r);
+        s_call_fail (call, MCP_INTERNAL_ERROR,
+                     GW_DRAINING " and stopped the kernel before the code finished: its variables are lost; open "
+                                 "a conversation on another gateway",
+                     json_pack ("{s:s, s:s, s:O}", "ename", "GatewayDraining", "conversation", call->conv_id,
+                                "content", json_object_get (partial, "content")));
+        json_decref (partial);
+    }
+    else if (!r)
         s_call_answer (call, mcp_tools_error_result ("the conversation %s was closed before the code finished",
                                                      call->conv_id));
     else {

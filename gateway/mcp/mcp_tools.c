@@ -245,8 +245,8 @@ mcp_tools_exec_result (const char *conversation, const mcp_exec_result_t *r)
         s_add_text (content, "[kennel: the timeout passed; the code was interrupted and the variables are kept]");
     if (json_array_size (content) == 0)
         s_add_text (content, "(no output)");
-    json_t *structured = json_pack ("{s:s, s:s, s:O}", "conversation", conversation, "status", status, "kennel",
-                                    r->kennel ? r->kennel : json_object ());
+    json_t *structured = json_pack ("{s:s, s:s, s:o}", "conversation", conversation, "status", status, "kennel",
+                                    r->kennel ? json_incref (r->kennel) : json_object ());
     json_t *count = json_object_get (r->reply, "execution_count");
     if (json_is_integer (count))
         json_object_set (structured, "execution_count", count);

@@ -6,6 +6,7 @@ JSON-RPC, the stream of a call with progress, sessions, and a client that
 drops its connection mid-execution."""
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -353,3 +354,63 @@ def test_file_tools_over_http(gw):
     assert "h.txt" in [e["name"] for e in r.json()["result"]["structuredContent"]["entries"]]
     r = call(gw, 5, "file_get", {"path": "../x", "conversation": conv})
     assert r.json()["result"]["isError"] is True and text(r.json()["result"]).startswith("InvalidPath")
+
+
+def test_a_call_cut_by_the_drain_gets_a_json_rpc_error(tmp_path):
+    """SIGTERM drains: once drain_grace has passed, a call still running is
+    answered with a JSON-RPC error saying so, carrying what the code
+    printed before. Before: the connection closed without an answer
+    (curl: empty reply, rc 52)."""
+    g = HttpGateway(tmp_path, config={"drain_grace": 1})
+    g.wait_ready()
+    conv = open_conversation(g)
+    got = {}
+
+    def run():
+        try:
+            got["r"] = call(g, 5, "python_exec", {"conversation": conv, "code": (
+                "print('started', flush=True)\nimport time\nwhile True:\n    time.sleep(0.1)")}, timeout=60)
+        except requests.RequestException as e:
+            got["error"] = e
+    th = threading.Thread(target=run)
+    th.start()
+    time.sleep(1.5)  # it runs
+    g.proc.send_signal(signal.SIGTERM)
+    th.join(60)
+    assert g.proc.wait(30) == 0, g.log_file.read_text()[-3000:]
+    assert "r" in got, got
+    r = got["r"]
+    assert r.status_code == 200, r.text
+    error = r.json()["error"]
+    assert r.json()["id"] == 5 and error["code"] == -32603, r.text
+    assert error["message"].startswith("the gateway is stopping (draining after SIGTERM)"), error
+    assert error["data"]["ename"] == "GatewayDraining" and error["data"]["conversation"] == conv
+    assert "started" in "".join(c.get("text", "") for c in error["data"]["content"]), error
+
+
+def test_a_401_names_bearer_and_no_oauth_is_found(gw):
+    """No OAuth here: the 401 names its scheme (no resource_metadata), and
+    every place an MCP client looks for OAuth metadata or endpoints is 404
+    without a token. The SDK's client then concludes the server has no
+    protected resource metadata and, with an OAuth provider as the MCP
+    Inspector's, is never sent to an authorization page; its error carries
+    the server's sentence about the token. Before: no WWW-Authenticate, and
+    every one of those places answered 401 (the metadata "exists, behind
+    the token")."""
+    r = post(gw, INIT, token=False)
+    assert r.status_code == 401 and r.headers.get("www-authenticate") == 'Bearer realm="kennel"', r.headers
+    for path in (".well-known/oauth-protected-resource", ".well-known/oauth-protected-resource/mcp",
+                 ".well-known/oauth-authorization-server", ".well-known/openid-configuration"):
+        r = requests.get(gw.url + path, timeout=30)
+        assert r.status_code == 404 and "no OAuth" in r.json()["message"], (path, r.status_code, r.text)
+    done = node("auth.mjs", gw.url + "mcp")
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["plain"]["code"] == 401 and "a token is required" in report["plain"]["message"], report
+    oauth = report["oauth"]
+    assert oauth.get("connected") is not True and oauth["redirected"] is None, oauth
+    first, *looked = oauth["requests"]
+    assert (first["status"], first["wwwAuthenticate"]) == (401, 'Bearer realm="kennel"'), first
+    assert looked and all(x["status"] == 404 for x in looked), looked
+    assert "this server has no OAuth" in oauth["message"], oauth
+    assert report["discovery"]["message"] == "Resource server does not implement OAuth 2.0 Protected Resource Metadata."
