@@ -11,8 +11,10 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 import hostprobe
-from kennel_testlib import BUILDDIR, SRCDIR, built, setpriv
+from kennel_testlib import BUILDDIR, SRCDIR, built, setpriv, traversable_dir
 
 NODE_DIR = BUILDDIR / "mcp-node"        # `make mcp-node`: the pinned MCP SDK
 NODE_SCRIPTS = SRCDIR / "tests" / "mcp" / "node"
@@ -125,6 +127,19 @@ class Mcp:
             raise
 
 
+def unprivileged_home(uid, prefix):
+    """A dir uid owns and a sandbox uid can traverse, for a `kennel mcp` run
+    as uid; the test is skipped, saying why, where uid cannot make the user
+    namespaces its own gateway confines in."""
+    userns = hostprobe.user_namespaces(uid)
+    if not userns.ok:
+        pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
+                    "(security/test_confine.py asserts the refusal)")
+    home = traversable_dir(prefix)
+    os.chown(home, uid, uid)
+    return home
+
+
 def node_dir():
     """The build dir's pinned SDK with the test scripts beside it: ESM
     resolves node_modules from the script's own folder. A missing SDK is an
@@ -141,6 +156,21 @@ def node(script, *args, timeout=180, env=None):
     d = node_dir()
     return subprocess.run([shutil.which("node") or "node", str(d / script), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def sdk_calls(gw, *lanes):
+    """One client of the official SDK's streamable HTTP transport (one MCP
+    session) making the lanes' calls on gw's /mcp (lanes at once, each in
+    order; tests/mcp/node/calls.mjs): per lane, per call {ms, isError,
+    text, structured}."""
+    done = node("calls.mjs", gw.url + "mcp", json.dumps(lanes), env=dict(os.environ, KENNEL_HTTP_TOKEN=gw.token))
+    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def exec_call(code, **args):
+    """A python_exec call for sdk_calls' lanes."""
+    return {"name": "python_exec", "arguments": {"code": code, **args}}
 
 
 def sdk_report(*args, env=None):

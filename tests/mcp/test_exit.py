@@ -13,8 +13,8 @@ import signal
 import pytest
 
 import hostprobe
-from kennel_testlib import traversable_dir, wait_until
-from mcplib import Mcp
+from kennel_testlib import wait_until
+from mcplib import Mcp, unprivileged_home
 
 ENDS = ["SIGTERM", "SIGINT", "SIGHUP", "stdin closed"]
 
@@ -22,15 +22,7 @@ ENDS = ["SIGTERM", "SIGINT", "SIGHUP", "stdin closed"]
 def front(tmp_path, uid):
     """A `kennel mcp` as uid (None: root) whose default conversation runs
     code; its dir, for the config and log."""
-    if uid is not None:
-        userns = hostprobe.user_namespaces(uid)
-        if not userns.ok:
-            pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
-                        "(security/test_confine.py asserts the refusal)")
-        home = traversable_dir("kennel-mcp-exit-")
-        os.chown(home, uid, uid)
-    else:
-        home = pathlib.Path(tmp_path)
+    home = unprivileged_home(uid, "kennel-mcp-exit-") if uid is not None else pathlib.Path(tmp_path)
     m = Mcp(home, args=["--progress-interval", "0.2"], uid=uid)
     m.home = home
     m.initialize()

@@ -8,8 +8,7 @@ import shutil
 import pytest
 
 import hostprobe
-from kennel_testlib import traversable_dir
-from mcplib import Mcp
+from mcplib import Mcp, unprivileged_home
 
 PY = "/usr/bin/python3"
 
@@ -129,12 +128,7 @@ def test_unprivileged_front_runs_code_and_its_tools_as_its_own_uid():
     (where the host lets it make user namespaces), and a host tool's
     command runs as that uid, not as root."""
     uid = hostprobe.NOBODY
-    userns = hostprobe.user_namespaces(uid)
-    if not userns.ok:
-        pytest.skip(f"{userns.detail}: a gateway run as uid {uid} confines nothing on this host "
-                    "(security/test_confine.py asserts the refusal)")
-    home = traversable_dir("kennel-mcp-nobody-")
-    os.chown(home, uid, uid)
+    home = unprivileged_home(uid, "kennel-mcp-nobody-")
     tools = home / "tools.json"
     tools.write_text(json.dumps([{"name": "host_uid", "command": ["/bin/sh", "-c", "cat >/dev/null; id -u"]}]))
     m = Mcp(home, args=["--tools", tools], uid=uid)

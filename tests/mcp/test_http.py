@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from kennel_testlib import HttpGateway
-from mcplib import node, sdk_report
+from mcplib import exec_call, node, sdk_calls, sdk_report
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -197,18 +197,6 @@ def test_a_request_without_a_session_has_no_default_conversation(gw):
         r = call(gw, 4, "python_exec", {"code": "secret = 1"}, meta=m).json()["result"]
         assert r["isError"] is True, r
         assert "conversation_open" in text(r) and "Mcp-Session-Id" in text(r), r
-
-
-def sdk_calls(gw, *lanes):
-    """One SDK client (its own MCP session) making the lanes' calls: per
-    lane, per call {ms, isError, text, structured}."""
-    done = node("calls.mjs", gw.url + "mcp", json.dumps(lanes), env=dict(os.environ, KENNEL_HTTP_TOKEN=gw.token))
-    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def exec_call(code, **args):
-    return {"name": "python_exec", "arguments": {"code": code, **args}}
 
 
 def test_two_sdk_clients_never_share_a_default_conversation(gw):

@@ -17,7 +17,7 @@ import requests
 
 import hostprobe
 from kennel_testlib import HttpGateway, built, traversable_dir, wait_until
-from mcplib import node, node_dir
+from mcplib import exec_call, node_dir, sdk_calls
 
 PY = "/usr/bin/python3"
 
@@ -62,19 +62,6 @@ def gw(tmp_path_factory):
     yield g
     if g.proc.poll() is None:
         assert g.stop() == 0, g.log_file.read_text()[-3000:]
-
-
-def sdk_calls(gw, *lanes):
-    """The SDK's client making the lanes' calls (lanes at once, each in
-    order): per lane, per call {ms, isError, text, structured}."""
-    done = node("calls.mjs", gw.url + "mcp", json.dumps(lanes),
-                env=dict(os.environ, KENNEL_HTTP_TOKEN=gw.token))
-    assert done.returncode == 0, f"stdout: {done.stdout}\nstderr: {done.stderr[-6000:]}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def exec_call(code, **args):
-    return {"name": "python_exec", "arguments": {"code": code, **args}}
 
 
 def open_conversation(gw, tool_names=None):
