@@ -11,7 +11,7 @@ import time
 import pytest
 
 import hostprobe
-from kennel_testlib import Control, built, serve, traversable_dir, wait_until
+from kennel_testlib import Control, built, remove_state, serve, traversable_dir, wait_until
 from mcplib import Mcp
 
 
@@ -196,6 +196,7 @@ def test_client_gone_mid_execution_interrupts_and_keeps_the_conversation(tmp_pat
     finally:
         daemon.terminate()
         daemon.wait(20)
+        remove_state(state)
 
 
 CLIENT = """
@@ -240,6 +241,7 @@ def test_a_client_killed_mid_execution_interrupts_and_keeps_the_conversation(tmp
     finally:
         daemon.terminate()
         daemon.wait(20)
+        remove_state(state)
 
 
 def test_a_connection_file_without_a_daemon_fails_at_start(tmp_path):
@@ -253,6 +255,7 @@ def test_a_connection_file_without_a_daemon_fails_at_start(tmp_path):
     stale.write_text((tmp_path / "kept.json").read_text())
     daemon.terminate()
     daemon.wait(20)
+    remove_state(state)
     m = Mcp(tmp_path, args=["--connection-file", stale])
     m.initialize()
     t0 = time.monotonic()
