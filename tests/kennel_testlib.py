@@ -10,12 +10,14 @@ its own pytest process with its own conftest.py, and those must not see
 each other's. What only one folder needs stays in that folder's module
 (gateway/gwtest.py, security/sandboxlib.py, kernel/kernelclient.py,
 tools/toolhost.py, bench/benchlib.py)."""
+import atexit
 import json
 import os
 import pathlib
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -26,24 +28,87 @@ import zmq.asyncio
 from jupyter_client import BlockingKernelClient
 from jupyter_client.session import Session
 
+from hostprobe import NOBODY  # the unprivileged uid tests run programs as
+
 SRCDIR = pathlib.Path(os.environ.get("KENNEL_SRCDIR", pathlib.Path(__file__).resolve().parent.parent))
 BUILDDIR = pathlib.Path(os.environ.get("KENNEL_BUILDDIR", SRCDIR / "build" / "check"))
-LSAN_SUPPRESSIONS = SRCDIR / "tests" / "lsan.supp"
+
+
+# ---- what another uid runs ---------------------------------------------------------
+
+def reaches(uid, path):
+    """Whether uid (its own group, no others: setpriv/become) can traverse
+    every directory from / down to path, by the mode bits (no ACLs here)."""
+    path = pathlib.Path(path).resolve()
+    for d in [*reversed(path.parents), path]:
+        st = os.stat(d)
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        bit = stat.S_IXUSR if st.st_uid == uid else stat.S_IXGRP if st.st_gid == uid else stat.S_IXOTH
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
+def _stage_dir():
+    """Where the programs and files another uid runs are read from: the
+    trees themselves, or, when a clone stands where other users cannot
+    enter (root's 0700 home, where a newcomer clones first), a 0755
+    directory under /tmp holding copies (made at first need, removed at
+    exit). The binaries find each other from /proc/self/exe, so a copy
+    with the build tree's layout runs as the build does."""
+    global _STAGE
+    if _STAGE is None:
+        _STAGE = pathlib.Path(tempfile.mkdtemp(prefix="kennel-programs-"))
+        os.chmod(_STAGE, 0o755)
+        os.environ["KENNEL_PROGRAMS"] = str(_STAGE)  # kept visible by tests/deploy/service_exec.py
+        atexit.register(shutil.rmtree, _STAGE, True)
+    return _STAGE
+
+
+_STAGE = None
+TREES_REACHABLE = reaches(NOBODY, BUILDDIR) and reaches(NOBODY, SRCDIR)
+
+
+def _staged(source, relpath):
+    """source as NOBODY reaches it: itself, or its copy at
+    STAGE/relpath (copied once per process, mode and times kept)."""
+    if TREES_REACHABLE:
+        return source
+    target = _stage_dir() / relpath
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(target.parent, 0o755)
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, target)
+    return target
+
+
+# programs that find each other beside themselves (kennel its launcher,
+# kennel-launch kennel-launch-full): staged together
+SIBLINGS = ("gateway/kennel", "kernel-launcher/kennel-launch", "kernel-launcher/kennel-launch-full")
+LSAN_SUPPRESSIONS = _staged(SRCDIR / "tests" / "lsan.supp", "tests/lsan.supp")
 
 # the host module from the source tree (what `make install` installs): how
-# a client reaches a connection info's sockets (ipc, or tcp with CURVE keys)
-HOST_MODULE_DIR = SRCDIR / "gateway" / "python"
-sys.path.insert(0, str(HOST_MODULE_DIR))
+# a client reaches a connection info's sockets (ipc, or tcp with CURVE keys).
+# HOST_MODULE_DIR is the copy another uid can import, where the tree is
+# out of its reach.
+sys.path.insert(0, str(SRCDIR / "gateway" / "python"))
 import kennel  # noqa: E402
+HOST_MODULE_DIR = _staged(SRCDIR / "gateway" / "python", "python")
 
 
 def built(relpath):
-    """Path of a program built by make: a missing one is a build bug, never
-    a reason to skip or pass."""
+    """Path of a program built by make, where every uid a test runs as
+    can execute it (the build tree, or its staged copy): a missing one is a
+    build bug, never a reason to skip or pass."""
     path = BUILDDIR / relpath
     if not path.exists():
         raise FileNotFoundError(f"{path} not built: run make in {BUILDDIR}")
-    return path
+    if relpath in SIBLINGS:
+        for sibling in SIBLINGS:
+            if (BUILDDIR / sibling).exists():
+                _staged(BUILDDIR / sibling, sibling)
+    return _staged(path, relpath)
 
 
 # ---- waiting -------------------------------------------------------------------
@@ -343,10 +408,10 @@ def children_map():
     for pid in pids():
         try:
             with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
+                line = f.read()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        ppid = int(line[line.rindex(")") + 2:].split()[1])
         kids.setdefault(ppid, []).append(pid)
     return kids
 

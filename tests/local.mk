@@ -60,7 +60,7 @@ EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/s
 	tests/deploy/test_install.py tests/deploy/test_manpages.py tests/deploy/test_service.py
 EXTRA_DIST += tests/deploy/test_service_ops.py
 # tests/fresh: what a fresh machine and a fresh clone need (tests/README.md)
-EXTRA_DIST += tests/fresh/test_packages.py
+EXTRA_DIST += tests/fresh/test_packages.py tests/fresh/test_private_clone.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
 EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py
 # ./quickstart check-deploy: the Kubernetes manifests, the container image

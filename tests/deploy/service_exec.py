@@ -120,9 +120,12 @@ def private_devices():
 
 
 def tree_under_test():
-    """The source and build trees the test runs from: a service's binaries
-    are installed under /usr, these may stand under /tmp (a clone there)."""
-    return [os.path.realpath(os.environ[v]) for v in ("KENNEL_BUILDDIR", "KENNEL_SRCDIR") if v in os.environ]
+    """The source and build trees the test runs from, and the copy of the
+    build's programs made where other users cannot enter the trees
+    (kennel_testlib's KENNEL_PROGRAMS): a service's binaries are installed
+    under /usr, these may stand under /tmp (a clone there)."""
+    return [os.path.realpath(os.environ[v]) for v in ("KENNEL_BUILDDIR", "KENNEL_SRCDIR", "KENNEL_PROGRAMS")
+            if v in os.environ]
 
 
 def private_tmp(keep):
