@@ -279,8 +279,9 @@ def serve(state, config_file, log_file, conn_file=None, args=(), binary=None, pr
 
 def connect(info, port_field, socket_type, context=None):
     """A pyzmq socket connected to one socket of a connection info as a
-    client would (ipc, or tcp with the info's CURVE keys)."""
-    sock = kennel.client_context(info, context).socket(socket_type)
+    client would (ipc, or tcp with the info's CURVE keys); a blocking socket
+    unless context is an asyncio one."""
+    sock = kennel.client_context(info, context or zmq.Context.instance()).socket(socket_type)
     sock.linger = 0
     sock.connect(kennel.endpoint(info, port_field))
     return sock
@@ -321,7 +322,7 @@ class Control:
 def kernel_client(connection):
     """A started, ready BlockingKernelClient on a conversation's connection
     info (one shared asyncio context: not a context per client)."""
-    kc = BlockingKernelClient(context=kennel.client_context(connection, zmq.asyncio.Context.instance()))
+    kc = BlockingKernelClient(context=kennel.client_context(connection))
     kc.load_connection_info(connection)
     kc.start_channels()
     kc.wait_for_ready(timeout=30)

@@ -9,3 +9,5 @@ dist_kennelpy_DATA = gateway/python/kennel/__init__.py gateway/python/kennel/loo
 EXTRA_DIST += gateway/python/README.md \
 	tests/tools/conftest.py tests/tools/toolhost.py tests/tools/test_host_module.py \
 	tests/tools/test_jupyter_client.py tests/tools/test_configure.py
+# client_context against `kennel serve --transport tcp`
+EXTRA_DIST += tests/gateway/test_host_module_tcp.py

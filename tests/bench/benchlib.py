@@ -195,7 +195,7 @@ class SessionClient:
         info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection.items()}
         self.session = Session(key=info["key"].encode(), signature_scheme=info["signature_scheme"])
         zmq.Context.instance().set(zmq.MAX_SOCKETS, 65536)
-        self.ctx = kennel.client_context(info)
+        self.ctx = kennel.client_context(info, zmq.Context.instance())
         self.shell = self.ctx.socket(zmq.DEALER)
         self.shell.connect(kennel.endpoint(info, "shell_port"))
         self.iopub = self.ctx.socket(zmq.SUB)

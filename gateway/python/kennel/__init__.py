@@ -46,13 +46,14 @@ def endpoint(info: Dict[str, Any], port_field: str) -> str:
 
 def client_context(info: Dict[str, Any], base: Optional[zmq.Context] = None) -> zmq.Context:
     """A zmq context for the sockets of a connection info: a shadow of base
-    (default: the process's zmq.Context.instance(); same class, same I/O
-    thread), whose sockets are CURVE clients with the info's keys when it
-    has them (a gateway serving `--transport tcp`). For plain
-    jupyter_client: BlockingKernelClient(context=client_context(info,
-    zmq.asyncio.Context.instance())). An asyncio base is shadowed by a
+    (same class, same I/O thread), whose sockets are CURVE clients with the
+    info's keys when it has them (a gateway serving `--transport tcp`).
+    The default base is zmq.asyncio.Context.instance(), what jupyter_client's
+    clients take: BlockingKernelClient(context=client_context(info)) (its
+    7.x context trait refuses any other class); pass zmq.Context.instance()
+    for plain blocking pyzmq sockets. An asyncio base is shadowed by a
     loopsafe.Context: a client may be used from more than one thread."""
-    base = base if base is not None else zmq.Context.instance()
+    base = base if base is not None else zmq.asyncio.Context.instance()
     shadow = loopsafe.Context if isinstance(base, zmq.asyncio.Context) else type(base)
     ctx = shadow.shadow(base.underlying)
     if any(k in info for k in CURVE_FIELDS):
@@ -129,7 +130,7 @@ class Gateway:
         self.timeout = timeout
         self.session = Session(key=info["key"].encode(),
                                signature_scheme=info.get("signature_scheme", "hmac-sha256"))
-        self.context = client_context(info)
+        self.context = client_context(info, zmq.Context.instance())
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.linger = 0
         self.socket.connect(endpoint(info, "control_port"))
@@ -246,8 +247,7 @@ class Conversation:
         self.workspace = open_reply.get("workspace")
         self.connection = open_reply["connection"]
         self.handlers = handlers
-        self.client = BlockingKernelClient(
-            context=client_context(self.connection, zmq.asyncio.Context.instance()))
+        self.client = BlockingKernelClient(context=client_context(self.connection))
         self.client.load_connection_info(self.connection)
         self.client.start_channels()
 
