@@ -22,7 +22,6 @@
 #include "gateway/gw_server_access.h"
 #include "gateway/gw_timer.h"
 #include "gateway/gw_util.h"
-#include "gateway/gw_zygote.h"
 
 #include <libwebsockets.h>
 

@@ -15,6 +15,9 @@
 
 #define ENV_PREFIX "KERNEL_"
 
+/* Whether kernels can be started now (GET /api/kernelspecs, readiness).
+   A fork server still starting does not count: a kernel opened meanwhile
+   starts without it (gw_zygote_apply), only slower. */
 bool
 http_api_ready (const http_front_t *front, const char **why)
 {
@@ -28,8 +31,6 @@ http_api_ready (const http_front_t *front, const char **why)
         *why = startup_error;
     else if (gw_drain_active (s))
         *why = GW_DRAINING;
-    else if (gw_server_config (s)->fork_server && !gw_zygote_socket (gw_server_zygote (s)))
-        *why = "the fork server is starting";
     return *why == NULL;
 }
 
