@@ -27,7 +27,6 @@ import ast
 import functools
 import importlib.machinery
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -51,7 +50,6 @@ NOT_INSTALLED = {
     "jso": "a completion prefix (tests/kernel/test_introspection.py), never imported",
     "keywo": "a completion prefix (tests/kernel/test_conformance.py), never imported",
     "kennel_pip_only": "this file's own check of the check",
-    "kennel_nowhere_at_all": "this file's own check of the check",
 }
 # Programs the tests name that no package provides, on purpose.
 NOT_PROGRAMS = {}
@@ -81,6 +79,24 @@ def quickstart_packages(command):
     return set(out.stdout.split())
 
 
+def quickstart_function(name):
+    """The body of one of quickstart's shell functions."""
+    m = re.search(rf"^{name}\(\) {{\n(.*?)^}}", QUICKSTART.read_text(), re.M | re.S)
+    assert m, f"quickstart has no function {name}"
+    return m.group(1)
+
+
+def vendor_packages():
+    """{package: [program]} for the packages quickstart installs only where
+    no program of that name is on PATH (ANY_VENDOR's functions)."""
+    text, out = QUICKSTART.read_text(), {}
+    for program, function in ANY_VENDOR.items():
+        for var in re.findall(r"install_packages \$(\w+)", quickstart_function(function)):
+            for package in re.search(rf'^{var}="([^"]*)"', text, re.M).group(1).split():
+                out.setdefault(package, []).append(program)
+    return out
+
+
 def check_dirs():
     text = (SRCDIR / "tests" / "local.mk").read_text().replace("\\\n", " ")
     return re.search(r"^PYTEST_DIRS\s*=\s*(.*)$", text, re.M).group(1).split() + ["tests/bench"]
@@ -96,6 +112,19 @@ def files_of(command):
     in_check = [p for p in everything if p.parent == tests or any(c in p.parents for c in checked)]
     chosen = in_check if command == "check" else [p for p in everything if p not in in_check]
     return sorted(p for p in chosen if str(p.relative_to(SRCDIR)) not in BY_HAND)
+
+
+def sources(command):
+    """(label, Python text, line offset) of what `command` runs: its files,
+    and for check README.md's Python blocks (tests/docs runs them)."""
+    for f in files_of(command):
+        yield str(f.relative_to(SRCDIR)), f.read_text(), 0
+    if command == "check":
+        sys.path.insert(0, str(SRCDIR / "tests" / "docs"))
+        import readme
+        for block in readme.blocks((SRCDIR / "README.md").read_text()):
+            if block.use() == "python" and not block.skip:
+                yield "README.md", block.text, block.line - 1
 
 
 # ---- what a file needs --------------------------------------------------------
@@ -162,9 +191,9 @@ def programs_in(tree):
             yield name, node.lineno
 
 
-def needs(path):
-    """(kind, name, line) for each module, program and path the file names."""
-    tree = ast.parse(path.read_text(), str(path))
+def needs(text, name):
+    """(kind, name, line) for each module, program and path a file names."""
+    tree = ast.parse(text, name)
     for name, line in imports_in(tree):
         yield "module", name, line
     for text, line in strings_in(tree):
@@ -302,9 +331,9 @@ def problems(command):
     # node is) brings nothing: what a test needs of it is reported below
     guaranteed = db.closure(listed | db.base)
     wanted = []  # (where, kind, name, path or None)
-    for f in files_of(command):
-        where = lambda line, f=f: f"{f.relative_to(SRCDIR)}:{line}"  # noqa: E731
-        for kind, name, line in needs(f):
+    for label, text, offset in sources(command):
+        where = lambda line, label=label, offset=offset: f"{label}:{line + offset}"  # noqa: E731
+        for kind, name, line in needs(text, label):
             if kind == "module":
                 if name in own_modules() and module_origin(name) in (None, "interpreter"):
                     continue
@@ -338,7 +367,8 @@ def problems(command):
 
 def stale_entries():
     """Table entries no file names any more (each must stay justified)."""
-    named = {(kind, name) for c in ("check", "check-deploy") for f in files_of(c) for kind, name, _ in needs(f)}
+    named = {(kind, name) for c in ("check", "check-deploy") for label, text, _ in sources(c)
+             for kind, name, _ in needs(text, label)}
     return sorted([f"NOT_INSTALLED[{m!r}]" for m in NOT_INSTALLED if ("module", m) not in named]
                   + [f"NOT_PROGRAMS[{p!r}]" for p in NOT_PROGRAMS if ("program", p) not in named]
                   + [f"BY_HAND[{f!r}]" for f in BY_HAND if not (SRCDIR / f).exists()])
@@ -356,7 +386,9 @@ def test_demo_installs_every_package_the_product_needs():
 
 def test_check_deploy_installs_every_package_its_tests_need():
     deploy = quickstart_packages("check-deploy") - quickstart_packages("check")
-    absent = sorted(p for p in deploy if p not in installed().depends)
+    vendor = vendor_packages()  # not installed where another vendor's program is there
+    absent = sorted(p for p in deploy
+                    if p not in installed().depends and not any(map(shutil.which, vendor.get(p, ()))))
     if absent:
         pytest.skip(f"./quickstart check-deploy has not run here ({', '.join(absent)} not installed): "
                     "it runs this test itself")
@@ -366,10 +398,10 @@ def test_check_deploy_installs_every_package_its_tests_need():
 
 def test_the_tables_name_only_what_the_tests_still_name():
     assert stale_entries() == []
-    text = QUICKSTART.read_text()
     for program, function in ANY_VENDOR.items():
-        body = re.search(rf"^{function}\(\) {{\n(.*?)^}}", text, re.M | re.S)
-        assert body and f"command -v {program} " in body.group(1), f"quickstart's {function} no longer takes any {program}"
+        assert f"command -v {program} " in quickstart_function(function), \
+            f"quickstart's {function} no longer takes any {program}"
+    assert {x for programs in vendor_packages().values() for x in programs} == set(ANY_VENDOR), vendor_packages()
 
 
 # ---- the check itself fails when it should ------------------------------------------
@@ -394,7 +426,7 @@ def test_a_module_not_installed_or_not_debians_is_named(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(site))
     test = repo / "test_probe.py"
     test.write_text("import kennel_pip_only\nCODE = 'import kennel_nowhere_at_all\\nprint(1)'\n")
-    monkeypatch.setattr(sys.modules[__name__], "files_of", lambda c: [test])
+    monkeypatch.setattr(sys.modules[__name__], "sources", lambda c: [("test_probe.py", test.read_text(), 0)])
     monkeypatch.setattr(sys.modules[__name__], "SRCDIR", repo)
     found = problems("check")
     assert any("module kennel_nowhere_at_all is not installed here" in line for line in found), found
