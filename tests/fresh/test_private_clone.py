@@ -59,7 +59,8 @@ def test_unprivileged_tests_pass_from_a_clone_other_users_cannot_enter():
         out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-ec", script, "sh",
                               *pytest_argv], env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode != 99, out.stdout
-        assert out.returncode == 0, f"the unprivileged tests from a 0700 clone:\n{out.stdout[-6000:]}\n{out.stderr[-2000:]}"
+        assert out.returncode == 0, \
+            f"the unprivileged tests from a 0700 clone:\n{out.stdout[-6000:]}\n{out.stderr[-2000:]}"
         assert f"{len(UNPRIVILEGED_TESTS)} passed" in out.stdout, out.stdout[-3000:]
     finally:
         for d in [private / "b", private / "k", private]:  # empty outside the namespace: never rm -r
