@@ -6,7 +6,7 @@ EXTRA_DIST += tests/lsan.supp tests/conftest.py tests/README.md tests/hostprobe.
 # One pytest process per folder: each folder's conftest.py is its own module
 # "conftest", and folders must not see each other's.
 PYTEST_DIRS = tests/wire tests/security tests/kernel tests/gateway tests/tools tests/http tests/httpclients tests/mcp tests/deploy tests/fleet \
-	tests/fresh
+	tests/fresh tests/docs
 PYTEST_ARGS ?=
 pytest: all $(check_PROGRAMS)
 	@cd $(abs_top_srcdir) && status=0; \
@@ -63,6 +63,8 @@ EXTRA_DIST += tests/deploy/test_service_ops.py
 EXTRA_DIST += tests/http/test_readiness.py
 # tests/fresh: what a fresh machine and a fresh clone need (tests/README.md)
 EXTRA_DIST += tests/fresh/test_packages.py tests/fresh/test_private_clone.py
+# tests/docs: README.md's code blocks run as written
+EXTRA_DIST += tests/docs/readme.py tests/docs/test_readme.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
 EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py
 # ./quickstart check-deploy: the Kubernetes manifests, the container image
