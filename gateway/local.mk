@@ -116,3 +116,9 @@ tests_gateway_gw_files_test_LDADD = $(WIRE_LIBS)
 
 # man pages: kennel(1) and kennel.conf(5) (tests/deploy checks them)
 dist_man_MANS += gateway/kennel.1 gateway/kennel.conf.5
+# kennel's documentation, where the man pages send their readers:
+# $(docdir) (PREFIX/share/doc/kennel) laid out as the source tree is
+nobase_dist_doc_DATA = README.md docs/PROTOCOL.md gateway/README.md gateway/mcp/README.md gateway/http/README.md \
+	gateway/python/README.md gateway/deploy/README.md gateway/deploy/k8s/base/haproxy.cfg \
+	gateway/deploy/k8s/base/kennel-list.lua confine/README.md kernel-launcher/README.md \
+	kernel-launcher/pykernel/README.md examples/README.md

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from kennel_testlib import SRCDIR, built
+from kennel_testlib import BUILDDIR, SRCDIR, built
 from servicelib import ServiceGateway
 
 PAGES = {"kennel.1": SRCDIR / "gateway" / "kennel.1",
@@ -124,3 +124,46 @@ def test_defaults_and_maxima_are_the_daemons(tmp_path):
             checked += 1
     assert stated(documented["warm_pool"], "Default") == float(info["warm_pool"]["size"])
     assert checked >= 20, checked
+
+
+# ---- an installed page stands on its own ------------------------------------------
+
+# a relative file path a page names (docs/PROTOCOL.md); one starting with a
+# placeholder in capitals (STATE/gateway.json) names no file of kennel's
+NAMED_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.(?:md|cfg|lua|c|h|py|json|in|mk|txt|conf))(?![\w/-])")
+
+
+@pytest.fixture(scope="module")
+def installed_docs(tmp_path_factory):
+    """The documentation directory of `make install DESTDIR=`."""
+    destdir = tmp_path_factory.mktemp("man-docs")
+    done = subprocess.run(["make", "-C", str(BUILDDIR), "install", f"DESTDIR={destdir}"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    docdir = subprocess.run(["make", "-s", "-C", str(BUILDDIR), "--no-print-directory", "-f", "Makefile", "-f", "-",
+                             "print-docdir"], input="print-docdir:\n\t@echo $(docdir)\n", capture_output=True,
+                            text=True).stdout.strip()
+    assert docdir.endswith("/share/doc/kennel"), docdir
+    return destdir / docdir.lstrip("/")
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_a_page_names_only_files_make_install_installs(page, installed_docs):
+    """A man page on a machine without the source tree: each file it sends
+    the reader to is in the installed documentation, and it says where."""
+    text = rendered(page)
+    assert not re.search(r"\b(in|of) the source tree\b", text), f"{page} sends readers to the source tree"
+    named = {p for p in NAMED_FILE.findall(text) if not re.match(r"[A-Z]+/", p)}
+    missing = sorted(p for p in named if not (installed_docs / p).is_file())
+    assert not missing, f"{page} names {missing}, which make install does not put in {installed_docs}"
+    if named:
+        assert "PREFIX/share/doc/kennel/" in text, f"{page} names {sorted(named)} without saying where they are"
+
+
+def test_kennel_conf_5_says_sighup_reads_it_again():
+    """kennel serve reads its config again at SIGHUP (kennel(1), SIGNALS):
+    the page says so where it says when the file is read."""
+    text = rendered("kennel.conf.5")
+    description = text.split("DESCRIPTION", 1)[1].split("\nPOLICY", 1)[0]
+    assert "SIGHUP" in description and "reload_needs_restart" in description, description[:600]
+    assert not re.search(r"read (only )?once", text), "kennel.conf(5) says the file is read once"
