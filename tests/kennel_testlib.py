@@ -51,11 +51,10 @@ def reaches(uid, path):
 
 
 def _stage_dir():
-    """Where the programs and files another uid runs are read from: the
-    trees themselves, or, when a clone stands where other users cannot
-    enter (root's 0700 home, where a newcomer clones first), a 0755
-    directory under /tmp holding copies (made at first need, removed at
-    exit). The binaries find each other from /proc/self/exe, so a copy
+    """The 0755 directory under /tmp that holds copies of what another uid
+    runs, for a clone that stands where other users cannot enter (root's
+    0700 home, where a newcomer clones first): made at first need, removed
+    at exit. The binaries find each other from /proc/self/exe, so a copy
     with the build tree's layout runs as the build does."""
     global _STAGE
     if _STAGE is None:
