@@ -161,6 +161,9 @@ void http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *bod
 int http_reply_flush (struct lws *wsi, http_req_t *req);
 /* The standard reason phrase of status. */
 const char *http_reply_reason (int status);
+/* The status line (HTTP/1.x: with its reason phrase), as
+   lws_add_http_header_status. 0 or -1. */
+int http_reply_status (struct lws *wsi, int status, unsigned char **p, unsigned char *end);
 /* The peer's address, for logs. */
 void http_peer (struct lws *wsi, char *out, size_t size);
 

@@ -15,6 +15,7 @@ http_reply_reason (int status)
     switch (status) {
     case 200: return "OK";
     case 201: return "Created";
+    case 202: return "Accepted";
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
@@ -37,6 +38,32 @@ http_peer (struct lws *wsi, char *out, size_t size)
 {
     if (!lws_get_peer_simple (wsi, out, size))
         snprintf (out, size, "?");
+}
+
+/* The status line with its reason phrase. lws 4.1 has phrases only for
+   the codes of its own tables (none for 201, 202, 204 or 507: it wrote
+   "HTTP/1.1 201 "), so on HTTP/1.x the phrase after "HTTP/1.x NNN" is
+   written again from http_reply_reason; HTTP/2 has no phrase (lws writes
+   its :status). */
+int
+http_reply_status (struct lws *wsi, int status, unsigned char **p, unsigned char *end)
+{
+    unsigned char *line = *p;
+    if (lws_add_http_header_status (wsi, (unsigned int) status, p, end))
+        return -1;
+    size_t len = (size_t) (*p - line);
+    const unsigned char *eol = len > 12 ? memchr (line, '\r', len - 1) : NULL;
+    if (!eol || eol[1] != '\n' || memcmp (line, "HTTP/1.", 7) != 0 || line[12] != ' ')
+        return 0;
+    char fixed[64];
+    int n = snprintf (fixed, sizeof fixed, "%.12s %s\r\n", (const char *) line, http_reply_reason (status));
+    size_t old = (size_t) (eol + 2 - line), tail = len - old;
+    if (n >= (int) sizeof fixed || line + n + tail >= end)
+        return -1;
+    memmove (line + n, eol + 2, tail); /* what lws added after the line (the vhost's headers) */
+    memcpy (line, fixed, (size_t) n);
+    *p = line + n + tail;
+    return 0;
 }
 
 static int
@@ -69,7 +96,7 @@ http_reply_head (struct lws *wsi, http_req_t *req, int status, const char *conte
        a client or balancer retries, elsewhere when the gateway drains */
     char retry[16];
     snprintf (retry, sizeof retry, "%d", GW_DRAIN_RETRY_AFTER);
-    if (lws_add_http_header_status (wsi, (unsigned int) status, &p, end)
+    if (http_reply_status (wsi, status, &p, end)
         || (content_type && lws_add_http_header_by_token (wsi, WSI_TOKEN_HTTP_CONTENT_TYPE,
                                                           (const unsigned char *) content_type,
                                                           (int) strlen (content_type), &p, end))

@@ -157,3 +157,46 @@ def test_json_errors_and_unknown_paths(http_gateway):
         assert set(r.json()) == {"reason", "message"}, r.text
     r = api(http_gateway, "POST", "api/kernels", data=b"{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["reason"] == "Bad Request"
+
+
+def raw_request(gw, head, body=b""):
+    """One request on a raw socket: the status line as sent, the headers."""
+    import socket
+    host, port = gw.url.split("/")[2].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            assert chunk, data
+            data += chunk
+    lines = data.split(b"\r\n\r\n")[0].decode().split("\r\n")
+    return lines[0], lines[1:]
+
+
+def test_status_lines_carry_their_reason_phrase(make_http_gateway):
+    """Each status line as written on the wire is `HTTP/1.1 NNN Reason`
+    (RFC 9112 lets a client ignore the phrase, but logs, proxies and
+    people read it): 201, 202, 204 and 507 had none from libwebsockets."""
+    gw = make_http_gateway(config={"defaults": {"workspace_bytes": 1 << 20}})
+    auth = f"Authorization: token {gw.token}\nHost: {gw.url.split('/')[2]}\n"
+    json_body = "Content-Type: application/json\nContent-Length: 2\n"
+    line, _ = raw_request(gw, f"POST /api/kernels HTTP/1.1\n{auth}{json_body}", b"{}")
+    assert line == "HTTP/1.1 201 Created", line
+    kid = api(gw, "GET", "api/kernels").json()[0]["id"]
+    notification = b'{"jsonrpc": "2.0", "method": "notifications/initialized"}'
+    cases = [(f"GET /healthz HTTP/1.1\n{auth}", b"", "HTTP/1.1 200 OK"),
+             (f"GET /healthz HTTP/1.0\n", b"", "HTTP/1.0 200 OK"),
+             (f"POST /mcp HTTP/1.1\n{auth}Content-Type: application/json\nAccept: application/json, text/event-stream\n"
+              f"Content-Length: {len(notification)}\n", notification, "HTTP/1.1 202 Accepted"),
+             (f"PUT /files/{kid}/big HTTP/1.1\n{auth}Content-Length: {2 << 20}\n", bytes(2 << 20),
+              "HTTP/1.1 507 Insufficient Storage"),
+             (f"GET /api/kernels/nope HTTP/1.1\n{auth}", b"", "HTTP/1.1 404 Not Found"),
+             (f"GET /api/kernels HTTP/1.1\nHost: x\n", b"", "HTTP/1.1 401 Unauthorized"),
+             (f"PUT /api/kernels HTTP/1.1\n{auth}Content-Length: 0\n", b"", "HTTP/1.1 405 Method Not Allowed"),
+             (f"POST /api/kernels HTTP/1.1\n{auth}Content-Length: {2 << 20}\n", bytes(2 << 20),
+              "HTTP/1.1 413 Payload Too Large"),
+             (f"DELETE /api/kernels/{kid} HTTP/1.1\n{auth}", b"", "HTTP/1.1 204 No Content")]
+    for head, body, want in cases:
+        line, _ = raw_request(gw, head, body)
+        assert line == want, (head.split("\n")[0], line)
