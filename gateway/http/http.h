@@ -40,6 +40,8 @@ typedef struct {
     bool anonymous;      /* the operator's explicit "anonymous": true */
     bool metrics_open;   /* GET /metrics without the token ("metrics_open": true) */
     char *allow_origin;  /* "*", one origin, or NULL: same origin only */
+    json_t *allow_hosts; /* Host names served besides localhost and IP literals (lowercase), array */
+    bool host_check;     /* Host is checked: a loopback listener, or allow_hosts given (and not "*") */
     char *certfile;      /* TLS when both are set */
     char *keyfile;
     int max_connections; /* HTTP and websocket connections at once */

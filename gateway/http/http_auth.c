@@ -7,9 +7,20 @@
     origin gets 403 unless the operator named it in allow_origin: an Origin
     is accepted when absent (no browser), equal to the Host the request was
     sent to (same origin; websocket-client sends this), or allowed.
+
+    Same origin is only as good as the Host it is compared with: a page
+    whose own name the attacker made resolve to 127.0.0.1 (DNS rebinding)
+    sends Host and Origin both of that name. So where the Host check is on
+    (a loopback listener, or the operator named allow_hosts) a Host must
+    name this listener as jupyter_server's check_host has it: an IP
+    literal (a browser sends one only to the address it connected to),
+    localhost (which browsers resolve to loopback themselves), or one of
+    allow_hosts.
 */
 #include "http.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <sodium.h>
 #include <string.h>
 #include <strings.h>
@@ -68,9 +79,60 @@ origin_allowed (struct lws *wsi, const http_settings_t *settings)
            && strcasecmp (origin_authority (origin), host) == 0;
 }
 
+/* The host of a Host header ("name:port", "[v6]:port", "name"), lowercase
+   and without a final dot, in out; false when it does not fit. */
+static bool
+host_name (const char *host, char *out, size_t size)
+{
+    const char *end;
+    if (host[0] == '[') {
+        host++;
+        end = strchr (host, ']');
+    }
+    else {
+        end = strrchr (host, ':');
+        if (end && strchr (host, ':') != end)
+            end = NULL; /* an IPv6 literal without brackets */
+    }
+    size_t n = end ? (size_t) (end - host) : strlen (host);
+    if (n && host[n - 1] == '.')
+        n--;
+    if (n >= size)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char) tolower ((unsigned char) host[i]);
+    out[n] = 0;
+    return true;
+}
+
+static bool
+host_allowed (struct lws *wsi, const http_settings_t *settings)
+{
+    char host[512], name[512];
+    unsigned char addr[16];
+    if (!settings->host_check || lws_hdr_copy (wsi, host, sizeof host, WSI_TOKEN_HOST) <= 0)
+        return true; /* no Host: no browser (HTTP/1.0) */
+    if (!host_name (host, name, sizeof name))
+        return false;
+    if (inet_pton (AF_INET, name, addr) == 1 || inet_pton (AF_INET6, name, addr) == 1 || streq (name, "localhost"))
+        return true;
+    size_t i;
+    json_t *allowed;
+    json_array_foreach (settings->allow_hosts, i, allowed)
+        if (streq (json_string_value (allowed), name))
+            return true;
+    return false;
+}
+
 const char *
 http_auth_refusal (struct lws *wsi, const http_settings_t *settings, int *status)
 {
+    if (!host_allowed (wsi, settings)) {
+        *status = 403;
+        return "the Host header names no address or name this gateway serves (a page of another site may have "
+               "made its name resolve here: DNS rebinding); an operator serving this name adds it to "
+               "http.allow_hosts";
+    }
     if (!origin_allowed (wsi, settings)) {
         *status = 403;
         return "requests from this Origin are not allowed (the gateway's http.allow_origin)";

@@ -11,6 +11,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -81,11 +82,86 @@ number_field (const json_t *section, const char *name, double min, double max, d
     return 0;
 }
 
+/* allow_hosts: host names as a Host header carries them, without a port
+   (a name's port is the listener's), or "*" alone. */
+static int
+hosts_check (const json_t *hosts, char **errmsg)
+{
+    size_t i;
+    json_t *host;
+    if (hosts && !json_is_array (hosts)) {
+        *errmsg = wire_xstrdup ("config http.allow_hosts: must be a list of host names");
+        return -1;
+    }
+    json_array_foreach (hosts, i, host) {
+        const char *h = gw_text (host);
+        if (!h || !*h || strlen (h) > 253 || strpbrk (h, ":/[]@ \t") || (strchr (h, '*') && !streq (h, "*"))) {
+            *errmsg = wire_xasprintf ("config http.allow_hosts[%zu]: must be a host name without a port "
+                                      "(\"notebook.example.org\"), or \"*\" for any", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the listen address is a loopback one: 127.0.0.0/8, ::1, or
+   127.0.0.0/8 mapped into IPv6. */
+static bool
+ip_is_loopback (const char *ip)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (inet_pton (AF_INET, ip, &v4) == 1)
+        return (ntohl (v4.s_addr) >> 24) == 127;
+    if (inet_pton (AF_INET6, ip, &v6) != 1)
+        return false;
+    return IN6_IS_ADDR_LOOPBACK (&v6) || (IN6_IS_ADDR_V4MAPPED (&v6) && v6.s6_addr[12] == 127);
+}
+
+/* The Host check (http_auth.c) is on where a browser page could reach
+   the listener under a name of its own: a loopback listener (DNS
+   rebinding: the page's name made to resolve to 127.0.0.1), and any
+   listener whose operator names its hosts. */
+static void
+hosts_load (http_settings_t *self, const json_t *section)
+{
+    self->allow_hosts = json_array ();
+    bool any = false;
+    size_t i;
+    json_t *host;
+    json_array_foreach (json_object_get (section, "allow_hosts"), i, host) {
+        char *h = wire_xstrdup (json_string_value (host));
+        for (char *c = h; *c; c++)
+            *c = (char) tolower ((unsigned char) *c);
+        any |= streq (h, "*");
+        json_array_append_new (self->allow_hosts, json_string (h));
+        free (h);
+    }
+    self->host_check = !any && (ip_is_loopback (self->ip) || json_array_size (self->allow_hosts) > 0);
+}
+
+/* Without a token anyone who reaches the port runs code as the gateway's
+   kernels: only a loopback listener may serve so, and the Host check
+   keeps pages of other sites out (README, "Token"). */
+static int
+anonymous_check (const http_settings_t *self, char **errmsg)
+{
+    if (self->token || ip_is_loopback (self->ip))
+        return 0;
+    bool v6 = strchr (self->ip, ':') != NULL;
+    *errmsg = wire_xasprintf ("config http.anonymous: true serves without a token, which only a loopback "
+                              "listener may (127.0.0.1 or [::1]), not %s%s%s:%d: listen on loopback, or give a "
+                              "token (http.token or KENNEL_AUTH_TOKEN) and drop http.anonymous",
+                              v6 ? "[" : "", self->ip, v6 ? "]" : "", self->port);
+    return -1;
+}
+
 static int
 section_check (const json_t *section, char **errmsg)
 {
-    static const char *known[] = {"listen", "token", "anonymous", "allow_origin", "certfile", "keyfile",
-                                  "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow", "metrics_open", NULL};
+    static const char *known[] = {"listen", "token", "anonymous", "allow_origin", "allow_hosts", "certfile",
+                                  "keyfile", "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow",
+                                  "metrics_open", NULL};
     if (!json_is_object (section)) {
         *errmsg = wire_xstrdup ("config http: must be an object");
         return -1;
@@ -121,7 +197,7 @@ section_check (const json_t *section, char **errmsg)
             *errmsg = wire_xasprintf ("config http.env_allow[%zu]: must be a variable name", i);
             return -1;
         }
-    return 0;
+    return hosts_check (json_object_get (section, "allow_hosts"), errmsg);
 }
 
 static int
@@ -215,10 +291,12 @@ http_settings_load (http_settings_t *self, const json_t *section, const char *li
         http_settings_clear (self);
         return 1;
     }
-    if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0) {
+    if (listen_parse (self, where, errmsg) < 0 || token_choose (self, section, errmsg) < 0
+        || anonymous_check (self, errmsg) < 0) {
         http_settings_clear (self);
         return -1;
     }
+    hosts_load (self, section);
     return 0;
 }
 
@@ -242,5 +320,6 @@ http_settings_clear (http_settings_t *self)
     free (self->certfile);
     free (self->keyfile);
     json_decref (self->env_allow);
+    json_decref (self->allow_hosts);
     memset (self, 0, sizeof *self);
 }

@@ -124,3 +124,64 @@ def test_listens_only_on_the_address_given(http_gateway):
     libwebsockets 4.1 bound every address for this iface: seen with ss)."""
     port = int(http_gateway.url.rsplit(":", 1)[1].strip("/"))
     assert listening_addresses(port) == [("/proc/net/tcp", "0100007F")]
+
+
+def rebinding_status(gw, name, method="GET", path="api/kernels", token=True):
+    """The status of a request as a page of `name` sends it once that name
+    resolves to the gateway's address: Host and Origin both that name."""
+    port = gw.url.rsplit(":", 1)[1].strip("/")
+    host = f"{name}:{port}"
+    return api(gw, method, path, token=token, headers={"Host": host, "Origin": f"http://{host}"}).status_code
+
+
+def rebinding_upgrade(gw, kid, name):
+    port = gw.url.rsplit(":", 1)[1].strip("/")
+    headers = [f"Authorization: token {gw.token}"] if gw.token else []
+    try:
+        ws = websocket.create_connection(ws_url(gw, kid), header=headers, host=f"{name}:{port}",
+                                         origin=f"http://{name}:{port}", timeout=30)
+    except websocket.WebSocketBadStatusException as e:
+        return e.status_code
+    ws.close()
+    return 101
+
+
+def test_dns_rebinding_is_refused(make_http_gateway):
+    """A page of rebind.attacker.example whose name was made to resolve to
+    127.0.0.1 sends Host and Origin both rebind.attacker.example:PORT. On a
+    loopback listener only the names it serves pass (IP literals,
+    localhost, http.allow_hosts), with or without a token. Before: the
+    anonymous gateway created a kernel (201), listed every conversation
+    (200) and opened the websocket (101) for that page."""
+    anon = make_http_gateway("anon", http={"anonymous": True})
+    kid = start_kernel(anon)["id"]
+    assert rebinding_status(anon, "rebind.attacker.example", "POST") == 403
+    assert rebinding_status(anon, "rebind.attacker.example") == 403
+    assert rebinding_status(anon, "rebind.attacker.example", path=f"api/contents/{kid}") == 403
+    assert rebinding_upgrade(anon, kid, "rebind.attacker.example") == 403
+    assert len(api(anon, "GET", "api/kernels").json()) == 1
+    for served in ("127.0.0.1", "localhost", "LocalHost.", "[::1]"):
+        assert rebinding_status(anon, served) == 200, served
+    assert rebinding_upgrade(anon, kid, "localhost") == 101
+    port = anon.url.rsplit(":", 1)[1].strip("/")
+    r = api(anon, "GET", "api", headers={"Host": f"rebind.attacker.example:{port}"})
+    assert r.status_code == 403 and "http.allow_hosts" in r.json()["message"], r.text
+    # with a token: the same check (a token in a page's script is not the only way in: ?token= links)
+    tok = make_http_gateway("tok", http={"allow_hosts": ["notebook.example.org"]})
+    assert rebinding_status(tok, "rebind.attacker.example") == 403
+    assert rebinding_status(tok, "notebook.example.org") == 200
+    assert rebinding_status(tok, "Notebook.Example.Org") == 200
+    assert rebinding_status(tok, "sub.notebook.example.org") == 403
+    anyhost = make_http_gateway("any", http={"allow_hosts": ["*"]})
+    assert rebinding_status(anyhost, "rebind.attacker.example") == 200
+
+
+def test_anonymous_needs_a_loopback_listener(tmp_path):
+    """Refused at start, naming the setting, before anything listens: the
+    address is never bound (so no network but loopback is used here)."""
+    from test_startup import serve_refused
+    for listen in ("0.0.0.0:0", "[::]:0", "192.0.2.1:8888"):
+        rc, lines = serve_refused(http={"anonymous": True}, listen=listen)
+        assert rc == 2 and len(lines) == 1 and "http.anonymous" in lines[0] and "loopback" in lines[0], lines
+    rc, lines = serve_refused(http={"allow_hosts": ["a:80"]})
+    assert rc == 2 and "http.allow_hosts[0]" in lines[0], lines

@@ -230,7 +230,7 @@ def test_a_client_that_drops_its_connection_mid_execution_interrupts_it(gw):
     s = socket.create_connection((gw.url.split("//")[1].split(":")[0], int(gw.url.rsplit(":", 1)[1].strip("/"))))
     body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "python_exec", "arguments": {"conversation": conv, "code": "n = 0\nwhile True:\n    n += 1"}}})
-    s.sendall((f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {gw.token}\r\nAccept: {ACCEPT}\r\n"
+    s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {gw.token}\r\nAccept: {ACCEPT}\r\n"
                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}").encode())
     time.sleep(1.5)  # it runs
     s.close()
