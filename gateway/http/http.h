@@ -44,7 +44,11 @@ typedef struct {
     bool host_check;     /* Host is checked: a loopback listener, or allow_hosts given (and not "*") */
     char *certfile;      /* TLS when both are set */
     char *keyfile;
-    int max_connections; /* HTTP and websocket connections at once */
+    int max_connections; /* websockets and requests held for the gateway at once */
+    int max_connections_per_client; /* of them, one client's (an address; IPv6: a /64) */
+    int max_connections_per_kernel; /* of them, one conversation's */
+    int max_pending;     /* connections without a whole request yet, of all clients */
+    int max_pending_per_client; /* of them, one client's */
     size_t ws_queue_bytes; /* per websocket, waiting to be written */
     int ping_seconds;    /* websocket ping after this long idle */
     json_t *env_allow;   /* names besides KERNEL_* a POST's env may set, array */
@@ -88,6 +92,46 @@ void *http_loop_uv (http_loop_t *self);
 void http_loop_drain (http_loop_t *self);
 void http_loop_destroy (http_loop_t **self_p);
 
+/* ---- http_clients: who holds the front's connections --------------------- */
+
+typedef struct http_clients http_clients_t;
+typedef struct http_client http_client_t;
+
+/* One of max_connections, held by a request or a websocket while it lasts. */
+typedef struct {
+    bool taken;
+    http_client_t *client; /* whose share it is (NULL: no client known) */
+    char *conv;            /* the conversation's id whose share it is, or NULL */
+} http_slot_t;
+
+/* settings (kept, not copied) bound it. */
+http_clients_t *http_clients_new (const http_settings_t *settings);
+/* After the libwebsockets context: its connections went first. */
+void http_clients_destroy (http_clients_t **self_p);
+/* LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: a connection accepted; it is
+   pending until its request arrives. Room is made by closing the oldest
+   pending one of its client, or of the client with the most; -1 when its
+   client holds all the connections it may and none is pending (refuse it). */
+int http_clients_accepted (http_clients_t *self, struct lws *wsi);
+/* LWS_CALLBACK_WSI_DESTROY (any wsi: others are ignored). */
+void http_clients_gone (http_clients_t *self, struct lws *wsi);
+/* A request arrived whole on wsi's connection (busy: the request's flag,
+   set here) / it ended (busy cleared; the connection is pending again when
+   it serves no other). Each is done once whatever the calls. */
+void http_clients_request_begin (http_clients_t *self, struct lws *wsi, bool *busy);
+void http_clients_request_end (http_clients_t *self, struct lws *wsi, bool *busy);
+/* wsi's connection became a websocket: never pending again. */
+void http_clients_websocket (http_clients_t *self, struct lws *wsi);
+/* Whether wsi's connection was closed to make room (lws has not yet). */
+bool http_clients_closing (struct lws *wsi);
+/* NULL when wsi's request may hold one more of max_connections (within
+   its client's share and, conv not NULL, that conversation's), else the
+   refusal's message (answer 503). */
+const char *http_clients_refusal (http_clients_t *self, struct lws *wsi, gw_conv_t *conv);
+/* Holds one for slot (released first if held), whether or not refused. */
+void http_clients_take (http_clients_t *self, struct lws *wsi, http_slot_t *slot, gw_conv_t *conv);
+void http_clients_release (http_clients_t *self, http_slot_t *slot);
+
 /* ---- http_front: the server ------------------------------------------- */
 
 typedef struct http_front http_front_t;
@@ -107,7 +151,7 @@ struct http_front {
     http_sessions_t *sessions;
     http_mcp_t *mcp; /* the MCP server of /mcp: at start with an "mcp" section, else at its first request */
     char *url;
-    int connections; /* websockets and requests waiting for the gateway */
+    http_clients_t *clients; /* connections per client, slots of max_connections */
 };
 
 /* Listens (settings taken); adds http_url (and the generated token) to the
@@ -136,7 +180,8 @@ typedef struct {
     char *answer;       /* its JSON */
     char location[96];  /* Location header, or "" */
     http_wait_t *wait;  /* waiting for a kernel to be ready, or NULL */
-    bool counted;       /* in front->connections */
+    http_slot_t slot;   /* one of max_connections while held for the gateway */
+    bool busy;          /* a request is being served (http_clients_request_begin) */
     bool upgrading;     /* answering a websocket upgrade: lws ends the transaction */
     ws_conn_t *ws;      /* after a websocket upgrade */
     http_file_t *file;  /* a file streamed in or out (/files), or NULL */

@@ -268,8 +268,7 @@ on_reopened (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg, 
 static int
 answer_when_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, http_wait_fn *fn)
 {
-    req->front->connections++;
-    req->counted = true;
+    http_clients_take (req->front->clients, wsi, &req->slot, conv);
     http_reply_wait (wsi);
     http_wait (req->front, conv, fn, wsi, NULL, &req->wait);
     return 0;
@@ -282,9 +281,10 @@ kernels_create (struct lws *wsi, http_req_t *req)
     json_t *body = body_json (req, &problem);
     if (!body)
         return http_reply_error (wsi, req, 400, problem);
-    if (req->front->connections >= req->front->settings.max_connections) {
+    const char *full = http_clients_refusal (req->front->clients, wsi, NULL);
+    if (full) {
         json_decref (body);
-        return http_reply_error (wsi, req, 503, "the gateway holds its maximum of connections (http.max_connections)");
+        return http_reply_error (wsi, req, 503, full);
     }
     bool created;
     int status;
@@ -296,6 +296,8 @@ kernels_create (struct lws *wsi, http_req_t *req)
         free (message);
         return rc;
     }
+    if (!created && (full = http_clients_refusal (req->front->clients, wsi, conv)))
+        return http_reply_error (wsi, req, 503, full); /* an open conversation's share */
     return answer_when_ready (wsi, req, conv, created ? on_created : on_reopened);
 }
 

@@ -353,8 +353,7 @@ s_post (struct lws *wsi, http_req_t *req, http_mcp_t *mcp)
     /* a call may run long: lws's own timeout must not cut it, and it is
        counted among the connections that wait for the gateway */
     http_reply_wait (wsi);
-    req->counted = true;
-    req->front->connections++;
+    http_clients_take (req->front->clients, wsi, &req->slot, NULL);
     mcp_server_receive (mcp->server, body, req->body_len, &mr->sink);
     return 0;
 }
@@ -391,8 +390,9 @@ http_mcp_route (struct lws *wsi, http_req_t *req, const char *rest)
         return http_reply_error (wsi, req, 405, "POST a JSON-RPC message; this server opens no stream of its own");
     if (req->method != LWSHUMETH_POST && req->method != LWSHUMETH_DELETE)
         return http_reply_error (wsi, req, 405, "POST or DELETE");
-    if (req->front->connections >= req->front->settings.max_connections)
-        return http_reply_error (wsi, req, 503, "the gateway holds its maximum of connections (http.max_connections)");
+    const char *full = http_clients_refusal (req->front->clients, wsi, NULL);
+    if (full)
+        return http_reply_error (wsi, req, 503, full);
     http_mcp_t *mcp = s_mcp (req->front);
     if (!mcp)
         return http_reply_error (wsi, req, 500, "the MCP server could not be started (see the log)");

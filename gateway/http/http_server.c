@@ -5,9 +5,11 @@
     Every request and every upgrade passes http_auth first. What waits for
     the gateway (a kernel start) is answered from the writable callback;
     the connection may be gone by then, and its wait is cancelled.
-    Limits: at most max_connections websockets and HTTP requests waiting
-    for the gateway at once (503 beyond), request bodies of at most 1 MiB
-    (413), lws's header pool bounds connections that have sent nothing.
+    Limits: at most max_connections websockets and HTTP requests held for
+    the gateway at once, shared per client and per kernel (http_clients:
+    503 beyond), request bodies of at most 1 MiB (413); connections without
+    a whole request yet are bounded per client and in all (http_clients),
+    and lws's header pool holds all of them and every held request.
 */
 #include "http.h"
 
@@ -19,7 +21,16 @@
 #include <unistd.h>
 
 #define BODY_MAX (1 << 20)
-#define HEADER_POOL 64
+/* Header buffers besides the pending connections' and the held requests':
+   requests being read or answered in a pass, connections closed to make
+   room that lws has not freed yet. */
+#define HEADER_SPARE 64
+/* lws's own timeouts, made explicit: a connection has this long from its
+   accept (or TLS handshake) to begin a request head, and a head once
+   begun has HEADER_SECONDS to be whole. Neither is extended by bytes
+   trickled in (lws sets each once). */
+#define ACCEPT_SECONDS 5
+#define HEADER_SECONDS 10
 
 static int callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len);
 
@@ -36,21 +47,26 @@ front_of (struct lws *wsi)
     return lws_context_user (lws_get_context (wsi));
 }
 
+/* The request on wsi ended (or a new one begins): what it held is let go,
+   but for a websocket's slot, which goes when the websocket closes. */
 static void
-req_reset (http_req_t *req)
+req_reset (struct lws *wsi, http_req_t *req)
 {
+    http_front_t *front = req->front;
+    ws_conn_t *ws = req->ws;
     http_wait_cancel (req->wait);
     http_file_end (&req->file);
     http_mcp_forget (req);
-    if (req->counted)
-        req->front->connections--;
+    http_clients_request_end (front->clients, wsi, &req->busy);
+    http_slot_t slot = req->slot;
+    if (!ws)
+        http_clients_release (front->clients, &slot);
     free (req->body);
     free (req->answer);
-    ws_conn_t *ws = req->ws;
-    http_front_t *front = req->front;
     memset (req, 0, sizeof *req);
     req->front = front;
     req->ws = ws;
+    req->slot = slot;
 }
 
 /* -1 when the request announces no body, else its length. lws reads
@@ -85,8 +101,11 @@ static int
 on_http (struct lws *wsi, http_req_t *req, const char *uri)
 {
     http_front_t *front = front_of (wsi);
+    if (http_clients_closing (wsi))
+        return -1; /* its head came whole just as it was closed to make room */
     req->front = front;
-    req_reset (req);
+    req_reset (wsi, req);
+    http_clients_request_begin (front->clients, wsi, &req->busy);
     char *u;
     int ulen;
     req->method = lws_http_get_uri_and_method (wsi, &u, &ulen);
@@ -157,25 +176,33 @@ channels_conv (http_front_t *front, const char *path)
 }
 
 /* No per-connection data exists yet at an upgrade: the answer to a refusal
-   is written from a request record of its own. */
+   is written from a request record of its own. The head is whole: the
+   connection is no longer pending, and once accepted never is again. */
 static int
 on_confirm_upgrade (struct lws *wsi)
 {
     http_front_t *front = front_of (wsi);
     http_req_t upgrade = {.front = front, .upgrading = true}, *req = &upgrade;
-    if (lws_hdr_copy (wsi, req->path, sizeof req->path, WSI_TOKEN_GET_URI) <= 0)
+    if (http_clients_closing (wsi) || lws_hdr_copy (wsi, req->path, sizeof req->path, WSI_TOKEN_GET_URI) <= 0)
         return -1;
+    http_clients_request_begin (front->clients, wsi, &req->busy);
     int status;
     const char *refusal = http_auth_refusal (wsi, &front->settings, &status);
+    gw_conv_t *conv = refusal ? NULL : channels_conv (front, req->path);
+    const char *full = conv ? http_clients_refusal (front->clients, wsi, conv) : NULL;
     int rc = 0;
     if (refusal)
         rc = http_reply_error (wsi, req, status, refusal);
-    else if (front->connections >= front->settings.max_connections)
-        rc = http_reply_error (wsi, req, 503, "the gateway holds its maximum of connections (http.max_connections)");
-    else if (!channels_conv (front, req->path))
+    else if (!conv)
         rc = http_reply_error (wsi, req, 404, "no kernel has this id");
-    else
+    else if (full)
+        rc = http_reply_error (wsi, req, 503, full);
+    else {
+        http_clients_websocket (front->clients, wsi);
+        http_clients_request_end (front->clients, wsi, &req->busy);
         return 0;
+    }
+    http_clients_request_end (front->clients, wsi, &req->busy);
     return rc < 0 ? -1 : 1;
 }
 
@@ -191,7 +218,7 @@ on_established (struct lws *wsi, http_req_t *req)
         return -1;
     const struct lws_protocols *p = lws_get_protocol (wsi);
     req->ws = ws_conn_new (front, wsi, conv, p && streq (p->name, HTTP_WS_V1) ? WS_V1 : WS_LEGACY);
-    front->connections++;
+    http_clients_take (front->clients, wsi, &req->slot, conv); /* checked at the upgrade, in this pass */
     return 0;
 }
 
@@ -201,7 +228,7 @@ on_ws_closed (http_req_t *req)
     if (!req->ws)
         return;
     ws_conn_destroy (&req->ws);
-    req->front->connections--;
+    http_clients_release (req->front->clients, &req->slot);
 }
 
 static int
@@ -235,7 +262,14 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
         if (req && req->front)
-            req_reset (req);
+            req_reset (wsi, req);
+        return lws_callback_http_dummy (wsi, reason, user, in, len);
+    case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED:
+        rc = front && http_clients_accepted (front->clients, wsi) < 0 ? -1 : 0;
+        break;
+    case LWS_CALLBACK_WSI_DESTROY:
+        if (front && front->clients)
+            http_clients_gone (front->clients, wsi);
         return lws_callback_http_dummy (wsi, reason, user, in, len);
     case LWS_CALLBACK_ESTABLISHED:
         rc = on_established (wsi, req);
@@ -349,7 +383,10 @@ context_create (http_front_t *self, char **errmsg)
     /* with IPv6 on, lws 4.1 binds every address for an IPv4 iface */
     if (!strchr (self->settings.ip, ':'))
         info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
-    info.max_http_header_pool = HEADER_POOL;
+    info.max_http_header_pool2 = (unsigned int) (self->settings.max_pending + self->settings.max_connections
+                                                 + HEADER_SPARE);
+    info.timeout_secs = ACCEPT_SECONDS;
+    info.timeout_secs_ah_idle = HEADER_SECONDS;
     info.retry_and_idle_policy = &retry;
     info.vhost_name = "kennel";
     if (self->settings.certfile) {
@@ -391,9 +428,12 @@ url_publish (http_front_t *self)
     char shown[8] = "";
     if (self->settings.token)
         snprintf (shown, sizeof shown, "%.4s", self->settings.token);
-    gw_log ("http_listen", "{s:s, s:s, s:s, s:b, s:i}", "url", self->url, "token",
-            self->settings.token ? self->settings.token_source : "none (anonymous)", "token_prefix", shown, "tls",
-            self->settings.certfile != NULL, "max_connections", self->settings.max_connections);
+    const http_settings_t *s = &self->settings;
+    gw_log ("http_listen", "{s:s, s:s, s:s, s:b, s:i, s:i, s:i, s:i, s:i}", "url", self->url, "token",
+            s->token ? s->token_source : "none (anonymous)", "token_prefix", shown, "tls", s->certfile != NULL,
+            "max_connections", s->max_connections, "max_connections_per_client", s->max_connections_per_client,
+            "max_connections_per_kernel", s->max_connections_per_kernel, "max_pending_connections", s->max_pending,
+            "max_pending_per_client", s->max_pending_per_client);
 }
 
 http_front_t *
@@ -406,6 +446,7 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
     self->websockets = zlistx_new ();
     self->waits = zlistx_new ();
     self->sessions = http_sessions_new ();
+    self->clients = http_clients_new (&self->settings);
     self->uv = http_loop_new (gw_server_loop (server));
     if (!self->uv) {
         *errmsg = wire_xasprintf ("cannot set up the HTTP front's event loop (libuv): %s", strerror (errno));
@@ -455,6 +496,7 @@ http_front_destroy (http_front_t **self_p)
     zlistx_destroy (&self->waits);
     zlistx_destroy (&self->websockets);
     http_sessions_destroy (&self->sessions);
+    http_clients_destroy (&self->clients); /* after the context: its connections are gone */
     http_settings_clear (&self->settings);
     free (self->url);
     free (self);

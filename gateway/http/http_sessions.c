@@ -136,6 +136,9 @@ session_create (struct lws *wsi, http_req_t *req, json_t *body)
         session_t *s = session_add (front, gw_conv_id (conv), fields_of (body, NULL));
         return http_reply_write (wsi, req, 201, session_model (front, s, conv), NULL);
     }
+    const char *full = http_clients_refusal (front->clients, wsi, NULL); /* its kernel start is held */
+    if (full)
+        return http_reply_error (wsi, req, 503, full);
     json_t *kbody = json_is_object (kernel) ? json_deep_copy (kernel) : json_object ();
     bool created;
     int status;
@@ -150,8 +153,7 @@ session_create (struct lws *wsi, http_req_t *req, json_t *body)
     pending_t *p = wire_xcalloc (1, sizeof *p);
     p->wsi = wsi;
     p->fields = fields_of (body, NULL);
-    front->connections++;
-    req->counted = true;
+    http_clients_take (front->clients, wsi, &req->slot, conv);
     http_reply_wait (wsi);
     http_wait (front, conv, on_kernel_ready, p, pending_free, &req->wait);
     return 0;

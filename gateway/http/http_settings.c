@@ -18,6 +18,12 @@
 #include <string.h>
 
 #define DEFAULT_MAX_CONNECTIONS 256
+/* one client may hold three quarters, one kernel a quarter (each at most
+   max_connections when that is set lower) */
+#define DEFAULT_PER_CLIENT 192
+#define DEFAULT_PER_KERNEL 64
+#define DEFAULT_MAX_PENDING 128
+#define DEFAULT_PENDING_PER_CLIENT 16
 #define DEFAULT_WS_QUEUE_BYTES (16u << 20)
 #define DEFAULT_PING_SECONDS 30
 
@@ -160,8 +166,9 @@ static int
 section_check (const json_t *section, char **errmsg)
 {
     static const char *known[] = {"listen", "token", "anonymous", "allow_origin", "allow_hosts", "certfile",
-                                  "keyfile", "max_connections", "ws_queue_bytes", "ping_seconds", "env_allow",
-                                  "metrics_open", NULL};
+                                  "keyfile", "max_connections", "max_connections_per_client",
+                                  "max_connections_per_kernel", "max_pending_connections", "max_pending_per_client",
+                                  "ws_queue_bytes", "ping_seconds", "env_allow", "metrics_open", NULL};
     if (!json_is_object (section)) {
         *errmsg = wire_xstrdup ("config http: must be an object");
         return -1;
@@ -229,12 +236,30 @@ token_choose (http_settings_t *self, const json_t *section, char **errmsg)
     return 0;
 }
 
+/* A share of a whole: its default at most the whole, a value given at
+   most the whole too. */
+static int
+share_field (const json_t *section, const char *name, double fallback, const char *whole_name, double whole,
+             int *out, char **errmsg)
+{
+    double v = fallback < whole ? fallback : whole;
+    if (number_field (section, name, 1, 100000, &v, errmsg) < 0)
+        return -1;
+    if (v > whole) {
+        *errmsg = wire_xasprintf ("config http.%s: must be at most http.%s (%g)", name, whole_name, whole);
+        return -1;
+    }
+    *out = (int) v;
+    return 0;
+}
+
 /* Every field of the section, whether or not HTTP is asked for: a bad
    value is refused at start and at a reload alike. */
 static int
 fields_load (http_settings_t *self, const json_t *section, char **errmsg)
 {
-    double max_conn = DEFAULT_MAX_CONNECTIONS, queue = DEFAULT_WS_QUEUE_BYTES, ping = DEFAULT_PING_SECONDS;
+    double max_conn = DEFAULT_MAX_CONNECTIONS, pending = DEFAULT_MAX_PENDING, queue = DEFAULT_WS_QUEUE_BYTES,
+           ping = DEFAULT_PING_SECONDS;
     char *token = NULL;
     int rc = string_field (section, "token", &token, errmsg);
     free (token); /* chosen with its other sources by token_choose */
@@ -242,6 +267,13 @@ fields_load (http_settings_t *self, const json_t *section, char **errmsg)
         || string_field (section, "certfile", &self->certfile, errmsg) < 0
         || string_field (section, "keyfile", &self->keyfile, errmsg) < 0
         || number_field (section, "max_connections", 1, 100000, &max_conn, errmsg) < 0
+        || share_field (section, "max_connections_per_client", DEFAULT_PER_CLIENT, "max_connections", max_conn,
+                        &self->max_connections_per_client, errmsg) < 0
+        || share_field (section, "max_connections_per_kernel", DEFAULT_PER_KERNEL, "max_connections", max_conn,
+                        &self->max_connections_per_kernel, errmsg) < 0
+        || number_field (section, "max_pending_connections", 1, 100000, &pending, errmsg) < 0
+        || share_field (section, "max_pending_per_client", DEFAULT_PENDING_PER_CLIENT, "max_pending_connections",
+                        pending, &self->max_pending_per_client, errmsg) < 0
         || number_field (section, "ws_queue_bytes", 65536, 1ull << 40, &queue, errmsg) < 0
         || number_field (section, "ping_seconds", 1, 3600, &ping, errmsg) < 0)
         return -1;
@@ -252,6 +284,7 @@ fields_load (http_settings_t *self, const json_t *section, char **errmsg)
     self->anonymous = json_is_true (json_object_get (section, "anonymous"));
     self->metrics_open = json_is_true (json_object_get (section, "metrics_open"));
     self->max_connections = (int) max_conn;
+    self->max_pending = (int) pending;
     self->ws_queue_bytes = (size_t) queue;
     self->ping_seconds = (int) ping;
     const json_t *env = json_object_get (section, "env_allow");
