@@ -19,7 +19,7 @@
     connection and every held request at once.
 
     Slots: max_connections bounds the websockets and the requests held for
-    the gateway (a kernel start, an /mcp call); a client
+    the gateway (a kernel start, an /mcp call, a /files transfer); a client
     may hold max_connections_per_client of them, a kernel (a conversation)
     max_connections_per_kernel: 503 beyond, so that one client's websockets
     leave room for the others'. The front has one token, so there is no

@@ -438,12 +438,15 @@ http_files_streams_body (const http_req_t *req)
 }
 
 /* The file of a /files request opened (upload: emptied or created), in
-   req->file; -1 + err. */
+   req->file, holding one of max_connections while it streams; -1 + err,
+   or -1 + *full when its client or kernel holds its share (a 503). */
 static int
-stream_open (http_req_t *req, bool upload, gw_files_error_t *err)
+stream_open (struct lws *wsi, http_req_t *req, bool upload, gw_files_error_t *err, const char **full)
 {
     char *path = NULL;
     gw_conv_t *conv = target_of (req->front, req->path + 7, &path, err);
+    if (conv && (*full = http_clients_refusal (req->front->clients, wsi, conv)))
+        conv = NULL;
     int root = conv ? gw_files_root (gw_conv_workspace (conv), err) : -1;
     if (root < 0) {
         free (path);
@@ -460,6 +463,7 @@ stream_open (http_req_t *req, bool upload, gw_files_error_t *err)
     *f = (http_file_t){.fd = fd, .upload = upload, .size = upload ? 0 : (int64_t) st.st_size,
                        .conversation = wire_xstrdup (gw_conv_id (conv)), .path = path};
     req->file = f;
+    http_clients_take (req->front->clients, wsi, &req->slot, conv);
     return 0;
 }
 
@@ -486,8 +490,9 @@ int
 http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length)
 {
     gw_files_error_t err;
-    if (stream_open (req, true, &err) < 0)
-        return http_contents_error (wsi, req, &err);
+    const char *full = NULL;
+    if (stream_open (wsi, req, true, &err, &full) < 0)
+        return full ? http_reply_error (wsi, req, 503, full) : http_contents_error (wsi, req, &err);
     if (length <= 0) /* no body will come: an empty file */
         return upload_answer (wsi, req);
     return 0;
@@ -516,8 +521,9 @@ static int
 download_begin (struct lws *wsi, http_req_t *req)
 {
     gw_files_error_t err;
-    if (stream_open (req, false, &err) < 0)
-        return http_contents_error (wsi, req, &err);
+    const char *full = NULL;
+    if (stream_open (wsi, req, false, &err, &full) < 0)
+        return full ? http_reply_error (wsi, req, 503, full) : http_contents_error (wsi, req, &err);
     unsigned char headers[LWS_PRE + 1024];
     unsigned char *start = headers + LWS_PRE, *p = start, *end = headers + sizeof headers - 1;
     if (lws_add_http_header_status (wsi, 200, &p, end)

@@ -1,7 +1,8 @@
 """Floods of the HTTP front from clients without the token and with it:
 slowloris (connections that never finish their request head, plain and
 TLS) next to the liveness probe, REST and websocket upgrades of other
-clients; one client's or one kernel's share of max_connections.
+clients; one client's or one kernel's share of max_connections; /files
+transfers counted in it.
 
 A client is its address: the floods come from 127.0.0.2 and up (all of
 127.0.0.0/8 is this host's loopback, so a socket bound to 127.0.1.7 reaches
@@ -260,3 +261,35 @@ def test_one_client_or_one_kernel_cannot_take_every_slot(make_http_gateway):
     for s in held[4:]:
         s.close()
 
+
+def test_files_transfers_hold_a_connection(make_http_gateway):
+    """An upload to /files and a download from it each hold one of
+    max_connections while they stream (max_connections 2 here): with both
+    going, a websocket upgrade is 503; once the upload's body is in, it is
+    101. Before: uploads and downloads were not counted (L3), the upgrade
+    got 101 beside them."""
+    gw = make_http_gateway(http={"max_connections": 2})
+    kid = start_kernel(gw)["id"]
+    size = 16 << 20
+    s = raw_connect(gw, "127.0.0.1")
+    s.sendall((f"PUT /files/{kid}/big HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {gw.token}\r\n"
+               f"Content-Length: {size}\r\n\r\n").encode() + bytes(size))
+    assert read_head(s)[0] == 201
+    s.close()
+    down = raw_connect(gw, "127.0.0.1")
+    down.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    down.sendall(f"GET /files/{kid}/big HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {gw.token}\r\n\r\n"
+                 .encode())
+    assert read_head(down)[0] == 200  # then not read: the download waits for its client
+    up = raw_connect(gw, "127.0.0.1")
+    up.sendall((f"PUT /files/{kid}/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token {gw.token}\r\n"
+                f"Content-Length: {size}\r\n\r\n").encode() + bytes(1 << 20))
+    time.sleep(0.5)
+    status, body = upgrade(gw, kid, "127.0.0.2")
+    assert status == 503 and b"http.max_connections)" in body, (status, body)
+    up.sendall(bytes(size - (1 << 20)))
+    assert read_head(up)[0] == 201
+    up.close()
+    from kennel_testlib import wait_until
+    wait_until(lambda: upgrade(gw, kid, "127.0.0.2")[0] == 101, 30, "the upload's slot free")
+    down.close()
