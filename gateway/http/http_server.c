@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -179,7 +180,7 @@ channels_conv (http_front_t *front, const char *path)
    is written from a request record of its own. The head is whole: the
    connection is no longer pending, and once accepted never is again. */
 static int
-on_confirm_upgrade (struct lws *wsi)
+on_confirm_upgrade (struct lws *wsi, const char *upgrade_to)
 {
     http_front_t *front = front_of (wsi);
     http_req_t upgrade = {.front = front, .upgrading = true}, *req = &upgrade;
@@ -193,6 +194,8 @@ on_confirm_upgrade (struct lws *wsi)
     int rc = 0;
     if (refusal)
         rc = http_reply_error (wsi, req, status, refusal);
+    else if (!upgrade_to || strcasecmp (upgrade_to, "websocket") != 0)
+        rc = http_reply_error (wsi, req, 400, "only a websocket upgrade is served here");
     else if (!conv)
         rc = http_reply_error (wsi, req, 404, "no kernel has this id");
     else if (full)
@@ -257,7 +260,7 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
         rc = req->file ? http_files_download_more (wsi, req) : req->mcp ? http_mcp_writable (wsi, req) : http_reply_flush (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
-        rc = on_confirm_upgrade (wsi);
+        rc = on_confirm_upgrade (wsi, in);
         break;
     case LWS_CALLBACK_CLOSED_HTTP:
     case LWS_CALLBACK_HTTP_DROP_PROTOCOL:

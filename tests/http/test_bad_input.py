@@ -127,3 +127,18 @@ def test_body_limits_and_bad_bodies(http_gateway):
     r = api(gw, "POST", "api/kernels", data=(part for part in [b"{}"]))
     assert r.status_code == 411 and r.json()["reason"] == "Length Required"
     assert api(gw, "GET", "api/kernels").json() == []
+
+
+def test_only_a_websocket_upgrade_is_served(http_gateway):
+    """An `Upgrade: h2c` on a kernel's channels path (HTTP/2 over one
+    plain connection, whose streams would each be a request) is 400; only
+    the websocket upgrade is served there."""
+    gw = http_gateway
+    kid = start_kernel(gw)["id"]
+    host, port = gw.url.split("/")[2].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall((f"GET /api/kernels/{kid}/channels HTTP/1.1\r\nHost: {host}\r\nAuthorization: token {gw.token}\r\n"
+                   "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
+                   "\r\n").encode())
+        line = s.recv(4096).split(b"\r\n")[0]
+        assert line.endswith(b" 400 Bad Request"), line
