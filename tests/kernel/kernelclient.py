@@ -73,9 +73,10 @@ def stop_kernel(kernel):
 class ConfinedKernel(Kernel):
     """The built-in Python kernel started the way the gateway starts it:
     `kennel-launch --spec-fd N` (confined, default policy, tmpfs workspace)
-    with kernel settings, reached through its ipc sockets in run_dir."""
+    with kernel settings, reached through its ipc sockets in run_dir;
+    policy: confine policy fields over that default (e.g. network)."""
 
-    def __init__(self, launcher, settings, base_dir, env=None):
+    def __init__(self, launcher, settings, base_dir, env=None, policy=None):
         run_dir = os.path.join(base_dir, "run")
         os.makedirs(run_dir)
         os.chmod(run_dir, 0o777)  # the sandbox user creates its sockets here
@@ -86,7 +87,8 @@ class ConfinedKernel(Kernel):
             json.dump(conn, f)
         spec_r, spec_w = os.pipe()
         status_r, status_w = os.pipe()
-        spec = {"policy": {"allow_degraded": hostprobe.allow_degraded()}, "run_dir": run_dir, "status_fd": status_w,
+        spec = {"policy": dict({"allow_degraded": hostprobe.allow_degraded()}, **(policy or {})), "run_dir": run_dir,
+                "status_fd": status_w,
                 "kernel": {"builtin": "python", "settings": settings}}
         if env:
             spec["env"] = env
@@ -124,3 +126,4 @@ class ConfinedKernel(Kernel):
         except Exception:
             self.popen.kill()
             raise
+
