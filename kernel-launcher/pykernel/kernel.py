@@ -51,6 +51,7 @@ class _State:
     def __init__(self):
         self.profile = "agent"
         self.deny = frozenset(_DEFAULT_DENY)
+        self.policy_deny = frozenset()  # what the settings' imports.deny adds
         self.allow = None            # a frozenset in allow-list mode
         self.count = 1               # the next store_history execution's number
         self.cells = 0               # every execution, for unique file names
@@ -304,7 +305,8 @@ def _ask(prompt, password):
     if request is None or not request.allow_stdin:
         raise StdinNotImplementedError(
             "input() is not available: the request running this code does not allow stdin "
-            "(allow_stdin is false), so no one can answer; pass the value in the code instead")
+            "(allow_stdin is false), so no one can answer; pass the value in the code instead, "
+            "or send the execute_request with allow_stdin true and answer its input_request")
     _streams.flush()
     reply_type, content = _stdin_request(
         "input_request", _dumps({"prompt": str(prompt), "password": bool(password)}), -1.0)
@@ -777,7 +779,8 @@ def _tool_unavailable():
         return "host tools can only be called while an execution runs"
     if not request.allow_stdin:
         return ("no client is serving stdin for this execution (allow_stdin is false), so no "
-                "host can answer tool calls")
+                "host can answer tool calls; send the execute_request with allow_stdin true and "
+                "answer its tool_request (the kennel host module's execute does)")
     return None
 
 
@@ -1400,8 +1403,8 @@ class _ImportWatch:
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):
         if fullname.split(".")[0] in _ALWAYS_DENY:
-            raise ImportError("import of %r is not allowed: it is internal to kennel" % fullname,
-                              name=fullname)
+            raise ImportError("import of %r is not allowed: it is internal to kennel (no policy "
+                              "allows it)" % fullname, name=fullname)
         hook = _POST_IMPORT.get(fullname)
         if hook is None:
             return None
@@ -1447,6 +1450,9 @@ _COLORS_DEFAULT = {"agent": "NoColor", "notebook": "Neutral", "none": "NoColor"}
 _OUT_CACHE_SIZE = 1000           # results kept in Out, as IPython's displayhook
 _PIP_INSTALL = None              # compiled on first use
 _PIP_SOURCE_ENV = ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE")
+# a package source pip's refusal names: wheels the workspace holds
+_PIP_WHEELS_ENV = {"PIP_FIND_LINKS": "/workspace/wheels", "PIP_NO_INDEX": "1",
+                   "PIP_BREAK_SYSTEM_PACKAGES": "1"}
 _PIP_SOURCE_ARGS = ("--find-links", "-f", "--index-url", "-i", "--no-index", "--extra-index-url")
 
 
@@ -1799,6 +1805,12 @@ def _shell_class():
             self.InteractiveTB.tb = None  # post-mortem of sys.last_traceback (kennel's)
             self.InteractiveTB.debugger(force=True)
 
+
+        def ask_exit(self):
+            _ask_exit(bool(self.keepkernel_on_exit))
+
+        keepkernel_on_exit = False
+
     return KennelShell
 
 
@@ -1872,14 +1884,35 @@ def _shell_attach(shell):
         shell.automagic = _state.automagic
 
 
+
 def _pager_hook(shell, data, start=0, screen_lines=0, pager_cmd=None):
     """IPython's pager (`obj?`, %quickref, %magic): a `page` payload of the
     reply, as ipykernel sends it."""
     if not isinstance(data, dict):
         data = {"text/plain": str(data)}
+    _write_payload({"source": "page", "data": data, "start": int(start)})
+
+
+def _write_payload(payload):
+    """A payload of the running request's reply (page, set_next_input,
+    ask_exit): one of each source, the latest in the place of the first, as
+    ipykernel's PayloadManager keeps them."""
     request = _state.request
-    if request is not None:
-        request.payloads.append({"source": "page", "data": data, "start": int(start)})
+    if request is None:
+        return
+    for index, old in enumerate(request.payloads):
+        if old.get("source") == payload["source"]:
+            request.payloads[index] = payload
+            return
+    request.payloads.append(payload)
+
+
+def _ask_exit(keep_kernel):
+    """exit / quit in the notebook profile: the reply asks the front end to
+    close (an `ask_exit` payload, as ipykernel's); jupyter console then
+    quits, and shuts the kernel down unless keepkernel. The kernel itself
+    goes on until its front end or gateway stops it."""
+    _write_payload({"source": "ask_exit", "keepkernel": keep_kernel})
 
 
 def _load_extension(load, name):
@@ -1980,9 +2013,8 @@ def _look_like_ipython():
 def _escape_refusal(cmd):
     """Why a shell escape may not run here, or None."""
     if not _state.shell_escapes:
-        return ("shell escapes (!cmd, %%sx, %%pip) are off in builtins profile %r: the host "
-                "turns them on with the kernel setting \"shell_escapes\": true (subprocess.run "
-                "is not affected)" % _state.profile)
+        return ("shell escapes (!cmd, %%sx, %%pip) are off in builtins profile %r; %s turns them "
+                "on (subprocess.run is not affected)" % (_state.profile, _policy_fix(*_OTHER_PROFILES)))
     return None
 
 
@@ -2001,9 +2033,10 @@ def _pip_refusal(cmd):
     if any(a.split("=")[0] in _PIP_SOURCE_ARGS or "/" in a or a.endswith(".whl") for a in args):
         return None
     return ("pip install: this sandbox has no network, so packages cannot be downloaded here. "
-            "Packages come from the kernel's image or from the operator's package policy "
-            "(a wheel directory or an index the sandbox can reach, given as PIP_FIND_LINKS / "
-            "PIP_INDEX_URL in the conversation's environment)")
+            "Packages come from the kernel's image or from the operator's package policy: a "
+            "wheel directory or an index the sandbox can reach, named in the conversation's "
+            "environment; for wheels in /workspace/wheels, %s (Debian's Python needs "
+            "PIP_BREAK_SYSTEM_PACKAGES for a user install)" % _policy_fix({"env": _PIP_WHEELS_ENV}))
 
 
 def _network_reachable():
@@ -2077,39 +2110,90 @@ def _getoutput(cmd, split):
 
 
 # ---- builtins profiles and the import policy --------------------------------
+#
+# Every refusal names a fix that can be applied: a conversation's policy
+# (the gateway's fields, gateway/gw_config.c; the same keys are a launch
+# spec's kernel settings), written as the JSON to send, which
+# tests/kernel/test_refusals.py applies through a real gateway.
+
+def _policy_fix(*policies):
+    """'the conversation's policy {...} (or {...})' for the given policy
+    objects."""
+    shown = [json.dumps(policy, sort_keys=True) for policy in policies]
+    return "the conversation's policy %s" % " (or ".join(shown) + ")" * (len(shown) - 1)
+
+
+_OTHER_PROFILES = ({"builtins": "notebook"}, {"builtins": "none"})
 
 class _Disabled:
     """exit/quit/breakpoint where the profile turns them off."""
 
-    def __init__(self, name, message, refuse=True):
-        self._name = name
+    def __init__(self, message):
         self._message = message
-        self._refuse = refuse
 
     def __repr__(self):
         return self._message
 
     def __call__(self, *args, **kwargs):
-        if self._refuse:
-            raise RuntimeError(self._message)
-        sys.stderr.write(self._message + "\n")
+        raise RuntimeError(self._message)
+
+
+class _Exit:
+    """exit / quit in the notebook profile, as ipykernel's: called, or alone
+    on a one-line cell (IPython's autocall), they ask the front end to close
+    (_ask_exit); exit(keep_kernel=True) asks it to leave the kernel
+    running."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return ("%s: asks the front end to close (jupyter console quits and shuts the kernel "
+                "down; %s(keep_kernel=True) leaves it running)" % (self._name, self._name))
+
+    def __call__(self, keep_kernel=False):
+        _ask_exit(bool(keep_kernel))
+
+
+def _autocall_exit(code):
+    """A one-line cell that is only `exit` or `quit` (no variable shadowing
+    it) runs it, as IPython's autocall does. True when it did."""
+    name = code.strip()
+    if name not in ("exit", "quit") or name in _state.ns:
+        return False
+    exiter = _state.builtins.get(name)
+    if not isinstance(exiter, _Exit):
+        return False
+    exiter()
+    return True
 
 
 def _module_denied(name):
-    """The policy's reason to refuse importing `name`, or None."""
+    """The policy's reason to refuse importing `name` and its fix, or None."""
     parts = name.split(".")
     prefixes = {".".join(parts[:i + 1]) for i in range(len(parts))}
     if prefixes & set(_ALWAYS_DENY):
-        return "it is internal to kennel"
+        return "it is internal to kennel (no policy allows it)"
     if _state.allow is not None:
         if not prefixes & _state.allow:
-            return "kennel's import policy allows only: %s" % ", ".join(sorted(_state.allow))
+            allow = sorted(_state.allow | {parts[0]})
+            return ("kennel's import policy allows only: %s; %s allows it"
+                    % (", ".join(sorted(_state.allow)), _policy_fix({"imports": {"allow": allow}})))
         return None
     denied = prefixes & _state.deny
-    if denied:
-        return ("kennel's import policy denies %s (builtins profile %r)"
-                % (", ".join(sorted(denied)), _state.profile))
-    return None
+    if not denied:
+        return None
+    # the fix: the policy's own deny list without these, another profile
+    # for the agent's guardrail (denied by the profile: FFI)
+    fix = {}
+    if denied & _state.policy_deny:
+        fix["imports"] = {"deny": sorted(_state.policy_deny - denied)}
+    fixes = [fix]
+    if _state.profile == "agent" and denied & set(_DEFAULT_DENY):
+        fixes = [dict(fix, **profile) for profile in _OTHER_PROFILES]
+    return ("kennel's import policy denies %s (builtins profile %r%s); %s allows it"
+            % (", ".join(sorted(denied)), _state.profile,
+               ", the policy's \"imports\"" if "imports" in fix else "", _policy_fix(*fixes)))
 
 
 def _make_import(real_import):
@@ -2133,20 +2217,17 @@ def _build_builtins(profile):
     mapping = dict(vars(builtins))
     mapping["input"] = _input
     if profile == "agent":
-        mapping["exit"] = _Disabled("exit", "exit() is disabled in this kernel (builtins profile "
-                                    "'agent'): the kernel and its variables persist; end the "
-                                    "conversation from the host")
-        mapping["quit"] = _Disabled("quit", "quit() is disabled in this kernel (builtins profile "
-                                    "'agent'): the kernel and its variables persist; end the "
-                                    "conversation from the host")
-        mapping["breakpoint"] = _Disabled("breakpoint", "breakpoint() is disabled in this kernel "
-                                          "(builtins profile 'agent'): there is no debugger "
-                                          "front end")
+        for name in ("exit", "quit"):
+            mapping[name] = _Disabled(
+                "%s() is disabled in builtins profile 'agent': the kernel and its variables "
+                "persist; the host ends the conversation (conversation_close_request, or "
+                "DELETE /api/kernels/ID over HTTP)" % name)
+        mapping["breakpoint"] = _Disabled(
+            "breakpoint() is disabled in builtins profile 'agent' (an agent has no debugger "
+            "front end); %s runs pdb over the stdin channel" % _policy_fix({"builtins": "notebook"}))
     elif profile == "notebook":
-        mapping["exit"] = _Disabled("exit", "exit() does nothing in kennel: restart or shut down "
-                                    "the kernel from the front end", refuse=False)
-        mapping["quit"] = _Disabled("quit", "quit() does nothing in kennel: restart or shut down "
-                                    "the kernel from the front end", refuse=False)
+        mapping["exit"] = _Exit("exit")
+        mapping["quit"] = _Exit("quit")
     if profile != "none":
         mapping["__import__"] = _make_import(builtins.__import__)
     mapping.update(_state.helpers)
@@ -2255,9 +2336,7 @@ def _page(expression, level):
     text = _inspect_text(expression, level)
     if text is None:
         text = "Object `%s` not found." % expression
-    request = _state.request
-    if request is not None:
-        request.payloads.append({"source": "page", "data": {"text/plain": text}, "start": 0})
+    _write_payload({"source": "page", "data": {"text/plain": text}, "start": 0})
 
 
 def _transform(code):
@@ -2393,6 +2472,9 @@ def _run_cell(code, request, count, store):
     if whole is not None:
         _store_input(store, count, code, code)
         _page(*whole)
+        return None, None
+    if _autocall_exit(code):
+        _store_input(store, count, code, code)  # not kept: IPython's history leaves exit out
         return None, None
     _prepare_namespace()
     try:
@@ -2932,7 +3014,8 @@ def configure(settings_json):
     default_deny = _DEFAULT_DENY if profile == "agent" else _ALWAYS_DENY
     if profile == "none":
         default_deny = ()
-    _state.deny = frozenset(default_deny) | frozenset(str(m) for m in imports.get("deny", ()))
+    _state.policy_deny = frozenset(str(m) for m in imports.get("deny", ()))
+    _state.deny = frozenset(default_deny) | _state.policy_deny
     if "allow" in imports:
         _state.allow = frozenset(str(m) for m in imports["allow"])
     _FUTURE_FLAGS = _future_flags()

@@ -127,3 +127,61 @@ class ConfinedKernel(Kernel):
             self.popen.kill()
             raise
 
+
+# A cell that writes a wheel of one module (kennel_wheel_probe, ANSWER = 42)
+# into /workspace/wheels, from inside the sandbox: a package source an
+# operator may name (pip's refusal names it).
+WHEEL_CELL = '''
+import base64, hashlib, os, zipfile
+def _record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return "%s,sha256=%s,%d" % (name, digest, len(data))
+files = {
+    "kennel_wheel_probe/__init__.py": b"ANSWER = 42\\n",
+    "kennel_wheel_probe-1.0.dist-info/METADATA":
+        b"Metadata-Version: 2.1\\nName: kennel-wheel-probe\\nVersion: 1.0\\n",
+    "kennel_wheel_probe-1.0.dist-info/WHEEL":
+        b"Wheel-Version: 1.0\\nGenerator: hand\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = "\\n".join(_record_line(n, d) for n, d in files.items())
+record += "\\nkennel_wheel_probe-1.0.dist-info/RECORD,,\\n"
+os.makedirs("/workspace/wheels", exist_ok=True)
+with zipfile.ZipFile("/workspace/wheels/kennel_wheel_probe-1.0-py3-none-any.whl", "w") as z:
+    for name, data in files.items():
+        z.writestr(name, data)
+    z.writestr("kennel_wheel_probe-1.0.dist-info/RECORD", record)
+'''
+
+
+# ---- the reference: Debian's ipykernel ---------------------------------------
+
+def start_ipykernel(cwd, ipython_dir):
+    """Debian's ipykernel (kernelspec "python3"), what the fidelity tests
+    compare kennel with: started in cwd, its IPython profile (and history
+    database) under ipython_dir, nothing of the host's ~/.ipython."""
+    env = dict(os.environ, IPYTHONDIR=str(ipython_dir))
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=TIMEOUT, cwd=str(cwd), env=env)
+    return Kernel(km, kc)
+
+
+def shape(reply, outputs):
+    """What front ends and nbclient act on: the reply's status, error and
+    payloads, and each output's kind (stream name and text, or message type
+    and MIME types). Consecutive stream messages of one stream are one
+    (kernels cut streams where their timing does)."""
+    kinds = []
+    for msg in outputs:
+        content = msg["content"]
+        if msg["msg_type"] == "stream":
+            if kinds and kinds[-1][:2] == ("stream", content["name"]):
+                kinds[-1] = ("stream", content["name"], kinds[-1][2] + content["text"])
+            else:
+                kinds.append(("stream", content["name"], content["text"]))
+        elif msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+            kinds.append((msg["msg_type"], sorted(content["data"])))
+        elif msg["msg_type"] == "error":
+            kinds.append(("error", content["ename"], content["evalue"]))
+        else:
+            kinds.append((msg["msg_type"],))
+    error = {key: reply.get(key) for key in ("ename", "evalue", "traceback")} if reply["status"] == "error" else {}
+    return {"status": reply["status"], "error": error, "payload": reply.get("payload", []), "outputs": kinds}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kernelclient import TIMEOUT, ConfinedKernel, built, stream_text
+from kernelclient import TIMEOUT, WHEEL_CELL, ConfinedKernel, built, stream_text
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -169,7 +169,9 @@ def test_shell_escapes_are_off_in_the_agent_profile_unless_enabled(kernel, launc
     for code in ("!echo hi", "x = !ls", "%pip install something"):
         reply, _ = kernel.execute(code)
         assert reply["ename"] == "PermissionError"
-        assert '"shell_escapes": true' in reply["evalue"]
+        # the fix named is the gateway's policy field (test_refusals.py applies it)
+        assert '{"builtins": "notebook"}' in reply["evalue"]
+    # a launch spec's own kernel setting (no gateway policy field)
     agent = launch({"builtins": "agent", "shell_escapes": True})
     _, outputs = ok(agent, "!echo allowed")
     assert stream_text(outputs) == "allowed\n"
@@ -280,28 +282,6 @@ def test_events_reach_registered_callbacks(fresh_kernel):
                      "lambda result: ran.append(result.success))")
     fresh_kernel.execute("1/0")
     assert fresh_kernel.value("ran") == "[True, False]"
-
-
-WHEEL_CELL = '''
-import base64, hashlib, os, zipfile
-def _record_line(name, data):
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return "%s,sha256=%s,%d" % (name, digest, len(data))
-files = {
-    "kennel_wheel_probe/__init__.py": b"ANSWER = 42\\n",
-    "kennel_wheel_probe-1.0.dist-info/METADATA":
-        b"Metadata-Version: 2.1\\nName: kennel-wheel-probe\\nVersion: 1.0\\n",
-    "kennel_wheel_probe-1.0.dist-info/WHEEL":
-        b"Wheel-Version: 1.0\\nGenerator: hand\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-}
-record = "\\n".join(_record_line(n, d) for n, d in files.items())
-record += "\\nkennel_wheel_probe-1.0.dist-info/RECORD,,\\n"
-os.makedirs("/workspace/wheels", exist_ok=True)
-with zipfile.ZipFile("/workspace/wheels/kennel_wheel_probe-1.0-py3-none-any.whl", "w") as z:
-    for name, data in files.items():
-        z.writestr(name, data)
-    z.writestr("kennel_wheel_probe-1.0.dist-info/RECORD", record)
-'''
 
 
 def test_pip_install_from_a_package_source_the_operator_allows(tmp_path):
