@@ -58,6 +58,7 @@ class _State:
         self.future_flags = 0        # __future__ imports persist across cells
         self.history = []            # (session, line, input, output text or None)
         self.request = None          # the _Request being handled
+        self.parent = None           # the last shell request handled (get_parent() when idle)
         self.running_user_code = False
         self.interrupt_pending = False  # SIGINT during an execute_request before its code ran
         self.main = None             # the user's __main__ module
@@ -1522,13 +1523,15 @@ class _KernelStandIn:
         return _comm_manager
 
     def get_parent(self, channel="shell"):
-        request = _state.request
+        """The shell request being handled, or the last one (as ipykernel
+        keeps it) for a thread that runs on after its cell; {} before any."""
+        request = _state.request or _state.parent
         if request is None:
             return {}
         header = dict(request.header)
         return {"header": header, "msg_id": header.get("msg_id", ""),
                 "msg_type": request.msg_type, "content": dict(request.content),
-                "parent_header": {}, "metadata": {}}
+                "parent_header": {}, "metadata": {}, "buffers": []}
 
     parent_header = property(get_parent)
 
@@ -1539,10 +1542,12 @@ _kernel_stand_in = _KernelStandIn()
 
 class _HistoryStandIn:
     """IPython's HistoryManager as kennel uses it, before the shell exists:
-    In/_ih, the raw inputs, Out/_oh, _dh and the _i, _ii, _iii, _iN
-    variables, kept as HistoryManager.store_inputs keeps them. The shell's
-    history manager takes these very lists over when it is built (init_user_ns
-    below), so In, Out and _iN are as if it had been there from the start."""
+    In/_ih, the raw inputs, Out/_oh and the results' text, _dh, the _i, _ii,
+    _iii, _iN variables and the inputs not yet written to the (in-memory)
+    history database, kept as HistoryManager.store_inputs keeps them. The
+    shell's history manager takes these very lists over when it is built
+    (init_user_ns below), so In, Out, _iN, %history and the database's
+    searches are as if it had been there from the start."""
 
     _exit_re = None
 
@@ -1550,7 +1555,9 @@ class _HistoryStandIn:
         self.input_hist_parsed = [""]
         self.input_hist_raw = [""]
         self.output_hist = {}
+        self.output_hist_reprs = {}
         self.dir_hist = [os.getcwd()]
+        self.db_input_cache = []
         self._i00 = self._i = self._ii = self._iii = ""
 
     def store_inputs(self, line_num, source, source_raw=None):
@@ -1564,6 +1571,7 @@ class _HistoryStandIn:
             return  # IPython does not store exit/quit either
         self.input_hist_parsed.append(source)
         self.input_hist_raw.append(source_raw)
+        self.db_input_cache.append((line_num, source, source_raw))
         self._iii, self._ii, self._i, self._i00 = self._ii, self._i, self._i00, source_raw
         _hide({"_i": self._i, "_ii": self._ii, "_iii": self._iii,
                "_i%s" % line_num: self._i00})
@@ -1573,7 +1581,11 @@ class _HistoryStandIn:
         manager.input_hist_parsed = self.input_hist_parsed
         manager.input_hist_raw = self.input_hist_raw
         manager.output_hist = self.output_hist
+        manager.output_hist_reprs = self.output_hist_reprs
         manager.dir_hist = self.dir_hist
+        # moved, not copied: adopting twice adds nothing twice
+        manager.db_input_cache.extend(self.db_input_cache)
+        self.db_input_cache = []
         manager._i00, manager._i, manager._ii, manager._iii = \
             self._i00, self._i, self._ii, self._iii
 
@@ -1744,6 +1756,20 @@ def _shell_class():
     displaypub = _lazy("IPython.core.displaypub")
     traitlets = _lazy("traitlets")
     builtin_trap = _lazy("IPython.core.builtin_trap")
+    displayhook = _lazy("IPython.core.displayhook")
+
+    class DisplayHook(displayhook.DisplayHook):
+        """A result of the shell's own run_cell (%rerun, a macro,
+        get_ipython().run_cell(...)): an execute_result, as kennel shows a
+        cell's and ipykernel's displayhook publishes it (IPython's own
+        prints "Out[N]: " on stdout)."""
+
+        def __call__(self, result=None):
+            request = _state.request
+            if result is None or request is None or self.quiet():
+                return
+            count = self.shell.execution_count
+            _set_last_results(result, count, _show_result(result, request, count))
 
     class DisplayPublisher(displaypub.DisplayPublisher):
         """Every display (kennel's and IPython's) goes through the shell's
@@ -1758,6 +1784,7 @@ def _shell_class():
 
     class KennelShell(interactiveshell.InteractiveShell):
         display_pub_class = traitlets.Type(DisplayPublisher)
+        displayhook_class = traitlets.Type(DisplayHook)
 
         def init_builtins(self):
             # IPython's own version also sets __IPYTHON__ (done when kernel.py
@@ -1805,6 +1832,21 @@ def _shell_class():
             self.InteractiveTB.tb = None  # post-mortem of sys.last_traceback (kennel's)
             self.InteractiveTB.debugger(force=True)
 
+        # what ipykernel's shell adds, which libraries and magics use
+        @property
+        def parent_header(self):
+            """The shell request being handled (the last one when idle), as
+            ipykernel's shell has it: code that updates displays by id or
+            routes output (ipywidgets' Output) reads its header."""
+            return _kernel_stand_in.get_parent()
+
+        def get_parent(self):
+            return _kernel_stand_in.get_parent()
+
+        def set_next_input(self, text, replace=False):
+            """%load, %recall: the front end's next input, a payload of the
+            reply."""
+            _write_payload({"source": "set_next_input", "text": str(text), "replace": bool(replace)})
 
         def ask_exit(self):
             _ask_exit(bool(self.keepkernel_on_exit))
@@ -1824,7 +1866,10 @@ def _make_shell():
     profiledir = _lazy("IPython.core.profiledir")
     types = _lazy("types")
     config = config_module.Config()
-    config.HistoryManager.enabled = False
+    # history in an in-memory database, as IPython's ":memory:" file: the
+    # searches (%history -g, -l, get_tail) work within the session, nothing
+    # is written, and no saving thread runs (the fork server stays one thread)
+    config.HistoryManager.hist_file = ":memory:"
     config.InteractiveShell.colors = "NoColor"
     config.IPCompleter.use_jedi = False
     scratch = tempfile.mkdtemp(prefix="kennel-ipython-")
@@ -1837,6 +1882,8 @@ def _make_shell():
         shutil.rmtree(scratch, ignore_errors=True)
     shell.kernel = _kernel_stand_in
     shell.set_hook("show_in_pager", _pager_hook, 99)
+    for name, function in _KERNEL_MAGICS.items():
+        shell.register_magic_function(function, "line", name)
     load = shell.extension_manager.load_extension
     shell.extension_manager.load_extension = lambda name: _load_extension(load, name)
     return shell
@@ -1883,6 +1930,68 @@ def _shell_attach(shell):
     if shell.automagic != _state.automagic:
         shell.automagic = _state.automagic
 
+
+# ---- the magics ipykernel adds to IPython's (its KernelMagics) ----------------
+
+def _connect_info_text():
+    """What %connect_info can truthfully say: the kernel holds no connection
+    a front end can use (its sockets and key are the gateway's side of the
+    sandbox, out of Python's reach), so it says where the front end's is."""
+    return "\n".join([
+        "This is kennel's Python kernel (kennel %s, builtins profile %r), confined in a sandbox."
+        % (_VERSION, _state.profile),
+        "Front ends never connect to it directly: they connect to the kennel gateway that",
+        "started it, which relays this conversation; its connection (sockets, key) stays",
+        "outside the sandbox and is not shown here.",
+        "",
+        "To attach another front end to this same kernel:",
+        "  - a Jupyter front end started it (notebook, lab, console, nbclient: kernelspec",
+        "    mode): use the connection file that front end wrote for it:",
+        "        $> jupyter console --existing FILE",
+        "    (the files are in `jupyter --runtime-dir`; the newest: --existing alone);",
+        "  - a kennel daemon runs it: open this conversation again, by its id, through",
+        "    the daemon (conversation_open_request on its control socket, or",
+        "    /api/kernels/ID/channels on its HTTP front).",
+    ])
+
+
+def _magic_connect_info(line):
+    """Print how other front ends can reach this kernel (kennel: through the
+    gateway, never the kernel's own sockets)."""
+    print(_connect_info_text())
+
+
+def _magic_qtconsole(line):
+    """Would open a Qt console on this kernel: the sandbox has no display."""
+    sys.stderr.write("kennel: %qtconsole cannot start a Qt console here: the kernel runs in a "
+                     "sandbox with no display. Start one on your machine with `jupyter qtconsole "
+                     "--existing FILE`, FILE being the connection file of this kernel's front end "
+                     "(%connect_info says more)\n")
+
+
+def _magic_autosave(line):
+    """Set the notebook's autosave interval in seconds (0 turns it off)."""
+    try:
+        interval = int(line)
+    except ValueError:
+        raise _lazy("IPython.core.error").UsageError(
+            "%%autosave requires an integer, got %r" % line) from None
+    javascript = _lazy("IPython.display").Javascript
+    display(javascript("IPython.notebook.set_autosave_interval(%i)" % (1000 * interval)),
+            include=["application/javascript"])
+    print("Autosaving every %i seconds" % interval if interval else "Autosave disabled")
+
+
+def _magic_less(line):
+    """Show a file through the pager (a `page` payload)."""
+    if not line:
+        raise _lazy("IPython.core.error").UsageError("Missing filename.")
+    with open(line, encoding="utf-8", errors="replace") as f:
+        _lazy("IPython.core.page").page(f.read())
+
+
+_KERNEL_MAGICS = {"connect_info": _magic_connect_info, "qtconsole": _magic_qtconsole,
+                  "autosave": _magic_autosave, "less": _magic_less, "more": _magic_less}
 
 
 def _pager_hook(shell, data, start=0, screen_lines=0, pager_cmd=None):
@@ -2270,7 +2379,11 @@ def _error_content(exc):
     traceback = _lazy("traceback")
     _strip_kennel_frames(exc)
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-    if isinstance(exc, SystemExit):
+    if _is_usage_error(exc):
+        # as ipykernel: the message is the whole story (a misspelt magic, a
+        # bad option), no traceback
+        lines = []
+    elif isinstance(exc, SystemExit):
         lines = ["SystemExit: %s" % (exc.code if exc.code is not None else ""),
                  "kennel caught SystemExit: the kernel keeps running and your variables are kept."]
     elif _ipython_tracebacks():
@@ -2279,6 +2392,26 @@ def _error_content(exc):
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         lines = text.rstrip("\n").split("\n")
     return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": lines}
+
+
+def _is_usage_error(exc):
+    """IPython's UsageError (an unknown magic, a magic's bad arguments),
+    which IPython shows as one line on stderr rather than as a traceback.
+    Only that class, as IPython's showtraceback tests it, not subclasses."""
+    error = sys.modules.get("IPython.core.error")
+    return error is not None and type(exc) is error.UsageError
+
+
+def _show_error(exc, error, request):
+    """A failed cell's error for the front ends: an `error` message, or for
+    a UsageError one stderr line "UsageError: ..." and no error message, as
+    ipykernel shows it (front ends and nbclient treat the two differently);
+    the reply says status "error" either way."""
+    if _is_usage_error(exc):
+        sys.stderr.write("UsageError: %s\n" % exc)
+        return
+    _publish("error", error)
+    _post_mortem(request)
 
 
 def _ipython_tracebacks():
@@ -2465,7 +2598,8 @@ def _ipython_may_rewrite(code):
 
 
 def _run_cell(code, request, count, store):
-    """Runs one cell. Returns (error content or None, result text or None)."""
+    """Runs one cell. Returns (the exception that ended it or None, result
+    text or None)."""
     _state.cells += 1
     filename = "<cell %d>" % count if store else "<cell %d.%d>" % (count, _state.cells)
     whole = _help_request(code) if "\n" not in code.strip() else None
@@ -2481,7 +2615,7 @@ def _run_cell(code, request, count, store):
         source, body, expr = _compile_with_ipython_syntax(code, filename)
     except (SyntaxError, ValueError, OverflowError) as exc:
         _store_input(store, count, code, code)
-        return _error_content(exc), None
+        return exc, None
     _store_input(store, count, source, code)
     result_text = None
     try:
@@ -2495,11 +2629,11 @@ def _run_cell(code, request, count, store):
                 if value is not None:
                     result_text = _show_result(value, request, count)
                     if store:
-                        _set_last_results(value, count)
+                        _set_last_results(value, count, result_text)
         finally:
             _state.running_user_code = False
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: the kernel persists
-        return _error_content(exc), None
+        return exc, None
     return None, result_text
 
 
@@ -2510,18 +2644,24 @@ def _store_input(store, count, source, raw):
         _input_history().store_inputs(count, source, raw)
 
 
-def _set_last_results(value, count):
-    """_, __, ___, _N and Out[N]; Out keeps the last _OUT_CACHE_SIZE."""
+def _set_last_results(value, count, text):
+    """_, __, ___, _N, Out[N] and the result's text (%history -o, as
+    IPython's displayhook logs it); Out and the texts keep the last
+    _OUT_CACHE_SIZE."""
     mapping = _state.builtins
     mapping["___"] = mapping.get("__", "")
     mapping["__"] = mapping.get("_", "")
     mapping["_"] = value
-    out = _input_history().output_hist
+    history = _input_history()
+    out, reprs = history.output_hist, history.output_hist_reprs
     if len(out) >= _OUT_CACHE_SIZE:
         for old in sorted(out)[:_OUT_CACHE_SIZE // 5]:
             del out[old]
+            reprs.pop(old, None)
             mapping.pop("_%d" % old, None)
     out[count] = value
+    if text is not None:
+        reprs[count] = text
     mapping["_%d" % count] = value
 
 
@@ -2556,10 +2696,10 @@ def _execute(request):
     events = None if silent else _CellEvents(code, store, count)
     if events is not None:
         events.before()
-    error, result_text = _run_cell(code, request, count, store)
+    exc, result_text = _run_cell(code, request, count, store)
+    error = None if exc is None else _error_content(exc)
     if error is not None and not silent:
-        _publish("error", error)
-        _post_mortem(request)
+        _show_error(exc, error, request)
     if events is not None:
         events.after(error)
     try:
@@ -3068,7 +3208,7 @@ def dispatch(msg_type, content_json, header_json, buffers=()):
     except ValueError as exc:
         return _internal_error(reply_type, exc) if reply_type else None
     request = _Request(msg_type, content, header)
-    _state.request = request
+    _state.request = _state.parent = request
     try:
         abort = False
         if msg_type == "execute_request":

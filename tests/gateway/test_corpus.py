@@ -49,11 +49,7 @@ EXCLUDED = {
 # (notebook, code cell index from 0): why kennel refuses what ipykernel runs.
 # Each is the sandbox doing its job, never a parity gap.
 IMPORTING = "python-notebook-doc/html/examples/Notebook/Importing Notebooks.ipynb"
-QT = "python-notebook-doc/html/examples/Notebook/Connecting with the Qt Console.ipynb"
 REFUSALS = {
-    (QT, 0): "%connect_info: the connection file and its key stay outside the kernel (no kernel internals "
-             "reachable from Python)",
-    (QT, 2): "%qtconsole starts a Qt console on that connection file: neither a display nor the file is in the sandbox",
     (IMPORTING, 16): "copies a notebook into IPython's package directory under /usr, read-only in the sandbox",
     (IMPORTING, 17): "imports the notebook that cell 16 could not copy (it passed only when an ipykernel run "
                      "had left the copy on the host)",
