@@ -79,6 +79,8 @@ class _State:
         self.inputs = None           # _HistoryStandIn until the shell exists
         self.shell_building = False
         self.main_thread = None      # the thread the C loop calls us on
+        self.mpl_activated = False   # kennel's matplotlib backend made its first figure
+        self.figures_pending = False  # ... and one since the last end of a cell (interactive)
 
 
 _state = _State()
@@ -1258,13 +1260,119 @@ def _patch_ipython_display(module):
     module.publish_display_data = _publish_display_data
 
 
-def _patch_pyplot(module):
-    module.show = _mpl_show
+# matplotlib: figures reach the front end through kennel's own backend,
+# module://kennel_inline (an Agg canvas), the kernel's default as ipykernel's
+# is matplotlib_inline's, and decided as that one decides: plt.show() under it
+# shows every open figure; at the end of a cell the open figures are shown
+# if one was made under it in interactive mode (on from its first figure, as
+# the inline backend's activation sets it; plt.ioff() stops it). Under
+# another backend (matplotlib.use("Agg"), "svg", ...) nothing is shown, as
+# in ipykernel. The processes the kernel starts keep MPLBACKEND=Agg.
+
+_INLINE_BACKEND = "kennel_inline"            # the module matplotlib loads
+_INLINE_BACKEND_NAME = "module://" + _INLINE_BACKEND
 
 
-def _mpl_show(*args, **kwargs):
-    """plt.show(): every open figure as image/png, then closed."""
+class _InlineBackendLoader:
+    """Makes the kennel_inline module when matplotlib first loads it (so
+    `import matplotlib` alone does not import the Agg backend)."""
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        agg = _lazy("matplotlib.backends.backend_agg")
+        module.__doc__ = "kennel's matplotlib backend: figures as PNG images in the front end."
+        module.FigureCanvas = agg.FigureCanvasAgg
+        module.FigureManager = agg.FigureManager
+        module.new_figure_manager = _mpl_new_figure_manager
+        module.new_figure_manager_given_figure = _mpl_new_figure_manager_given_figure
+        module.show = _mpl_backend_show
+
+
+def _mpl_new_figure_manager(num, *args, FigureClass=None, **kwargs):
+    if FigureClass is None:
+        FigureClass = _lazy("matplotlib.figure").Figure
+    return _mpl_new_figure_manager_given_figure(num, FigureClass(*args, **kwargs))
+
+
+def _mpl_new_figure_manager_given_figure(num, figure):
+    """A figure made under kennel's backend: shown at the end of the cell
+    when matplotlib is interactive."""
+    matplotlib = sys.modules["matplotlib"]
+    if not _state.mpl_activated:
+        # as the inline backend's first load does (IPython's activate_matplotlib)
+        _state.mpl_activated = True
+        matplotlib.interactive(True)
+    manager = _lazy("matplotlib.backends.backend_agg").new_figure_manager_given_figure(num, figure)
+    if matplotlib.is_interactive():
+        _state.figures_pending = True
+    return manager
+
+
+def _mpl_backend_show(close=None, block=None):
+    """plt.show() under kennel's backend: every open figure as image/png,
+    then closed."""
     _show_figures()
+
+
+def _patch_matplotlib(module):
+    """kennel's backend is the kernel's default (user code may choose
+    another with matplotlib.use, %matplotlib)."""
+    module.use(_INLINE_BACKEND_NAME)
+
+
+def _patch_matplotlib_inline(module):
+    """matplotlib_inline's backend chosen by name (matplotlib.use(
+    "module://matplotlib_inline.backend_inline")) shows its figures at the
+    end of a cell as under ipykernel: its flush is a post_execute callback,
+    which its import registers only when it already is the backend (as
+    ipykernel's MPLBACKEND makes it); it shows nothing unless that backend
+    made a figure."""
+    shell = _ipython()
+    if shell is not None and module.flush_figures not in shell.events.callbacks["post_execute"]:
+        shell.events.register("post_execute", module.flush_figures)
+
+
+def _patch_pyplot(module):
+    """plt.show() under a backend that draws nothing for the front end
+    (Agg, after matplotlib.use("Agg")) with figures open says so on stderr,
+    naming the fix: ipykernel shows nothing there either, silently."""
+    real_show = module.show
+
+    def show(*args, **kwargs):
+        result = real_show(*args, **kwargs)
+        _explain_unshown_figures()
+        return result
+
+    show.__doc__ = real_show.__doc__
+    show.__wrapped__ = real_show
+    module.show = show
+
+
+def _explain_unshown_figures():
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is None or not _lazy("matplotlib._pylab_helpers").Gcf.get_all_fig_managers():
+        return
+    backend = str(matplotlib.get_backend())
+    if backend.lower() not in _lazy("matplotlib.rcsetup").non_interactive_bk:
+        return
+    sys.stderr.write("kennel: plt.show() showed nothing: matplotlib's backend is %r, which draws "
+                     "no figure for the front end (matplotlib.use or MPLBACKEND chose it). kennel's "
+                     "default backend sends figures as PNG: leave matplotlib.use(%r) out, or call "
+                     "matplotlib.use(%r) or %%matplotlib inline; plt.savefig(\"plot.png\") writes "
+                     "a file\n" % (backend, backend, _INLINE_BACKEND_NAME))
+
+
+def _show_figures_at_cell_end():
+    """As the inline backend's post-execute flush: the open figures, when
+    one was made under kennel's backend in interactive mode since the last
+    end of a cell."""
+    if _state.figures_pending:
+        _state.figures_pending = False
+        _show_figures()
 
 
 def _show_figures():
@@ -1392,20 +1500,25 @@ def _patch_socket(module):
 _POST_IMPORT = {
     "socket": _patch_socket,
     "IPython.core.display_functions": _patch_ipython_display,
+    "matplotlib": _patch_matplotlib,
     "matplotlib.pyplot": _patch_pyplot,
+    "matplotlib_inline.backend_inline": _patch_matplotlib_inline,
 }
 
 
 class _ImportWatch:
-    """First on sys.meta_path: refuses the kernel's C module to everyone, and
-    patches IPython's display functions and pyplot.show when they load (for
-    libraries too, not only for imports in cells)."""
+    """First on sys.meta_path: refuses the kernel's C module to everyone,
+    makes kennel's matplotlib backend, and patches IPython's display
+    functions, matplotlib and pyplot.show when they load (for libraries too,
+    not only for imports in cells)."""
 
     @classmethod
     def find_spec(cls, fullname, path=None, target=None):
         if fullname.split(".")[0] in _ALWAYS_DENY:
             raise ImportError("import of %r is not allowed: it is internal to kennel (no policy "
                               "allows it)" % fullname, name=fullname)
+        if fullname == _INLINE_BACKEND:
+            return _lazy("importlib.machinery").ModuleSpec(fullname, _InlineBackendLoader)
         hook = _POST_IMPORT.get(fullname)
         if hook is None:
             return None
@@ -1816,10 +1929,19 @@ def _shell_class():
             return _getoutput(self.var_expand(cmd, depth=depth + 1), split)
 
         def enable_matplotlib(self, gui=None):
+            """%matplotlib [GUI] and %pylab, as IPython's activation:
+            interactive mode on and the backend switched: "agg" to Agg
+            (figures shown nowhere), anything else to kennel's (a GUI is
+            not available: said on stderr)."""
             if gui not in (None, "inline", "agg", "auto"):
                 sys.stderr.write("kennel: %%matplotlib %s is not available: figures are shown "
                                  "as static PNG images (the inline backend)\n" % gui)
-            return ("inline", "module://matplotlib_inline.backend_inline")
+            gui, backend = ("agg", "agg") if gui == "agg" else ("inline", _INLINE_BACKEND_NAME)
+            matplotlib = _lazy("matplotlib")
+            _state.mpl_activated = True
+            matplotlib.interactive(True)
+            matplotlib.use(backend)
+            return gui, backend
 
         def enable_gui(self, gui=None):
             if gui:
@@ -2700,14 +2822,17 @@ def _execute(request):
     error = None if exc is None else _error_content(exc)
     if error is not None and not silent:
         _show_error(exc, error, request)
+    try:
+        # before the post_execute callbacks, as the inline backend's flush
+        # is one, and so that matplotlib's own (it redraws the figures still
+        # open) has none left to draw
+        if not silent:
+            _show_figures_at_cell_end()
+    except Exception as problem:
+        sys.stderr.write("kennel: showing matplotlib figures failed: %s: %s\n"
+                         % (type(problem).__name__, problem))
     if events is not None:
         events.after(error)
-    try:
-        if not silent:
-            _show_figures()
-    except Exception as exc:
-        sys.stderr.write("kennel: showing matplotlib figures failed: %s: %s\n"
-                         % (type(exc).__name__, exc))
     if store:
         _state.history.append((_SESSION, count, code, result_text))
         _state.count += 1

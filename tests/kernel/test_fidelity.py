@@ -3,7 +3,8 @@ the same cells in both, and what a front end or nbclient acts on (the
 reply's status, error and payloads, each output's kind: kernelclient.shape)
 must agree. Found by running real notebooks under both kernels
 (tests/gateway/test_corpus.py): UsageError on stderr, the shell's
-parent_header, the in-memory history, %connect_info, exit."""
+parent_header, the in-memory history, %connect_info, exit, and when
+matplotlib figures are shown."""
 import json
 import shutil
 
@@ -122,3 +123,31 @@ def test_connect_info_prints_and_shows_no_key(ipykernel, kennel):
     with open(kennel.log_path.replace("stderr.log", "run/kernel.json")) as f:
         assert json.load(f)["key"] not in text
     assert "key" not in text.lower().replace("(sockets, key)", "")
+
+
+def test_matplotlib_figures_are_shown_as_ipykernel_decides(ipykernel, kennel):
+    """Shown under the inline backend (the default): at the end of a cell
+    that made a figure in interactive mode, and by plt.show(); after
+    matplotlib.use("Agg") nothing, as in ipykernel (kennel says why on
+    stderr when plt.show() finds figures it cannot show); %matplotlib inline
+    brings them back; plt.ioff() leaves them to plt.show()."""
+    def figures(kernel, code):
+        reply, outputs = kernel.execute(code, timeout=120)
+        assert reply["status"] == "ok", reply
+        return [m["msg_type"] for m in outputs
+                if m["msg_type"] in ("display_data", "execute_result") and "image/png" in m["content"]["data"]]
+
+    cells = [("import matplotlib, matplotlib.pyplot as plt\nplt.plot([1, 2]);", 1),
+             ("matplotlib.use('Agg')\nplt.plot([1, 3]);", 0),
+             ("plt.plot([2, 3])\nplt.show()", 0),
+             ("%matplotlib inline", 0),
+             ("plt.plot([3, 1]);", 1),
+             ("plt.ioff()\nplt.plot([3, 3]);", 0),
+             ("plt.show()", 1)]
+    for code, shown in cells:
+        assert figures(ipykernel, code) == figures(kennel, code) == ["display_data"] * shown, code
+    # plt.show() with figures it cannot show
+    kennel.execute("matplotlib.use('Agg')")
+    _, outputs = kennel.execute("plt.plot([1, 1])\nplt.show()")
+    hint = stream_text(outputs, "stderr")
+    assert "backend is 'agg'" in hint and "module://kennel_inline" in hint, outputs

@@ -133,7 +133,9 @@ def test_matplotlib_figure_is_shown_at_the_end_of_the_cell(kernel):
     # shown once: the next cell does not show it again
     reply, outputs = kernel.execute("1;")
     assert outputs == []
-    assert kernel.value("import matplotlib; matplotlib.get_backend()") == "'agg'"
+    # kennel's backend in the kernel; what it starts keeps Agg
+    assert kernel.value("import matplotlib; matplotlib.get_backend()") == "'module://kennel_inline'"
+    assert kernel.value("import os; os.environ['MPLBACKEND']") == "'Agg'"
 
 
 def test_plt_show_shows_figures_at_that_point(kernel):

@@ -51,8 +51,7 @@ def test_exception_is_iserror_with_the_traceback(mcp):
 
 
 def test_matplotlib_plot_is_image_content(mcp):
-    r = mcp.call("python_exec", {"code": "import matplotlib\nmatplotlib.use('agg')\n"
-                                         "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"},
+    r = mcp.call("python_exec", {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"},
                  timeout=120)
     images = [c for c in r["content"] if c["type"] == "image"]
     assert images and images[0]["mimeType"] == "image/png", r

@@ -33,7 +33,7 @@ report.first_result_ms = performance.now() - t0;
 r = await exec("x + 1");
 report.persist = text(r);
 
-r = await exec("import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 4])\nplt.show()");
+r = await exec("import matplotlib.pyplot as plt\nplt.plot([1, 2, 4])\nplt.show()");
 const img = r.content.find((c) => c.type === "image");
 report.image = img ? { mimeType: img.mimeType, magic: Buffer.from(img.data, "base64").subarray(0, 8).toString("hex") } : null;
 
