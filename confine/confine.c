@@ -58,6 +58,32 @@ confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_erro
     return n == (ssize_t) sizeof msg ? 0 : -1;
 }
 
+int
+confine_msg_send_fd (int fd, confine_msg_type_t type, int passed)
+{
+    confine_msg_t msg;
+    memset (&msg, 0, sizeof msg);
+    msg.type = type;
+    union {
+        char buf[CMSG_SPACE (sizeof (int))];
+        struct cmsghdr align;
+    } control;
+    memset (&control, 0, sizeof control);
+    struct iovec iov = { .iov_base = &msg, .iov_len = sizeof msg };
+    struct msghdr hdr = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                          .msg_controllen = sizeof control.buf };
+    struct cmsghdr *c = CMSG_FIRSTHDR (&hdr);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN (sizeof (int));
+    memcpy (CMSG_DATA (c), &passed, sizeof passed);
+    ssize_t n;
+    do
+        n = sendmsg (fd, &hdr, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t) sizeof msg ? 0 : -1;
+}
+
 /* recvmsg, again after EINTR, and once after ECONNRESET: a peer that exits
    with a message of ours unread leaves ECONNRESET pending on our end, which
    the kernel reports (and clears) before the messages the peer queued for
@@ -78,22 +104,29 @@ int
 confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock)
 {
     union {
-        char buf[CMSG_SPACE (sizeof (struct ucred))];
+        char buf[CMSG_SPACE (sizeof (struct ucred)) + CMSG_SPACE (sizeof (int))];
         struct cmsghdr align;
     } control;
     struct iovec iov = { .iov_base = msg, .iov_len = sizeof *msg };
     struct msghdr hdr = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
                           .msg_controllen = sizeof control.buf };
     ssize_t n = recv_queued (fd, &hdr, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0));
-    if (n != (ssize_t) sizeof *msg)
-        return -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR (&hdr); pid && c; c = CMSG_NXTHDR (&hdr, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+    int passed = -1;
+    for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR (&hdr) : NULL; c; c = CMSG_NXTHDR (&hdr, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && pid) {
             struct ucred cred;
             memcpy (&cred, CMSG_DATA (c), sizeof cred);
             *pid = cred.pid;
         }
-    return 0;
+        else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
+            memcpy (&passed, CMSG_DATA (c), sizeof passed);
+    if (n == (ssize_t) sizeof *msg && msg->type == CONFINE_MSG_GUARD && passed >= 0) {
+        msg->value = passed;
+        return 0;
+    }
+    if (passed >= 0)
+        close (passed);
+    return n == (ssize_t) sizeof *msg && msg->type != CONFINE_MSG_GUARD ? 0 : -1;
 }
 
 _Noreturn static void
@@ -195,6 +228,7 @@ refuse (confine_ctx_t *ctx, const sigset_t *old_mask, pid_t child, int sync_fd)
     }
     if (sync_fd >= 0)
         close (sync_fd);
+    guard_end (ctx);
     cgroup_cleanup (ctx);
     if (old_mask)
         sigprocmask (SIG_SETMASK, old_mask, NULL);
@@ -265,6 +299,8 @@ prepare_host (confine_ctx_t *ctx)
         if (userns_prepare_dirs (ctx) < 0)
             return -1;
     }
+    if (guard_prepare (ctx) < 0)
+        return -1;
     return cgroup_prepare (ctx);
 }
 
@@ -280,6 +316,7 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
     ctx.host_uid = ctx.root ? policy->host_uid : geteuid ();
     ctx.host_gid = ctx.root ? policy->host_gid : getegid ();
     ctx.sync_fd = -1;
+    ctx.guard_dir = ctx.guard_pid = -1;
     memset (error, 0, sizeof *error);
     if (prepare_host (&ctx) < 0)
         return refuse (&ctx, NULL, -1, -1);
@@ -319,7 +356,13 @@ confine_enter (const confine_policy_t *policy, confine_report_t **report_p, conf
 
     confine_msg_t msg;
     pid_t confined = 0;
-    if (confine_msg_recv (ctx.sync_fd, &msg, &confined, false) < 0) {
+    int rc;
+    /* the guard's /dev/fuse fd comes first when /workspace is guarded:
+       its server must answer before the sandbox's first look at it */
+    while ((rc = confine_msg_recv (ctx.sync_fd, &msg, &confined, false)) == 0 && msg.type == CONFINE_MSG_GUARD)
+        if (guard_serve (&ctx, msg.value) < 0)
+            return refuse (&ctx, &old_mask, child, ctx.sync_fd);
+    if (rc < 0) {
         setup_ended (&ctx, child);
         return refuse (&ctx, &old_mask, -1, ctx.sync_fd);
     }

@@ -49,6 +49,7 @@ typedef enum {
     CONFINE_LAYER_CGROUPNS,   /* cgroup namespace */
     CONFINE_LAYER_MOUNT,      /* tmpfs root, binds, pivot_root */
     CONFINE_LAYER_QUOTA,      /* size limit of /workspace */
+    CONFINE_LAYER_GUARD,      /* a host workspace served through the guard (guard.c) */
     CONFINE_LAYER_CAPS,       /* every capability dropped */
     CONFINE_LAYER_RLIMITS,
     CONFINE_LAYER_LANDLOCK,
@@ -80,6 +81,10 @@ typedef struct {
        /workspace (gone with the sandbox). run_dir = NULL: no /run/kennel. */
     char *workspace;
     char *run_dir;
+    /* A person's directory as workspace: served at /workspace through a
+       filesystem that refuses symlinks, hardlinks, special files, exec and
+       set-id bits, dot-entries, directory modes (guard.c). */
+    bool workspace_guard;
     char *hostname;             /* "kennel" */
     confine_net_t network;      /* none (default): AF_UNIX only */
 

@@ -22,6 +22,11 @@
 #define LL_FS_WRITE_FILE (1ULL << 1)
 #define LL_FS_READ_FILE (1ULL << 2)
 #define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_MAKE_CHAR (1ULL << 6)
+#define LL_FS_MAKE_SOCK (1ULL << 9)
+#define LL_FS_MAKE_FIFO (1ULL << 10)
+#define LL_FS_MAKE_BLOCK (1ULL << 11)
+#define LL_FS_MAKE_SYM (1ULL << 12)
 #define LL_FS_REFER (1ULL << 13)
 #define LL_FS_TRUNCATE (1ULL << 14)
 #define LL_FS_IOCTL_DEV (1ULL << 15)
@@ -115,10 +120,13 @@ landlock_setup (confine_ctx_t *ctx)
     }
     const uint64_t read_exec = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
     const uint64_t dev = read_exec | LL_FS_WRITE_FILE | (all & (LL_FS_TRUNCATE | LL_FS_IOCTL_DEV));
+    /* a person's directory gets no symlinks or special files, whether its
+       guard serves it or it is bound as is (guard.c) */
+    const uint64_t special = LL_FS_MAKE_CHAR | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_BLOCK | LL_FS_MAKE_SYM;
     struct { const char *path; uint64_t access; } rules[] = {
         { "/", read_exec },
         { "/dev", dev },
-        { CONFINE_WORKSPACE_DIR, all },
+        { CONFINE_WORKSPACE_DIR, ctx->policy->workspace_guard ? all & ~special : all },
         { "/tmp", all },
         { "/dev/shm", all },
         { CONFINE_RUN_DIR, all },

@@ -121,6 +121,7 @@ mount_tmpfs (confine_ctx_t *ctx, const char *target, const char *mode, uint64_t 
 /* O_PATH fds of the host sources, opened before the host tree is covered. */
 struct mounts_sources {
     int usr, workspace, run_dir;
+    int fuse, fuse_err;         /* /dev/fuse for a guarded workspace, or the errno of its open */
     int etc[sizeof etc_always / sizeof *etc_always + sizeof etc_network / sizeof *etc_network];
     const char *etc_names[sizeof etc_always / sizeof *etc_always + sizeof etc_network / sizeof *etc_network];
     size_t etc_count;
@@ -131,8 +132,8 @@ typedef mounts_sources_t sources_t;
 static void
 sources_close (sources_t *src)
 {
-    int *all[] = { &src->usr, &src->workspace, &src->run_dir };
-    for (size_t i = 0; i < 3; i++)
+    int *all[] = { &src->usr, &src->workspace, &src->run_dir, &src->fuse };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (*all[i] >= 0)
             close (*all[i]);
     for (size_t i = 0; i < src->etc_count; i++)
@@ -168,7 +169,7 @@ sources_open (confine_ctx_t *ctx, sources_t *src)
 {
     const confine_policy_t *p = ctx->policy;
     memset (src, 0, sizeof *src);
-    src->usr = src->workspace = src->run_dir = -1;
+    src->usr = src->workspace = src->run_dir = src->fuse = -1;
     for (size_t i = 0; i < sizeof src->dev / sizeof *src->dev; i++)
         src->dev[i] = -1;
     if ((src->usr = open_required (ctx, "/usr", O_DIRECTORY)) < 0)
@@ -177,6 +178,11 @@ sources_open (confine_ctx_t *ctx, sources_t *src)
         return -1;
     if (p->run_dir && (src->run_dir = open_required (ctx, p->run_dir, O_DIRECTORY)) < 0)
         return -1;
+    /* with the caller's own access: /dev/fuse is root's 0600 where no udev
+       rule made it 0666; the mount must come from the user namespace that
+       opened it (fs/fuse: f_cred->user_ns) */
+    if (p->workspace && p->workspace_guard && (src->fuse = open ("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0)
+        src->fuse_err = errno;
     for (size_t i = 0; i < sizeof etc_always / sizeof *etc_always; i++)
         add_etc (src, etc_always[i]);
     if (p->network != CONFINE_NET_NONE)
@@ -309,6 +315,48 @@ quota_check (confine_ctx_t *ctx, int fd)
                                (unsigned long long) p->workspace_files);
 }
 
+/* The guard: FUSE at /workspace, its /dev/fuse fd to the waiter, whose
+   server (guard.c) does every operation on the host directory. 1 when
+   the guard cannot be had and the policy lets it degrade (then the
+   directory is bound as is), 0 when mounted, -1 refused. */
+static int
+guard_mount (confine_ctx_t *ctx, sources_t *src)
+{
+    const confine_policy_t *p = ctx->policy;
+    const char *target = NEWROOT CONFINE_WORKSPACE_DIR;
+    const char *what = "open /dev/fuse";
+    int err = src->fuse_err;
+    if (src->fuse >= 0) {
+        char options[128];
+        snprintf (options, sizeof options, "fd=%d,rootmode=40000,user_id=%u,group_id=%u,default_permissions", src->fuse,
+                  (unsigned) p->uid, (unsigned) p->gid);
+        what = "mount fuse on " CONFINE_WORKSPACE_DIR;
+        if (make_dir (ctx, target, 0755) < 0)
+            return -1;
+        if (mount ("kennel", target, "fuse", MS_NOSUID | MS_NODEV, options) == 0) {
+            if (confine_msg_send_fd (ctx->sync_fd, CONFINE_MSG_GUARD, src->fuse) < 0)
+                return mount_failed (ctx, "send the guard's /dev/fuse fd for", target);
+            close (src->fuse);
+            src->fuse = -1;
+            confine_report_set (ctx->report, CONFINE_LAYER_GUARD, CONFINE_ACTIVE,
+                                CONFINE_WORKSPACE_DIR " is %s through FUSE, served by a process %s: no symlinks, "
+                                "hardlinks, special files, exec or set-id bits, dot-entries or directory modes",
+                                p->workspace, ctx->guard_who);
+            return 0;
+        }
+        err = errno;
+    }
+    if (confine_layer_fail (ctx, CONFINE_LAYER_GUARD, CONFINE_UNSUPPORTED, err,
+                            "%s: %s; the workspace %s is served through FUSE so that the kernel leaves nothing the "
+                            "host would run: make /dev/fuse usable by uid %u (mode 0666, as udev's default rule "
+                            "sets it; a container: --device /dev/fuse), or allow_degraded \"guard\" to bind it "
+                            "directly (symlinks and special files still refused; set-id and exec bits, dot-files "
+                            "and directory modes not)",
+                            what, strerror (err), p->workspace, (unsigned) ctx->host_uid) < 0)
+        return -1;
+    return 1;
+}
+
 static int
 build_workspace (confine_ctx_t *ctx, sources_t *src)
 {
@@ -323,7 +371,10 @@ build_workspace (confine_ctx_t *ctx, sources_t *src)
                             "/workspace is a private tmpfs of %llu bytes, %llu files",
                             (unsigned long long) p->workspace_bytes, (unsigned long long) p->workspace_files);
     } else {
-        if (quota_check (ctx, src->workspace) < 0 || bind_fd (ctx, src->workspace, NEWROOT CONFINE_WORKSPACE_DIR, rw) < 0)
+        int guard = p->workspace_guard ? 1 : 2;
+        if (quota_check (ctx, src->workspace) < 0 || (guard == 1 && (guard = guard_mount (ctx, src)) < 0))
+            return -1;
+        if (guard > 0 && bind_fd (ctx, src->workspace, NEWROOT CONFINE_WORKSPACE_DIR, rw) < 0)
             return -1;
     }
     if (src->run_dir >= 0) {

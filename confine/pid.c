@@ -129,6 +129,7 @@ pid_waiter_run (confine_ctx_t *ctx, pid_t init, pid_t child)
             if (msg.type == CONFINE_MSG_EXIT)
                 status = msg.value;
         close (ctx->sync_fd);
+        guard_end (ctx);
         cgroup_cleanup (ctx);
         if (ctx->policy->on_exit)
             ctx->policy->on_exit (status, ctx->policy->on_exit_arg);

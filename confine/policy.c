@@ -15,7 +15,7 @@
 
 static const char *layer_names[CONFINE_LAYER_COUNT_] = {
     "no_new_privs", "cgroup", "userns", "pid", "net", "ipc", "uts", "cgroupns",
-    "mount", "quota", "caps", "rlimits", "landlock", "seccomp", "fds", "env",
+    "mount", "quota", "guard", "caps", "rlimits", "landlock", "seccomp", "fds", "env",
 };
 
 const char *
@@ -39,7 +39,7 @@ confine_layer_degradable (confine_layer_t layer)
     /* Only layers whose absence leaves the namespaces, the filters and the
        rlimits in place: the sandbox stays a sandbox, with weaker limits. */
     return layer == CONFINE_LAYER_CGROUP || layer == CONFINE_LAYER_CGROUPNS
-        || layer == CONFINE_LAYER_LANDLOCK || layer == CONFINE_LAYER_QUOTA;
+        || layer == CONFINE_LAYER_LANDLOCK || layer == CONFINE_LAYER_QUOTA || layer == CONFINE_LAYER_GUARD;
 }
 
 confine_policy_t *
@@ -241,6 +241,12 @@ load_field (confine_policy_t *self, const char *key, const json_t *value, char *
         return get_string (key, value, true, &self->workspace, err, errlen);
     if (strcmp (key, "run_dir") == 0)
         return get_string (key, value, true, &self->run_dir, err, errlen);
+    if (strcmp (key, "workspace_guard") == 0) {
+        if (!json_is_boolean (value))
+            return fail (err, errlen, "policy field \"workspace_guard\" must be true or false");
+        self->workspace_guard = json_is_true (value);
+        return 0;
+    }
     if (strcmp (key, "hostname") == 0) {
         if (get_string (key, value, false, &self->hostname, err, errlen) < 0)
             return -1;

@@ -21,6 +21,13 @@ typedef struct {
     uid_t host_uid;             /* the host ids of the sandbox user */
     gid_t host_gid;
     int sync_fd;                /* socket to the waiter */
+    /* The guard (guard.c), in the waiter: the directory the server works
+       on (an idmapped copy when root), the ids it takes, its pid. */
+    int guard_dir;
+    pid_t guard_pid;
+    uid_t guard_uid;
+    gid_t guard_gid;
+    char guard_who[160];        /* "of host uid N on an idmapped mount (...)" */
     /* cgroup directories made for this sandbox ("" when none). */
     char cgroup_dirs[CONFINE_CGROUP_CONTROLLERS][PATH_MAX];
 } confine_ctx_t;
@@ -69,23 +76,37 @@ CONFINE_MUST_CHECK int env_setup (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int fds_close_others (const confine_policy_t *policy, int keep);
 CONFINE_MUST_CHECK int fds_setup (confine_ctx_t *ctx);
 
+/* guard.c, in the waiter: guard_prepare before the clone (opens the
+   directory, makes the idmapped view when root; refuses a directory of
+   root's that cannot be idmapped), guard_serve when the sandbox sends the
+   /dev/fuse fd of its /workspace (forks the server, takes fuse_fd),
+   guard_end when the sandbox has ended. */
+CONFINE_MUST_CHECK int guard_prepare (confine_ctx_t *ctx);
+CONFINE_MUST_CHECK int guard_serve (confine_ctx_t *ctx, int fuse_fd);
+void guard_end (confine_ctx_t *ctx);
+
 /* Messages on the SOCK_SEQPACKET pair between the waiter and the sandbox. */
 /* GO: the id maps are written; CGROUP: the sandbox is in its cgroups (sent
    after GO: the move waits for an RCU grace period, ~5-15 ms, that the
    sandbox spends on its mounts meanwhile). */
 typedef enum {
-    CONFINE_MSG_GO = 1, CONFINE_MSG_ERROR, CONFINE_MSG_READY, CONFINE_MSG_PID, CONFINE_MSG_EXIT, CONFINE_MSG_CGROUP
+    CONFINE_MSG_GO = 1, CONFINE_MSG_ERROR, CONFINE_MSG_READY, CONFINE_MSG_PID, CONFINE_MSG_EXIT, CONFINE_MSG_CGROUP,
+    CONFINE_MSG_GUARD           /* the /dev/fuse fd of /workspace rides along (SCM_RIGHTS) */
 } confine_msg_type_t;
 typedef struct {
     confine_msg_type_t type;
-    int value;                  /* PID: host pid; EXIT: wait status */
+    int value;                  /* PID: host pid; EXIT: wait status; GUARD: the fd received */
     confine_error_t error;      /* ERROR */
 } confine_msg_t;
 
 /* The waiter's end has SO_PASSCRED: every message it receives carries the
    sender's pid as the waiter sees it (READY: the confined process's). */
 int confine_msg_send (int fd, confine_msg_type_t type, int value, const confine_error_t *error);
-/* 0, or -1 on EOF/error; *pid from SCM_CREDENTIALS when present. */
+/* GUARD with passed (SCM_RIGHTS). */
+int confine_msg_send_fd (int fd, confine_msg_type_t type, int passed);
+/* 0, or -1 on EOF/error; *pid from SCM_CREDENTIALS when present. A
+   passed fd becomes msg->value of a GUARD message (and is closed with any
+   other message). */
 CONFINE_MUST_CHECK int confine_msg_recv (int fd, confine_msg_t *msg, pid_t *pid, bool nonblock);
 
 /* pid.c: the init of the pid namespace and the waiter outside. */

@@ -206,7 +206,9 @@ prepare_files (confine_ctx_t *ctx, int dir_fd, const char *name)
 int
 userns_prepare_dirs (confine_ctx_t *ctx)
 {
-    const char *dirs[] = { ctx->policy->workspace, ctx->policy->run_dir };
+    /* a guarded workspace is the person's: its server works on it as
+       them (guard.c), the sandbox never touches it directly */
+    const char *dirs[] = { ctx->policy->workspace_guard ? NULL : ctx->policy->workspace, ctx->policy->run_dir };
     for (size_t i = 0; i < 2; i++) {
         if (!dirs[i])
             continue;

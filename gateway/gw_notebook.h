@@ -6,10 +6,8 @@
 #include "gw_config.h"
 
 /* The front end's working directory (malloc'd), the kernel's workspace;
-   config's confine settings let the quota layer degrade there and, for a
-   root gateway, make the sandbox its owner; HOME goes to the sandbox's
-   /tmp. NULL + *errmsg (a directory of root's, started by root, is
-   refused). */
+   config's confine settings guard it (confine/guard.c) and let the quota
+   layer degrade there; HOME goes to the sandbox's /tmp. NULL + *errmsg. */
 char *gw_notebook_dir (gw_config_t *config, char **errmsg);
 
 #endif
