@@ -280,6 +280,8 @@ static void
 on_kernel_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
 {
     gw_server_t *server = arg;
+    if (ok) /* the layer report, the notebook directory's guard included, to --log-file */
+        gw_log ("confinement", "{s:O?, s:s}", "layers", gw_server_last_layers (server), "by", "the kernel");
     if (!ok && !gw_server_stopping (server)) {
         fprintf (stderr, "kennel: the kernel could not be started: %s\n", errmsg ? errmsg : "?");
         gw_server_exit (server, 1);

@@ -173,6 +173,18 @@ def user_namespaces(uid):
     return Probe(False, f"host-forbids-userns: unshare --user as uid {uid}: {proc.stderr.strip() or proc.returncode}")
 
 
+@functools.lru_cache(maxsize=None)
+def fuse_device(uid):
+    """Can uid open /dev/fuse (the guard of a notebook directory, confine/
+    guard.c)? Where no udev rule made it 0666 only root can."""
+    prefix = [] if uid == 0 else ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    proc = subprocess.run(prefix + [PYTHON, "-c", "import os; os.close(os.open('/dev/fuse', os.O_RDWR))"],
+                          capture_output=True, text=True, timeout=30)
+    if proc.returncode == 0:
+        return Probe(True, f"/dev/fuse opens for uid {uid}")
+    return Probe(False, f"/dev/fuse does not open for uid {uid}: {proc.stderr.strip().splitlines()[-1:]}")
+
+
 def landlock_state():
     """The state the launcher must report for Landlock on this host."""
     abi, _ = landlock_abi()
@@ -199,6 +211,9 @@ def lacking_layers(uid=None):
     abi, detail = landlock_abi()
     if abi < 6:
         lacking["landlock"] = detail + " (< 6: no TCP rules or scoping)"
+    fuse = fuse_device(uid)
+    if not fuse.ok:
+        lacking["guard"] = fuse.detail
     return lacking
 
 

@@ -10,16 +10,16 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import sys
 
 import nbformat
 import pytest
-from jupyter_client.connect import write_connection_file
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 import hostprobe
-from gwtest import built, gone, install_kernelspec, mounts_below, notebook_dir, traversable_dir
+from gwtest import gone, install_kernelspec, mounts_below, notebook_dir, traversable_dir
 from kennel_testlib import descendants, setpriv, wait_until
 
 
@@ -143,19 +143,155 @@ def test_notebook_defaults_from_the_installed_kennel_conf(notebooks):
     assert text_of(nb.cells[1]) == "x" * (3 << 20) + "\n"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a property of a kernel started by root; this run is not root")
-def test_root_refuses_a_notebook_directory_of_roots(tmp_path):
-    """Started by root, the sandbox runs as the notebook directory's owner;
-    a directory of root's is refused in one line (it never runs as host
-    root), before anything starts."""
-    connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"), key=b"k",
-                                               transport="tcp", ip="127.0.0.1")
-    out = subprocess.run([str(built("gateway/kennel")), "kernel", "-f", connection_file],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert out.stderr.splitlines() == [
-        f"kennel kernel: the notebook directory {tmp_path} belongs to root, and the sandbox never runs as host "
-        "root: run Jupyter as the user whose files these are, or give them the directory (chown)"], out.stderr
+def root_owned_dir():
+    """A notebook directory of root's, as Jupyter run by root in a container
+    or CI has (not a person's: gwtest.notebook_dir gives those)."""
+    return traversable_dir("kennel-nb-root-", 0o755)
+
+
+def log_to(jupyter_path, log):
+    """The installed kernelspec's argv with --log-file log (the JSON log,
+    the layer report among it)."""
+    spec_file = pathlib.Path(jupyter_path) / "kernels/kennel/kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["argv"] += ["--log-file", str(log)]
+    spec_file.write_text(json.dumps(spec))
+
+
+def guard_report(log):
+    """The guard's entry of the last layer report in a kernel's log."""
+    reports = [e["layers"] for e in map(json.loads, log.read_text().splitlines())
+               if e.get("event") == "confinement" and e.get("layers")]
+    assert reports, log.read_text()[-2000:]
+    return reports[-1].get("guard")
+
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a directory of root's, started by root; this run is not root")
+
+
+@root_only
+def test_nbclient_in_a_directory_of_roots(tmp_path, monkeypatch):
+    """Jupyter as root in a directory of root's (containers, CI): the kernel
+    starts, reads and writes there, and what it writes is root's on the
+    host, while the sandbox keeps its own host uid: an idmapped mount shows
+    root's files to that uid for the guard alone (the layer report says
+    so). Before: refused, nbclient's "Kernel died before replying to
+    kernel_info"."""
+    jupyter_path = install_kernelspec(tmp_path)
+    monkeypatch.setenv("JUPYTER_PATH", jupyter_path)
+    log_to(jupyter_path, tmp_path / "kernel.log")
+    path = root_owned_dir()
+    try:
+        (path / "data.csv").write_text("x\n20\n22\n")
+        os.chmod(path / "data.csv", 0o600)  # root's alone: read through the idmap
+        nb = run_notebook([
+            "print(sum(int(v) for v in open('data.csv').read().split()[1:]))",
+            "import os; print(os.getuid(), os.stat('data.csv').st_uid)",
+            "print([l.split(' - ')[1].split()[0] for l in open('/proc/self/mountinfo') if l.split()[4] == '/workspace'])",
+            "open('out.csv', 'w').write('a\\n1\\n')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+            "plt.savefig('figure.png')",
+        ], path)
+        assert [text_of(c) for c in nb.cells] == ["42\n", "1000 1000\n", "['fuse']\n", ""]
+        for made in ("out.csv", "figure.png"):
+            st = os.stat(path / made)
+            assert (st.st_uid, st.st_gid) == (0, 0), made
+        assert (path / "figure.png").read_bytes().startswith(b"\x89PNG")
+        guard = guard_report(tmp_path / "kernel.log")
+        assert guard["state"] == "active", guard
+        assert "on an idmapped mount (the owner 0/0 shown as 2000000000/2000000000)" in guard["reason"], guard
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@root_only
+def test_jupyter_console_in_a_directory_of_roots(tmp_path):
+    """jupyter console on a pty, as root in a directory of root's (before:
+    a 60 s hang, then "Kernel didn't respond to kernel_info_request")."""
+    import pexpect
+
+    path = root_owned_dir()
+    env = dict(os.environ, JUPYTER_PATH=install_kernelspec(tmp_path), TERM="dumb",
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), IPYTHONDIR=str(tmp_path / "ipython"))
+    child = pexpect.spawn("/usr/bin/jupyter-console", ["--kernel", "kennel", "--simple-prompt"], env=env,
+                          cwd=str(path), encoding="utf-8", timeout=60)
+    try:
+        child.expect(r"In \[1\]: ")
+        child.sendline("_ = open('made.txt', 'w').write('6 x 7'); print(6 * 7)")
+        child.expect("42")
+        child.expect(r"In \[2\]: ")
+        child.sendeof()
+        if child.expect([r"\(\[y\]/n\)\?", pexpect.EOF]) == 0:
+            child.sendline("y")
+            child.expect(pexpect.EOF)
+        st = os.stat(path / "made.txt")
+        assert (st.st_uid, st.st_gid) == (0, 0)
+    finally:
+        child.close(force=True)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@root_only
+def test_jupyter_kernel_test_in_a_directory_of_roots(tmp_path):
+    """tests/gateway/test_kernelspec.py's jupyter_kernel_test suite, run
+    from a directory of root's (before: every test failed)."""
+    path = root_owned_dir()
+    suite = (f"import os, sys, shutil, pathlib\nsys.path[:0] = {[str(pathlib.Path(__file__).parent), str(pathlib.Path(__file__).parents[1])]!r}\n"
+             "import test_kernelspec\n"
+             "class TestRootsDirectory(test_kernelspec.KennelKernelTests):\n"
+             "    @classmethod\n"
+             "    def setUpClass(cls):\n"
+             "        super(test_kernelspec.KennelKernelTests, cls).setUpClass()\n"
+             "    @classmethod\n"
+             "    def tearDownClass(cls):\n"
+             "        super(test_kernelspec.KennelKernelTests, cls).tearDownClass()\n")
+    (tmp_path / "test_roots_directory.py").write_text(suite)
+    env = dict(os.environ, JUPYTER_PATH=install_kernelspec(tmp_path / "spec"))
+    try:
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                              str(tmp_path / "test_roots_directory.py")], cwd=path, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+        assert " passed" in out.stdout.splitlines()[-1] and "failed" not in out.stdout.splitlines()[-1], out.stdout
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+RAMFS_NOTEBOOK = """
+import sys, time
+import nbformat
+from nbclient import NotebookClient
+nb = nbformat.v4.new_notebook()
+nb.cells = [nbformat.v4.new_code_cell("1")]
+start = time.monotonic()
+try:
+    NotebookClient(nb, kernel_name="kennel", timeout=60, startup_timeout=60,
+                   resources={"metadata": {"path": sys.argv[1]}}).execute()
+except Exception as e:
+    print(type(e).__name__, round(time.monotonic() - start, 1))
+"""
+
+
+@root_only
+def test_a_directory_of_roots_that_cannot_be_idmapped_is_refused_at_once(tmp_path):
+    """On a filesystem that cannot idmap (a ramfs, in a mount namespace of
+    the test's own), a directory of root's is refused: the kernel process
+    writes its one line naming the missing feature and ends, nbclient
+    raises within seconds."""
+    jupyter_path = install_kernelspec(tmp_path)
+    path = tmp_path / "ramfs"
+    path.mkdir()
+    script = 'mount -t ramfs ramfs "$0" && cd "$0" && exec "$@"'
+    out = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(path),
+                          sys.executable, "-c", RAMFS_NOTEBOOK, str(path)],
+                         env=dict(os.environ, JUPYTER_PATH=jupyter_path), capture_output=True, text=True, timeout=120)
+    kind, seconds = out.stdout.split()
+    assert kind == "RuntimeError" and float(seconds) < 30, out
+    lines = [l for l in out.stderr.splitlines() if l.startswith("kennel")]
+    assert lines == [f"kennel: the kernel could not be started: confinement failed at guard: the notebook "
+                     f"directory {path} belongs to root and cannot be shown to the sandbox's uid 2000000000: "
+                     "mount_setattr(MOUNT_ATTR_IDMAP): Invalid argument; its filesystem cannot be idmapped (ext4, "
+                     "xfs, btrfs and tmpfs can; NFS and most FUSE cannot); the sandbox never runs as host root: run "
+                     "Jupyter as the user whose files these are, or give them the directory (chown)"], out.stderr
 
 
 NOTEBOOK_AS_A_USER = """

@@ -76,6 +76,7 @@ def test_layer_decisions_for_each_host_kind(monkeypatch, cgroup, abi, userns, re
     monkeypatch.setattr(hostprobe, "cgroup_limits", lambda uid: hostprobe.Probe(cgroup, "cgroup probe"))
     monkeypatch.setattr(hostprobe, "landlock_abi", lambda: (abi, f"Landlock ABI {abi}"))
     monkeypatch.setattr(hostprobe, "user_namespaces", lambda uid: hostprobe.Probe(userns, "userns probe"))
+    monkeypatch.setattr(hostprobe, "fuse_device", lambda uid: hostprobe.Probe(True, "fuse probe"))
     assert hostprobe.first_refusal(hostprobe.NOBODY)[0] == refusal
     assert hostprobe.expected_layer_state("landlock", hostprobe.NOBODY) == landlock
     assert hostprobe.expected_layer_state("cgroup", hostprobe.NOBODY) == ("active" if cgroup else "unsupported")
