@@ -19,8 +19,9 @@
 
     Reads and ordinary files (results, figures, CSVs) behave as on the
     directory itself, live both ways: the kernel's caches hold a name or an
-    attribute at most GUARD_TIMEOUT seconds, and file contents are read
-    anew at every open, so a file the person edits is seen at the next open.
+    attribute at most GUARD_TIMEOUT seconds, and cached contents are dropped
+    when a file's size or mtime changed (FUSE_CAP_AUTO_INVAL_DATA), so a file
+    the person edits is seen within that time.
 
     The server never follows a symlink and never resolves a path twice: each
     inode it has shown the kernel is an O_PATH fd (libfuse's passthrough_ll
@@ -633,7 +634,9 @@ static void
 reply_open (fuse_req_t req, int fd, struct fuse_file_info *fi)
 {
     fi->fh = (uint64_t) fd;
-    fi->keep_cache = 0;         /* read anew at each open: the person's edits show */
+    /* cached pages stay across opens; AUTO_INVAL_DATA drops them when the
+       size or mtime the kernel sees changes (the person's edits) */
+    fi->keep_cache = 1;
     fi->direct_io = 0;
     if (fuse_reply_open (req, fi) == -ENOENT)
         close (fd);             /* interrupted: the kernel will not release it */
@@ -683,7 +686,7 @@ op_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, str
         return;
     }
     fi->fh = (uint64_t) fd;
-    fi->keep_cache = 0;
+    fi->keep_cache = 1;
     fi->direct_io = 0;
     if (fuse_reply_create (req, &e, fi) == -ENOENT)
         close (fd);
@@ -812,6 +815,8 @@ op_init (void *userdata, struct fuse_conn_info *conn)
     (void) userdata;
     /* the kernel's write-back cache would trust its own sizes and times */
     conn->want &= ~(unsigned) FUSE_CAP_WRITEBACK_CACHE;
+    if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+        conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 static const struct fuse_lowlevel_ops guard_ops = {
