@@ -343,3 +343,41 @@ def test_an_ordinary_user_at_a_notebook(tmp_path):
         assert sorted(os.listdir(notebooks)) == ["answer.txt", "data.csv"]
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_persons_edits_show_in_the_kernel(notebooks):
+    """Live both ways through the guard: a file the person replaces (a new
+    file renamed over it, as editors save) or rewrites in place on the host
+    reads new in the kernel within the guard's 1 s cache, and what the
+    kernel writes is on the host at once."""
+    import time
+    data = notebooks / "data.txt"
+    data.write_text("one\n")
+    give(data, notebooks)
+    km = KernelManager(kernel_name="kennel")
+    km.start_kernel(cwd=str(notebooks))
+    kc = km.client()
+    kc.start_channels()
+
+    def run(code):
+        out = []
+        reply = kc.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return "".join(out)
+
+    try:
+        kc.wait_for_ready(timeout=60)
+        assert run("print(open('data.txt').read(), end='')") == "one\n"
+        (notebooks / "new.txt").write_text("two\n")
+        os.replace(notebooks / "new.txt", data)
+        time.sleep(1.5)
+        assert run("print(open('data.txt').read(), end='')") == "two\n"
+        with open(data, "r+") as f:
+            f.write("six\n")
+        time.sleep(1.5)
+        assert run("print(open('data.txt').read(), end='')") == "six\n"
+        run("open('from_kernel.txt', 'w').write('k\\n')")
+        assert (notebooks / "from_kernel.txt").read_text() == "k\n"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
