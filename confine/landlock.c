@@ -79,6 +79,27 @@ allow_path (int ruleset, const char *path, uint64_t access)
     return rc < 0 ? -1 : 0;
 }
 
+int
+landlock_only_below (int dir_fd)
+{
+    long abi = syscall (SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+    if (abi < 0)
+        return -1;
+    uint64_t all = fs_rights ((int) abi);
+    struct ll_ruleset_attr attr = { .handled_access_fs = all };
+    int ruleset = (int) syscall (SYS_landlock_create_ruleset, &attr, 8, 0);
+    if (ruleset < 0)
+        return -1;
+    struct ll_path_beneath rule = { .allowed_access = all, .parent_fd = dir_fd };
+    long rc = syscall (SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
+    if (rc == 0)
+        rc = prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? syscall (SYS_landlock_restrict_self, ruleset, 0) : -1;
+    int err = errno;
+    close (ruleset);
+    errno = err;
+    return rc < 0 ? -1 : 0;
+}
+
 static int
 unavailable (confine_ctx_t *ctx, int err)
 {

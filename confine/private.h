@@ -70,6 +70,9 @@ CONFINE_MUST_CHECK int caps_drop_bounding (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int caps_drop_all (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int rlimits_setup (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int landlock_setup (confine_ctx_t *ctx);
+/* The guard's server: every file right below dir_fd, none elsewhere. 0,
+   or -1 with errno (no Landlock on this kernel). */
+CONFINE_MUST_CHECK int landlock_only_below (int dir_fd);
 CONFINE_MUST_CHECK int seccomp_setup (confine_ctx_t *ctx);
 CONFINE_MUST_CHECK int env_setup (confine_ctx_t *ctx);
 /* Closes every fd but 0, 1, 2, the policy's and keep (-1 = none). */
