@@ -26,5 +26,7 @@ GW_MUST_CHECK int gw_peek_check (const void *data, size_t size, int max_depth);
 /* The same on frame delimiter + offset of a wire message (2 header, 3
    parent header, 4 metadata, 5 content). */
 GW_MUST_CHECK int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
+/* That frame of a wire message, or NULL when it has none. */
+zframe_t *gw_peek_part (zmsg_t *msg, int offset);
 
 #endif

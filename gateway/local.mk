@@ -7,7 +7,7 @@ GW_HEADER_FILES = \
 	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_relay.h \
 	gateway/gw_remove.h gateway/gw_schema.h gateway/gw_selftest.h gateway/gw_server.h gateway/gw_server_access.h \
 	gateway/gw_slots.h gateway/gw_timer.h gateway/gw_tools.h gateway/gw_util.h gateway/gw_zmtp.h \
-	gateway/gw_zygote.h
+	gateway/gw_zygote.h gateway/gw_markup.h gateway/gw_sanitize.h
 
 bin_PROGRAMS += gateway/kennel
 gateway_kennel_SOURCES = \
@@ -27,9 +27,10 @@ gateway_kennel_SOURCES = \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
 	gateway/gw_metrics.h gateway/gw_metrics.c gateway/gw_metrics_private.h gateway/gw_metrics_visit.c \
-	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c
-gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"'
-gateway_kennel_LDADD = $(WIRE_LIBS) -lm
+	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c \
+	gateway/gw_markup.c gateway/gw_sanitize.c
+gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"' $(XML2_CFLAGS)
+gateway_kennel_LDADD = $(WIRE_LIBS) $(XML2_LIBS) -lm
 
 EXTRA_DIST += gateway/README.md \
 	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \
@@ -113,6 +114,18 @@ TESTS += tests/gateway/gw_files_test
 tests_gateway_gw_files_test_SOURCES = tests/gateway/gw_files_test.c tests/gateway/gw_check.h gateway/gw_files.h \
 	gateway/gw_files.c gateway/gw_base64.c gateway/gw_clock.c gateway/gw_text.c
 tests_gateway_gw_files_test_LDADD = $(WIRE_LIBS)
+
+# What kernels may leave in a browser (gw_markup, gw_sanitize) on their
+# own: the allowlists on hostile HTML, SVG and Markdown, matplotlib's SVG
+# and pandas' table kept, the message fields of each type cleaned, widget
+# comms, idempotence: tests/gateway/gw_sanitize_test.c.
+check_PROGRAMS += tests/gateway/gw_sanitize_test
+TESTS += tests/gateway/gw_sanitize_test
+tests_gateway_gw_sanitize_test_SOURCES = tests/gateway/gw_sanitize_test.c tests/gateway/gw_check.h gateway/gw_markup.h \
+	gateway/gw_sanitize.h gateway/gw_markup.c gateway/gw_sanitize.c gateway/gw_peek.c gateway/gw_text.c
+tests_gateway_gw_sanitize_test_CPPFLAGS = $(AM_CPPFLAGS) $(XML2_CFLAGS)
+tests_gateway_gw_sanitize_test_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
+EXTRA_DIST += tests/fixtures/matplotlib.svg
 
 # man pages: kennel(1) and kennel.conf(5) (tests/deploy checks them)
 dist_man_MANS += gateway/kennel.1 gateway/kennel.conf.5

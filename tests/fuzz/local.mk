@@ -7,7 +7,7 @@
 # ---- the seeds, replayed in make check -------------------------------------
 GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
 	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus \
-	tests/fuzz/gw_ws_fuzz_corpus tests/fuzz/gw_files_fuzz_corpus
+	tests/fuzz/gw_ws_fuzz_corpus tests/fuzz/gw_files_fuzz_corpus tests/fuzz/gw_markup_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
 
@@ -58,6 +58,12 @@ tests_fuzz_gw_files_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw
 tests_fuzz_gw_files_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-files"'
 tests_fuzz_gw_files_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
+# what a kernel may leave in a browser: gw_markup (libxml2) and gw_sanitize
+GW_FUZZ_MARKUP_GW = gateway/gw_markup.c gateway/gw_sanitize.c gateway/gw_peek.c gateway/gw_text.c
+tests_fuzz_gw_markup_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_markup_fuzz.c $(GW_FUZZ_MARKUP_GW)
+tests_fuzz_gw_markup_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(XML2_CFLAGS) -DFUZZ_CORPUS='"corpus-markup"'
+tests_fuzz_gw_markup_fuzz_corpus_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
+
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 # Gateway sources include the launcher boundary header, which names confine's
 # paths header: the include path the rest of the build gets from AM_CPPFLAGS.
@@ -77,13 +83,15 @@ GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp
 GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
 GW_FUZZ_FILES_SRC = $(srcdir)/tests/fuzz/gw_files_fuzz.c $(srcdir)/tests/fuzz/fuzz_tree.c \
 	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_clock.c
+GW_FUZZ_MARKUP_SRC = $(srcdir)/tests/fuzz/gw_markup_fuzz.c $(srcdir)/gateway/gw_markup.c $(srcdir)/gateway/gw_sanitize.c \
+	$(srcdir)/gateway/gw_peek.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
-	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz tests/fuzz/gw_files_fuzz
+	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz tests/fuzz/gw_files_fuzz tests/fuzz/gw_markup_fuzz
 GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h \
 	$(srcdir)/tests/fuzz/fuzz_tree.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
-	tests/fuzz/corpus-ws tests/fuzz/corpus-files tests/fuzz/files_seeds.py
+	tests/fuzz/corpus-ws tests/fuzz/corpus-files tests/fuzz/files_seeds.py tests/fuzz/corpus-markup
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -109,6 +117,9 @@ tests/fuzz/gw_ws_fuzz: $(GW_FUZZ_WS_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_files_fuzz: $(GW_FUZZ_FILES_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) -o $@ $(GW_FUZZ_FILES_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
+tests/fuzz/gw_markup_fuzz: $(GW_FUZZ_MARKUP_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) $(XML2_CFLAGS) -o $@ $(GW_FUZZ_MARKUP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS) $(XML2_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
@@ -119,7 +130,7 @@ tests/fuzz/gw_files_fuzz: $(GW_FUZZ_FILES_SRC) $(GW_FUZZ_DEPS)
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta control policy tools zmtp ws files
+GW_FUZZ_NAMES = peek meta control policy tools zmtp ws files markup
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings
