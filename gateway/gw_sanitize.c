@@ -24,7 +24,9 @@
                                                               dotted one on the host)
     comm_open, comm_msg          widget state: description,   HTML cleaned (ipywidgets 6 and 7
                                  value of HTML-like widgets,  render them with innerHTML);
-                                 outputs (Output widget)      bundle_clean
+                                 outputs (Output widget), and bundle_clean; ipywidgets 8's
+                                 the states of the control    update_states: each state as a
+                                 comm                         widget of unknown view
 
     bundle_clean keeps the mime types whose renderers put no kernel script
     in the page (plain text, raster images, LaTeX for MathJax, which both
@@ -388,7 +390,8 @@ comm_clean (gw_sanitize_t *self, const char *msg_type, json_t *content, gw_sanit
             changed |= widget_state_clean (state, plain, removed);
         return changed;
     }
-    /* comm_msg: an update of a widget's state */
+    /* comm_msg: an update of a widget's state, or (ipywidgets 8's control
+       comm, which the front end opens) every widget's state at once */
     void *kind = comm_id ? zhashx_lookup (self->comms, comm_id) : NULL;
     if (kind == COMM_OTHER)
         return false;
@@ -398,7 +401,12 @@ comm_clean (gw_sanitize_t *self, const char *msg_type, json_t *content, gw_sanit
         zhashx_delete (self->comms, comm_id); /* another view: no longer known plain */
         kind = NULL;
     }
-    return widget_state_clean (state, kind == COMM_PLAIN, removed);
+    bool changed = widget_state_clean (state, kind == COMM_PLAIN, removed);
+    const char *key;
+    json_t *model;
+    json_object_foreach (json_object_get (data, "states"), key, model)
+        changed |= widget_state_clean (json_object_get (model, "state"), false, removed);
+    return changed;
 }
 
 /* ---- messages -------------------------------------------------------------- */

@@ -445,6 +445,13 @@ test_widgets (void)
     CHECK (json_at (c, "data.state.outputs.0.data.text/plain"));
     CHECK (!json_at (c, "data.state.outputs.0.data.application/javascript"));
     json_decref (c);
+    /* ipywidgets 8's control comm (opened by the front end): every widget's state at once */
+    c = sanitized (s, "comm_msg",
+                   "{\"comm_id\": \"control\", \"data\": {\"method\": \"update_states\", \"states\": {\"m1\": "
+                   "{\"model_name\": \"HTMLModel\", \"state\": {\"value\": \"<img src=x onerror=x()>\"}}}}}",
+                   true);
+    STR_IS (c, "data.states.m1.state.value", "<img>");
+    json_decref (c);
     /* a comm that is no widget is its own front-end code's business */
     c = sanitized (s, "comm_open",
                    "{\"comm_id\": \"other\", \"target_name\": \"my.target\", \"data\": {\"value\": \"<b>\"}}", false);
