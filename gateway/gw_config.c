@@ -415,7 +415,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  "shard", "drain_grace", "mcp", NULL};
+                                  "shard", "drain_grace", "mcp", "active_content", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -481,6 +481,14 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         goto done;
     }
     self->log_tool_arguments = json_is_true (log_args);
+    json_t *active = json_object_get (file, "active_content");
+    const char *active_s = json_string_value (active);
+    if (active && (!active_s || (!streq (active_s, "sanitize") && !streq (active_s, "allow")))) {
+        *errmsg = wire_xasprintf ("config %s: active_content must be \"sanitize\" or \"allow\"", path);
+        goto done;
+    }
+    if (active)
+        self->allow_active_content = streq (active_s, "allow");
     if (fork_server_apply (self, json_object_get (file, "fork_server"), path, errmsg) < 0)
         goto done;
     json_t *launcher = json_object_get (file, "launcher");

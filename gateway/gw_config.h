@@ -45,6 +45,9 @@ typedef struct {
     int max_tool_calls;      /* tool calls per execution */
     int warm_pool;           /* pre-started kernels without identity; 0 = none */
     bool log_tool_arguments; /* tool_call log lines carry the arguments */
+    /* active_content "allow": kernel outputs reach the peers as sent, script
+       included; "sanitize" (false, the default): gw_sanitize.c cleans them */
+    bool allow_active_content;
     bool fork_server;        /* fork_server.enabled: one zygote for python kernels */
     json_t *fork_preload;    /* fork_server.preload: module names, array */
     char *launcher;  /* path of kennel-launch */

@@ -396,6 +396,7 @@ gw_relay_destroy (gw_relay_t **self_p)
     zlistx_destroy (&self->backlog);
     zhashx_destroy (&self->calls);
     gw_peers_destroy (&self->peers, self->closed_why ? self->closed_why : "closed");
+    gw_sanitize_destroy (&self->sanitize);
     free (self->closed_why);
     free (self);
     *self_p = NULL;

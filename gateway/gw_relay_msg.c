@@ -1,7 +1,7 @@
 /*  gw_relay_msg.c - the relay's frames and messages: fields read in place
     (gw_peek), signing toward the kernel, delivery to the peers (unsigned,
-    gw_front.h), and the gateway's own messages (status, error) on behalf
-    of a conversation.
+    gw_front.h; active content taken out first, gw_sanitize.c), and the
+    gateway's own messages (status, error) on behalf of a conversation.
 */
 #include "gw_answer.h"
 #include "gw_front.h"
@@ -88,10 +88,37 @@ kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
     gw_log_dropped (self->id, gw_channel_name (channel));
 }
 
+/* What reaches the peers holds no active content unless the operator's
+   config allows it (active_content): every front delivers what passes
+   here, so one cleaning serves ZeroMQ and both websocket protocols, each
+   of which signs the message again itself. False: not to be delivered. */
+static bool
+inert (gw_relay_t *self, wire_channel_t channel, zmsg_t *msg)
+{
+    if (self->owner->config (self->conv)->allow_active_content)
+        return true;
+    if (!self->sanitize)
+        self->sanitize = gw_sanitize_new ();
+    gw_sanitize_removed_t removed;
+    gw_sanitize_result_t result = gw_sanitize_msg (self->sanitize, msg, &removed);
+    if (result != GW_SANITIZE_KEPT) {
+        char source[200];
+        snprintf (source, sizeof source, "conversation/%s/%s/active_content", self->id, gw_channel_name (channel));
+        gw_log_limited (source, "active_content", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "channel",
+                        gw_channel_name (channel), "removed", removed.text, "outcome",
+                        result == GW_SANITIZE_CLEANED ? "cleaned" : "dropped");
+    }
+    return result != GW_SANITIZE_DROPPED;
+}
+
 /* To the peers, unsigned (gw_front.h): the signature frame goes empty. */
 void
 client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 {
+    if (!inert (self, channel, *msg_p)) {
+        zmsg_destroy (msg_p);
+        return;
+    }
     zframe_t *sig = gw_front_msg_sign (*msg_p, NULL);
     gw_metrics_relayed (false, zmsg_content_size (*msg_p));
     if (sig)

@@ -16,6 +16,7 @@
 #include "gw_peers.h"
 #include "gw_proc.h"
 #include "gw_relay.h"
+#include "gw_sanitize.h"
 #include "gw_zmtp.h"
 #include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
@@ -98,6 +99,7 @@ struct gw_relay {
     double connected_at;
     int drop_timer;      /* a kernel connection dropped: kill after a grace */
     int dropped_channel;
+    gw_sanitize_t *sanitize; /* what the kernel may leave in a browser; made at the first delivery */
 };
 
 /* A string field of a frame (gw_peek: no JSON tree), in a peek_t: its own

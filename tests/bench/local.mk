@@ -19,6 +19,19 @@ tests_bench_bench_front_LDADD = $(WIRE_LIBS) $(LWS_LIBS)
 CLEANFILES += tests/bench/bench_front$(EXEEXT)
 EXTRA_DIST += tests/bench/README.md tests/bench/bench.py tests/bench/benchlib.py tests/bench/bench_http.py
 
+# What the relay's cleaning of kernel outputs costs per message
+# (gateway/gw_sanitize.c): `make bench-sanitize`.
+EXTRA_PROGRAMS += tests/bench/bench_sanitize
+tests_bench_bench_sanitize_SOURCES = tests/bench/bench_sanitize.c gateway/gw_markup.c gateway/gw_sanitize.c \
+	gateway/gw_peek.c gateway/gw_text.c
+tests_bench_bench_sanitize_CPPFLAGS = $(AM_CPPFLAGS) $(XML2_CFLAGS)
+tests_bench_bench_sanitize_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
+CLEANFILES += tests/bench/bench_sanitize$(EXEEXT)
+EXTRA_DIST += tests/fixtures/pandas_table.html
+
+bench-sanitize: tests/bench/bench_sanitize$(EXEEXT)
+	KENNEL_SRCDIR=$(abs_top_srcdir) ./tests/bench/bench_sanitize$(EXEEXT)
+
 BENCH_ARGS ?=
 BENCH_DEPS = gateway/kennel$(EXEEXT) kernel-launcher/kennel-launch$(EXEEXT) tests/bench/bench_rtt$(EXEEXT) \
 	tests/bench/bench_front$(EXEEXT)
@@ -31,4 +44,4 @@ bench: $(BENCH_DEPS)
 bench-smoke: $(BENCH_DEPS)
 	$(PYTHON_BIN) $(abs_top_srcdir)/tests/bench/bench.py --builddir $(abs_top_builddir) --smoke $(BENCH_ARGS)
 
-.PHONY: bench bench-smoke
+.PHONY: bench bench-smoke bench-sanitize
