@@ -12,4 +12,4 @@ gateway_kennel_LDADD += $(LWS_LIBS) $(UV_LIBS)
 EXTRA_DIST += gateway/http/README.md tests/http/conftest.py tests/http/httptest.py tests/http/test_rest.py tests/http/test_websocket.py \
 	tests/http/test_auth.py tests/http/test_bad_input.py tests/http/test_lifecycle.py tests/http/test_ops.py \
 	tests/http/test_contents.py tests/http/test_contents_edit.py tests/http/test_startup.py \
-	tests/http/test_floods.py
+	tests/http/test_floods.py tests/http/test_sanitize.py
