@@ -38,7 +38,9 @@
     HoloViews' exec types) or that no one here has read.
 
     Everything else (streams, errors, status, execute_input, completions,
-    history, input prompts) front ends show as text.
+    history, input prompts) front ends show as text; execute_reply's
+    user_expressions are data for extensions, which notebook 6 and
+    JupyterLab do not render.
 */
 #include "gw_sanitize.h"
 #include "gw_markup.h"
