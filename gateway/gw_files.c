@@ -93,6 +93,12 @@ gw_files_path (const char *path, size_t len, gw_files_error_t *err)
               path);
         return NULL;
     }
+    if (!wire_utf8_valid ((const unsigned char *) path, len)) {
+        char shown[200];
+        fail (err, "InvalidPath", "the path is not UTF-8 text (a file's model names it in JSON): %.*s",
+              gw_text_escape (path, len, shown, sizeof shown));
+        return NULL;
+    }
     char *out = wire_xmalloc (len + 1);
     size_t n = 0;
     for (const char *p = path; *p;) {
@@ -147,16 +153,27 @@ own_as_root (int root, int fd)
     }
 }
 
+/* The model of path, or NULL + err: JSON holds only UTF-8, and a name the
+   kernel made of other bytes has no model (a listing leaves it out). */
 static json_t *
-model_of (const char *path, const struct stat *st)
+model_of (const char *path, const struct stat *st, gw_files_error_t *err)
 {
     char created[40], modified[40];
+    if (!wire_utf8_valid ((const unsigned char *) path, strlen (path))) {
+        char shown[200];
+        fail (err, "InvalidPath", "the name is not UTF-8 text, so no model can name it (rename it in the kernel): %.*s",
+              gw_text_escape (path, strlen (path), shown, sizeof shown));
+        return NULL;
+    }
     gw_iso_time ((double) st->st_ctim.tv_sec + st->st_ctim.tv_nsec / 1e9, created);
     gw_iso_time ((double) st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9, modified);
     const char *slash = strrchr (path, '/');
-    return json_pack ("{s:s, s:s, s:s, s:I, s:s, s:s, s:b}", "name", slash ? slash + 1 : path, "path", path, "type",
-                      S_ISDIR (st->st_mode) ? "directory" : "file", "size", (json_int_t) st->st_size, "created",
-                      created, "last_modified", modified, "writable", (st->st_mode & S_IWUSR) != 0);
+    json_t *model = json_pack ("{s:s, s:s, s:s, s:I, s:s, s:s, s:b}", "name", slash ? slash + 1 : path, "path", path,
+                               "type", S_ISDIR (st->st_mode) ? "directory" : "file", "size", (json_int_t) st->st_size,
+                               "created", created, "last_modified", modified, "writable", (st->st_mode & S_IWUSR) != 0);
+    if (!model)
+        fail (err, "FileError", "the model of %.*s could not be made", path);
+    return model;
 }
 
 json_t *
@@ -179,7 +196,7 @@ gw_files_stat (int root, const char *path, gw_files_error_t *err)
         fail (err, "NotARegularFile", "not a regular file or directory: %.*s", path);
         return NULL;
     }
-    return model_of (path, &st);
+    return model_of (path, &st, err);
 }
 
 /* O_NOFOLLOW | O_DIRECTORY fails with ENOTDIR on a symlink as on a file:
@@ -239,7 +256,10 @@ gw_files_list (int root, const char *path, bool *truncated, gw_files_error_t *er
             || !(S_ISDIR (st.st_mode) || S_ISREG (st.st_mode)))
             continue;
         char *child = *path ? wire_xasprintf ("%s/%s", path, de->d_name) : wire_xstrdup (de->d_name);
-        json_array_append_new (list, model_of (child, &st));
+        gw_files_error_t unnamed;
+        json_t *model = model_of (child, &st, &unnamed);
+        if (model) /* a name that is not UTF-8 is not listed */
+            json_array_append_new (list, model);
         free (child);
     }
     closedir (dir);

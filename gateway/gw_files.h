@@ -34,17 +34,19 @@ typedef struct {
 } gw_files_error_t;
 
 /* path checked and normalized ("a//./b/" is "a/b"; "" the root), malloc'd;
-   NULL + err (InvalidPath) for an absolute path, a ".." component, a NUL
-   or a path longer than GW_FILES_PATH_MAX. */
+   NULL + err (InvalidPath) for an absolute path, a ".." component, a NUL,
+   bytes that are not UTF-8 (a model names its path in JSON) or a path
+   longer than GW_FILES_PATH_MAX. */
 char *gw_files_path (const char *path, size_t len, gw_files_error_t *err);
 /* A directory fd of workspace (a path the gateway made), or -1 + err. */
 int gw_files_root (const char *workspace, gw_files_error_t *err);
 /* The model of path: {name, path, type "file"|"directory", size,
-   created, last_modified, writable}; NULL + err for anything else. */
+   created, last_modified, writable}; NULL + err for anything else (err is
+   set whenever NULL is returned, as by every call here). */
 json_t *gw_files_stat (int root, const char *path, gw_files_error_t *err);
-/* A directory's regular files and directories (other entries are not
-   listed) among its first GW_FILES_LIST_MAX entries: an array of models;
-   *truncated when more were there. */
+/* A directory's regular files and directories (other entries, and names
+   that are not UTF-8, are not listed) among its first GW_FILES_LIST_MAX
+   entries: an array of models; *truncated when more were there. */
 json_t *gw_files_list (int root, const char *path, bool *truncated, gw_files_error_t *err);
 /* A regular file of one name opened for reading, *st its stat; -1 + err. */
 int gw_files_open_read (int root, const char *path, struct stat *st, gw_files_error_t *err);

@@ -11,7 +11,9 @@
     so: jansson refuses to encode anything else, and a reply holding such a
     message would go out with an empty content. Lengths a client sees are in characters (code
     points), and a string cut to fit a message is cut between characters.
-    A malloc'd string field is replaced through gw_set_string.
+    Bytes that are not UTF-8 (a URL's %FF, a name a kernel made) reach a
+    message or a log line only through gw_text_escape, as \xHH. A
+    malloc'd string field is replaced through gw_set_string.
 */
 #include "gw_util.h"
 #include "wire.h"
@@ -81,6 +83,38 @@ gw_text_fit (const char *s, int max)
     while (max > 0 && ((unsigned char) s[max] & 0xC0) == 0x80)
         max--; /* s[max] continues the character that would be cut */
     return max;
+}
+
+/* The length of the UTF-8 character at s (at most left bytes), 0 when
+   none starts there: a character is valid UTF-8 on its own. */
+static size_t
+char_len (const char *s, size_t left)
+{
+    for (size_t k = 1; k <= 4 && k <= left; k++)
+        if (wire_utf8_valid ((const unsigned char *) s, k))
+            return k;
+    return 0;
+}
+
+char *
+gw_text_escape (const char *s, size_t len, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = s[i] ? char_len (s + i, len - i) : 0; /* a NUL would end the text */
+        size_t need = k ? k : 4;
+        if (n + need + 1 > size)
+            break;
+        if (k)
+            memcpy (out + n, s + i, k);
+        else
+            snprintf (out + n, 5, "\\x%02X", (unsigned char) s[i]);
+        n += need;
+        i += k ? k : 1;
+    }
+    if (size)
+        out[n] = 0;
+    return out;
 }
 
 void

@@ -55,6 +55,11 @@ size_t gw_text_chars (const char *s, size_t bytes);
 /* How many bytes of s to print ("%.*s") to show at most max bytes of it
    without splitting a character: a message must stay valid UTF-8. */
 int gw_text_fit (const char *s, int max);
+/* The len bytes of s as text for a message or a log line (a URL's %FF,
+   a name a kernel made): every byte that is no part of a UTF-8 character
+   shown as \xHH, cut between characters to fit out (size bytes, ending in
+   a NUL). Returns out. */
+char *gw_text_escape (const char *s, size_t len, char *out, size_t size);
 /* Replaces a malloc'd string field (wire_connection_new fills defaults). */
 void gw_set_string (char **field, const char *value);
 /* Conversation ids: [A-Za-z0-9._-]{1,128}, not "." or ".." (gw_text.c). */

@@ -169,6 +169,10 @@ void wire_date_now (char out[32]);
 /* Parses every date jupyter_client accepts (jsonutil ISO8601_PAT): optional
    fraction of 1..6 digits, Z, +HH:MM, +HHMM or no zone (local time). */
 WIRE_MUST_CHECK bool wire_date_parse (const char *text, struct timespec *out);
+/* true when data[0..len) is well-formed UTF-8 (no overlongs, no surrogates,
+   nothing above U+10FFFF). Jansson rejects bad UTF-8 too, but as a generic
+   parse error; checking first gives the caller its own error code. */
+bool wire_utf8_valid (const unsigned char *data, size_t len);
 
 /* ---- connection files -------------------------------------------------- */
 

@@ -23,11 +23,6 @@ typedef struct {
    frame count, and fills layout. Uses msg's cursor; changes no frame. */
 wire_error_t wire_layout_find (zmsg_t *msg, const wire_limits_t *limits, wire_layout_t *layout);
 
-/* true when data[0..len) is well-formed UTF-8 (no overlongs, no surrogates,
-   nothing above U+10FFFF). Jansson rejects bad UTF-8 too, but as a generic
-   parse error; checking first gives the caller its own error code. */
-bool wire_utf8_valid (const unsigned char *data, size_t len);
-
 /* Parses one JSON frame that must hold an object. NULL with *err set. */
 json_t *wire_json_parse_frame (zframe_t *frame, wire_error_t *err);
 

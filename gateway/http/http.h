@@ -200,6 +200,8 @@ int http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body
 int http_reply_text (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len);
 /* {"reason", "message"} and a log line (rate-limited per peer). */
 int http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message);
+/* The same, written once writable (http_reply_later). */
+void http_reply_error_later (struct lws *wsi, http_req_t *req, int status, const char *message);
 /* The answer waits for the gateway: the connection is kept meanwhile. */
 void http_reply_wait (struct lws *wsi);
 /* The answer is ready later: keep it and ask for a writable callback. */

@@ -217,13 +217,7 @@ http_api_answer_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, bool o
 {
     if (!ok) {
         char *message = wire_xasprintf ("KernelStartFailed: %s", errmsg ? errmsg : "the kernel could not be started");
-        char peer[64], source[96];
-        http_peer (wsi, peer, sizeof peer);
-        snprintf (source, sizeof source, "http/%s", peer);
-        gw_log_limited (source, "http_error", "{s:s, s:i, s:s, s:s}", "peer", peer, "status", 500, "path", req->path,
-                        "message", message);
-        http_reply_later (wsi, req, 500, json_pack ("{s:s, s:s}", "reason", http_reply_reason (500), "message", message),
-                          NULL);
+        http_reply_error_later (wsi, req, 500, message);
         free (message);
         if (created) /* nothing stays behind a refused kernel */
             gw_core_close_later (req->front->server, gw_conv_id (conv), "start failed");
@@ -309,10 +303,7 @@ on_restarted (http_front_t *front, gw_conv_t *conv, bool ok, const char *errmsg,
     if (ok)
         http_reply_later (wsi, req, 200, http_kernel_model (front, conv), NULL);
     else
-        http_reply_later (wsi, req, 500,
-                          json_pack ("{s:s, s:s}", "reason", "Internal Server Error", "message",
-                                     errmsg ? errmsg : "the kernel could not be restarted"),
-                          NULL);
+        http_reply_error_later (wsi, req, 500, errmsg ? errmsg : "the kernel could not be restarted");
 }
 
 static int
@@ -385,6 +376,12 @@ http_api_dispatch (struct lws *wsi, http_req_t *req)
     if (req->wait || req->status || req->mcp)
         return 0; /* answered already, or waiting for the gateway */
     size_t n = strlen (req->path);
+    /* every route, its messages and its log line take the path as text:
+       a %FF in the URL is refused here, as tornado refuses it (400
+       "Invalid unicode in url") */
+    if (!wire_utf8_valid ((const unsigned char *) req->path, n))
+        return http_reply_error (wsi, req, 400, "InvalidPath: the path is not UTF-8 text (each %XX of the URL must "
+                                                "encode UTF-8)");
     while (n > 1 && req->path[n - 1] == '/')
         req->path[--n] = 0; /* jupyter_server accepts a trailing slash */
     const char *rest;

@@ -153,17 +153,30 @@ http_reply_text (struct lws *wsi, http_req_t *req, int status, const char *type,
     return reply_bytes (wsi, req, status, type, text, len, NULL);
 }
 
+/* An error's body {"reason", "message"}, and its log line (rate-limited
+   per peer). */
+static json_t *
+error_body (struct lws *wsi, http_req_t *req, int status, const char *message)
+{
+    char peer[64], source[96], path[HTTP_PATH_MAX];
+    http_peer (wsi, peer, sizeof peer);
+    snprintf (source, sizeof source, "http/%s", peer);
+    /* the path as the client sent it: its %FF shown as \xFF (a log line holds only UTF-8) */
+    gw_log_limited (source, "http_error", "{s:s, s:i, s:s, s:s}", "peer", peer, "status", status, "path",
+                    gw_text_escape (req->path, strlen (req->path), path, sizeof path), "message", message);
+    return json_pack ("{s:s, s:s}", "reason", http_reply_reason (status), "message", message);
+}
+
 int
 http_reply_error (struct lws *wsi, http_req_t *req, int status, const char *message)
 {
-    char peer[64], source[96];
-    http_peer (wsi, peer, sizeof peer);
-    snprintf (source, sizeof source, "http/%s", peer);
-    gw_log_limited (source, "http_error", "{s:s, s:i, s:s, s:s}", "peer", peer, "status", status, "path",
-                    req->path, "message", message);
-    return http_reply_write (wsi, req, status,
-                             json_pack ("{s:s, s:s}", "reason", http_reply_reason (status), "message", message),
-                             NULL);
+    return http_reply_write (wsi, req, status, error_body (wsi, req, status, message), NULL);
+}
+
+void
+http_reply_error_later (struct lws *wsi, http_req_t *req, int status, const char *message)
+{
+    http_reply_later (wsi, req, status, error_body (wsi, req, status, message), NULL);
 }
 
 void

@@ -7,7 +7,7 @@
 # ---- the seeds, replayed in make check -------------------------------------
 GW_FUZZ_REPLAYS = tests/fuzz/gw_peek_fuzz_corpus tests/fuzz/gw_meta_fuzz_corpus tests/fuzz/gw_control_fuzz_corpus \
 	tests/fuzz/gw_policy_fuzz_corpus tests/fuzz/gw_tools_fuzz_corpus tests/fuzz/gw_zmtp_fuzz_corpus \
-	tests/fuzz/gw_ws_fuzz_corpus tests/fuzz/gw_files_fuzz_corpus tests/fuzz/gw_markup_fuzz_corpus
+	tests/fuzz/gw_ws_fuzz_corpus tests/fuzz/gw_files_fuzz_corpus tests/fuzz/gw_markup_fuzz_corpus tests/fuzz/gw_http_fuzz_corpus
 check_PROGRAMS += $(GW_FUZZ_REPLAYS)
 TESTS += $(GW_FUZZ_REPLAYS)
 
@@ -20,13 +20,18 @@ tests_fuzz_gw_meta_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_
 tests_fuzz_gw_meta_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-meta"'
 tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
-# the control handler with the parts of the gateway it calls, the
-# conversation layer and the ZeroMQ front excepted (stubbed in the target)
-GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_core.c gateway/gw_server_access.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
-	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c \
-	gateway/gw_control_files.c gateway/gw_files.c gateway/gw_base64.c
+# the gateway a front's handler runs on (fuzz_gateway.c: the conversation
+# layer below the table replaced), shared by the control and HTTP targets
+GW_FUZZ_GATEWAY = gateway/gw_core.c gateway/gw_server_access.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
+	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c gateway/gw_peers.c \
+	gateway/gw_files.c gateway/gw_base64.c
+GW_FUZZ_GATEWAY_TESTS = tests/fuzz/fuzz_gateway.c tests/fuzz/fuzz_gateway.h tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h \
+	tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h
+# the control handler with the parts of the gateway it calls, the ZeroMQ
+# front excepted (stubbed in the target)
+GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_control_files.c $(GW_FUZZ_GATEWAY)
 tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
-	tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h $(GW_FUZZ_CONTROL_GW)
+	$(GW_FUZZ_GATEWAY_TESTS) $(GW_FUZZ_CONTROL_GW)
 tests_fuzz_gw_control_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-control"'
 tests_fuzz_gw_control_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 
@@ -63,6 +68,18 @@ GW_FUZZ_MARKUP_GW = gateway/gw_markup.c gateway/gw_sanitize.c gateway/gw_peek.c 
 tests_fuzz_gw_markup_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_markup_fuzz.c $(GW_FUZZ_MARKUP_GW)
 tests_fuzz_gw_markup_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(XML2_CFLAGS) -DFUZZ_CORPUS='"corpus-markup"'
 tests_fuzz_gw_markup_fuzz_corpus_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
+# the HTTP front's routes (gateway/http) on the same gateway; libwebsockets
+# replaced at its API (in the target). Every automatic variable starts as
+# a pattern: an error struct read unset crashes (gcc 12 and clang).
+GW_FUZZ_HTTP_GW = gateway/http/http_api.c gateway/http/http_contents.c gateway/http/http_contents_edit.c \
+	gateway/http/http_checkpoints.c gateway/http/http_sessions.c gateway/http/http_kernel.c gateway/http/http_reply.c \
+	gateway/http/http_ops.c gateway/gw_metrics.c gateway/gw_metrics_visit.c gateway/gw_id.c $(GW_FUZZ_GATEWAY)
+GW_FUZZ_PATTERN_INIT = -ftrivial-auto-var-init=pattern
+tests_fuzz_gw_http_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_http_fuzz.c \
+	$(GW_FUZZ_GATEWAY_TESTS) $(GW_FUZZ_HTTP_GW)
+tests_fuzz_gw_http_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) -DFUZZ_CORPUS='"corpus-http"'
+tests_fuzz_gw_http_fuzz_corpus_CFLAGS = $(AM_CFLAGS) $(GW_FUZZ_PATTERN_INIT)
+tests_fuzz_gw_http_fuzz_corpus_LDADD = $(WIRE_LIBS) -lm
 
 # ---- the libFuzzer builds (clang, outside libtool) -------------------------
 # Gateway sources include the launcher boundary header, which names confine's
@@ -70,11 +87,18 @@ tests_fuzz_gw_markup_fuzz_corpus_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
 GW_FUZZ_CFLAGS = $(FUZZ_CFLAGS) -I$(top_srcdir)/confine
 GW_FUZZ_PEEK_SRC = $(srcdir)/tests/fuzz/gw_peek_fuzz.c $(srcdir)/gateway/gw_peek.c
 GW_FUZZ_META_SRC = $(srcdir)/tests/fuzz/gw_meta_fuzz.c $(srcdir)/gateway/gw_meta.c $(srcdir)/gateway/gw_peek.c
-GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c $(srcdir)/tests/fuzz/fuzz_tree.c \
-	$(srcdir)/gateway/gw_control.c $(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_tools.c \
-	$(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
-	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c \
-	$(srcdir)/gateway/gw_control_files.c $(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
+GW_FUZZ_GATEWAY_SRC = $(srcdir)/tests/fuzz/fuzz_gateway.c $(srcdir)/tests/fuzz/fuzz_check.c $(srcdir)/tests/fuzz/fuzz_tree.c \
+	$(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c \
+	$(srcdir)/gateway/gw_tools.c $(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
+	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c $(srcdir)/gateway/gw_peers.c \
+	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
+GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/gateway/gw_control.c \
+	$(srcdir)/gateway/gw_control_files.c $(GW_FUZZ_GATEWAY_SRC)
+GW_FUZZ_HTTP_SRC = $(srcdir)/tests/fuzz/gw_http_fuzz.c $(srcdir)/gateway/http/http_api.c $(srcdir)/gateway/http/http_contents.c \
+	$(srcdir)/gateway/http/http_contents_edit.c $(srcdir)/gateway/http/http_checkpoints.c \
+	$(srcdir)/gateway/http/http_sessions.c $(srcdir)/gateway/http/http_kernel.c $(srcdir)/gateway/http/http_reply.c \
+	$(srcdir)/gateway/http/http_ops.c $(srcdir)/gateway/gw_metrics.c $(srcdir)/gateway/gw_metrics_visit.c \
+	$(srcdir)/gateway/gw_id.c $(GW_FUZZ_GATEWAY_SRC)
 GW_FUZZ_POLICY_SRC = $(srcdir)/tests/fuzz/gw_policy_fuzz.c $(srcdir)/tests/fuzz/fuzz_check.c \
 	$(srcdir)/gateway/gw_config.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_tools.c \
@@ -86,12 +110,12 @@ GW_FUZZ_FILES_SRC = $(srcdir)/tests/fuzz/gw_files_fuzz.c $(srcdir)/tests/fuzz/fu
 GW_FUZZ_MARKUP_SRC = $(srcdir)/tests/fuzz/gw_markup_fuzz.c $(srcdir)/gateway/gw_markup.c $(srcdir)/gateway/gw_sanitize.c \
 	$(srcdir)/gateway/gw_peek.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
-	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz tests/fuzz/gw_files_fuzz tests/fuzz/gw_markup_fuzz
+	tests/fuzz/gw_zmtp_fuzz tests/fuzz/gw_ws_fuzz tests/fuzz/gw_files_fuzz tests/fuzz/gw_markup_fuzz tests/fuzz/gw_http_fuzz
 GW_FUZZ_DEPS = $(WIRE_FUZZ_LIB_SRC) $(WIRE_FUZZ_INCLUDES) $(GW_HEADER_FILES) $(srcdir)/gateway/gw_server_private.h $(srcdir)/tests/fuzz/fuzz_check.h \
-	$(srcdir)/tests/fuzz/fuzz_tree.h
+	$(srcdir)/tests/fuzz/fuzz_tree.h $(srcdir)/tests/fuzz/fuzz_gateway.h $(srcdir)/gateway/http/http.h
 CLEANFILES += $(GW_FUZZ_BINS)
 EXTRA_DIST += tests/fuzz/corpus-peek tests/fuzz/corpus-meta tests/fuzz/corpus-control tests/fuzz/corpus-policy tests/fuzz/corpus-tools tests/fuzz/corpus-zmtp \
-	tests/fuzz/corpus-ws tests/fuzz/corpus-files tests/fuzz/files_seeds.py tests/fuzz/corpus-markup
+	tests/fuzz/corpus-ws tests/fuzz/corpus-files tests/fuzz/files_seeds.py tests/fuzz/corpus-markup tests/fuzz/corpus-http
 
 tests/fuzz/gw_peek_fuzz: $(GW_FUZZ_PEEK_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
@@ -120,17 +144,20 @@ tests/fuzz/gw_files_fuzz: $(GW_FUZZ_FILES_SRC) $(GW_FUZZ_DEPS)
 tests/fuzz/gw_markup_fuzz: $(GW_FUZZ_MARKUP_SRC) $(GW_FUZZ_DEPS)
 	@$(MKDIR_P) tests/fuzz
 	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) $(XML2_CFLAGS) -o $@ $(GW_FUZZ_MARKUP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS) $(XML2_LIBS)
+tests/fuzz/gw_http_fuzz: $(GW_FUZZ_HTTP_SRC) $(GW_FUZZ_DEPS)
+	@$(MKDIR_P) tests/fuzz
+	$(FUZZ_CC) $(GW_FUZZ_CFLAGS) $(GW_FUZZ_PATTERN_INIT) $(LWS_CFLAGS) -o $@ $(GW_FUZZ_HTTP_SRC) $(WIRE_FUZZ_LIB_SRC) $(FUZZ_LIBS)
 
 # ---- make fuzz --------------------------------------------------------------
 # Each target runs for its seconds on a copy of its committed seeds (new
 # inputs never land in the source tree) and fails on any crash, trap, leak,
 # timeout or sanitizer report; what it finds is left in
-# tests/fuzz/findings/NAME-*. The total stays near two and a half minutes on two cores
+# tests/fuzz/findings/NAME-*. The total stays under three minutes on two cores
 # (./quickstart check runs it): the wire's target is the oldest and has the
 # largest grammar, so it gets the longest turn.
 FUZZ_SECONDS = 30
 GW_FUZZ_SECONDS = 15
-GW_FUZZ_NAMES = peek meta control policy tools zmtp ws files markup
+GW_FUZZ_NAMES = peek meta control policy tools zmtp ws files markup http
 
 fuzz: tests/fuzz/wire_fuzz $(GW_FUZZ_BINS)
 	rm -rf tests/fuzz/corpus-run tests/fuzz/findings

@@ -87,6 +87,14 @@ test_paths (void)
     long_path[4096] = 0;
     path_is (long_path, long_path);
     free (long_path);
+    /* a model names its path in JSON: bytes that are not UTF-8 are no path */
+    path_is ("\xff", NULL);
+    path_is ("a/\xc3", NULL);
+    path_is ("\xed\xa0\x80", NULL); /* a surrogate */
+    path_is ("h\xc3\xa9llo", "h\xc3\xa9llo");
+    char shown[32];
+    CHECK (streq (gw_text_escape ("a\xff\xc3\xa9" "\x00" "b", 6, shown, sizeof shown), "a\\xFF\xc3\xa9\\x00b"));
+    CHECK (streq (gw_text_escape ("\xff\xff\xff", 3, shown, 9), "\\xFF\\xFF")); /* cut between escapes */
 }
 
 static void
@@ -106,6 +114,26 @@ refused (int rc_or_fd, const gw_files_error_t *err, const char *ename)
     if (!ok)
         fprintf (stderr, "expected %s, got %d %s\n", ename, rc_or_fd, rc_or_fd < 0 ? err->ename : "");
     return ok;
+}
+
+/* A name the kernel made of bytes that are not UTF-8 has no model: a
+   stat of it is an error that says so (never NULL without one), and a
+   listing leaves it out. */
+static void
+test_not_utf8 (int root)
+{
+    gw_files_error_t err = {.ename = NULL};
+    put (root, "ok", "ok");
+    int fd = openat (root, "\xff", O_WRONLY | O_CREAT | O_EXCL, 0644);
+    CHECK (fd >= 0);
+    close (fd);
+    CHECK (gw_files_stat (root, "\xff", &err) == NULL && err.ename && streq (err.ename, "InvalidPath"));
+    bool truncated;
+    json_t *list = gw_files_list (root, "", &truncated, &err);
+    CHECK (json_array_size (list) == 1
+           && streq (json_string_value (json_object_get (json_array_get (list, 0), "name")), "ok"));
+    json_decref (list);
+    CHECK (unlinkat (root, "\xff", 0) == 0 && gw_files_delete (root, "ok", &err) == 0);
 }
 
 static void
@@ -270,6 +298,7 @@ main (void)
     test_planted (root, outside);
     test_chunks (root);
     test_moves (root, outside);
+    test_not_utf8 (root);
     close (root);
     CHECK (unlink (secret) == 0 && rmdir (workspace) == 0 && rmdir (outside) == 0 && rmdir (base) == 0);
     printf ("gw_files_test: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);

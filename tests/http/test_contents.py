@@ -104,6 +104,32 @@ def test_planted_entries_are_refused_over_http(http_gateway, conv, tmp_path):
     assert names == {"a", "b"}, names
 
 
+def test_names_that_are_not_utf8(http_gateway, conv):
+    """A path that is not UTF-8 (a URL's %FF) and a name a kernel made of
+    such bytes: 400 InvalidPath on every route, the name left out of the
+    listing, the daemon and a bystander unaffected (red-team 3 M1: one
+    such request made the daemon read an unset error and die of SIGSEGV)."""
+    gw = http_gateway
+    c = conv("bytes")
+    bystander = conv("bystander")
+    c.run("open(b'/workspace/\\xff', 'w').write('x'); open('/workspace/ok', 'w').write('ok')")
+    for method, path, body in [("GET", "api/contents/bytes/%FF", None), ("GET", "files/bytes/%FF", None),
+                               ("PUT", "files/bytes/%FD", b"zz"), ("PUT", "api/contents/bytes/%FE",
+                                                                  b'{"type": "file", "content": "x"}'),
+                               ("GET", "api/contents/bytes/a%C3", None), ("GET", "api/kernels/%FF", None),
+                               ("DELETE", "api/contents/bytes/%FF", None)]:
+        r = api(gw, method, path, data=body)
+        assert r.status_code == 400 and r.json()["message"].startswith("InvalidPath"), (method, path, r.text)
+        assert gw.proc.poll() is None, gw.log_file.read_text()[-3000:]
+    names = {e["name"] for e in api(gw, "GET", "api/contents/bytes").json()["content"]}
+    assert names == {"ok"}, names
+    assert c.run("import os; print(sorted(os.listdir(b'/workspace')))") == "[b'ok', b'\\xff']\n"
+    assert bystander.run("print(6 * 7)") == "42\n"
+    # the first refusal's log line (the rest are rate-limited), its %FF shown as \xFF
+    logged = [e for e in gw.events("http_error") if "InvalidPath" in e.get("message", "")]
+    assert logged and logged[0]["path"] == "/api/contents/bytes/\\xFF", logged
+
+
 def test_inline_content_is_bounded_and_files_streams(http_gateway, conv):
     gw = http_gateway
     conv("big")
