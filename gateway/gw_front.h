@@ -63,7 +63,9 @@ typedef enum {
 } gw_event_t;
 
 typedef struct {
-    /* A message for this peer on channel (shell, iopub, stdin, control). */
+    /* A message for this peer on channel (shell, iopub, stdin, control).
+       NULL: a peer of events only, that submits nothing (an HTTP upload,
+       which must end when its conversation closes): no copy is made for it. */
     void (*deliver) (void *arg, wire_channel_t channel, zmsg_t **msg_p);
     /* May be NULL. */
     void (*event) (void *arg, gw_event_t event, const char *detail);

@@ -166,6 +166,10 @@ gw_peers_attached (gw_peers_t *self, zframe_t *token)
 static void
 deliver_one (gw_peer_t *peer, wire_channel_t channel, zmsg_t **msg_p)
 {
+    if (!peer->fns->deliver) { /* a peer of events only */
+        zmsg_destroy (msg_p);
+        return;
+    }
     peer->peers->walking++;
     peer->fns->deliver (peer->arg, channel, msg_p);
     peer->peers->walking--;
@@ -179,12 +183,12 @@ deliver_all (gw_peers_t *self, zmsg_t **msg_p)
     self->walking++;
     size_t size = self->size, last = size;
     for (size_t i = 0; i < size; i++)
-        if (!self->items[i]->gone)
+        if (!self->items[i]->gone && self->items[i]->fns->deliver)
             last = i;
     for (size_t i = 0; i < size && *msg_p; i++) {
         gw_peer_t *peer = self->items[i];
-        if (peer->gone)
-            continue;
+        if (peer->gone || !peer->fns->deliver)
+            continue; /* a peer of events only costs no copy */
         zmsg_t *copy = i == last ? *msg_p : zmsg_dup (*msg_p);
         if (i == last)
             *msg_p = NULL;

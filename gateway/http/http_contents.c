@@ -13,7 +13,9 @@
     download is written from lws's writable callback 256 KiB at a time and
     an upload's body is written as lws hands it over (its receive buffer,
     64 KiB): neither is ever whole in memory, and each step is short on
-    the gateway's loop.
+    the gateway's loop. An upload is a peer of its conversation (of events
+    only): it ends when the conversation closes, and writes nothing into a
+    workspace that is gone.
 */
 #include "http.h"
 
@@ -34,6 +36,8 @@ struct http_file {
     gw_files_error_t err;
     char *conversation; /* the id, found again at the end */
     char *path;         /* normalized */
+    struct lws *wsi;    /* an upload's connection */
+    gw_peer_t *peer;    /* an upload hears its conversation close (gw_front.h) */
 };
 
 void
@@ -42,6 +46,7 @@ http_file_end (http_file_t **self_p)
     http_file_t *self = *self_p;
     if (!self)
         return;
+    gw_front_detach (&self->peer);
     if (self->fd >= 0)
         close (self->fd);
     free (self->conversation);
@@ -437,6 +442,32 @@ http_files_streams_body (const http_req_t *req)
     return req->method == LWSHUMETH_PUT && strncmp (req->path, "/files/", 7) == 0;
 }
 
+/* The conversation of an upload closes (its workspace goes: lazily
+   unmounted, it would go on taking what is written): the upload ends now,
+   its file closed, answered NoSuchConversation at the next writable
+   callback; libwebsockets then reads and drops the rest of the body
+   itself (the connection is kept for the client's next request). */
+static void
+upload_on_event (void *arg, gw_event_t event, const char *detail)
+{
+    (void) detail;
+    http_file_t *f = arg;
+    if (event != GW_EVENT_CLOSING && event != GW_EVENT_CLOSED)
+        return;
+    if (event == GW_EVENT_CLOSED)
+        f->peer = NULL; /* detached already: no more calls */
+    struct lws *wsi = f->wsi;
+    http_req_t *req = lws_wsi_user (wsi);
+    char message[160];
+    snprintf (message, sizeof message, "NoSuchConversation: the conversation closed during the upload, after %lld "
+              "bytes; nothing more was written", (long long) f->offset);
+    http_file_end (&req->file); /* f is freed */
+    http_reply_error_later (wsi, req, status_of ("NoSuchConversation"), message);
+    http_loop_run_soon (req->front->uv);
+}
+
+static const gw_front_fns_t upload_fns = {NULL, upload_on_event};
+
 /* The file of a /files request opened (upload: emptied or created), in
    req->file, holding one of max_connections while it streams; -1 + err,
    or -1 + *full when its client or kernel holds its share (a 503). */
@@ -462,6 +493,8 @@ stream_open (struct lws *wsi, http_req_t *req, bool upload, gw_files_error_t *er
     http_file_t *f = wire_xcalloc (1, sizeof *f);
     *f = (http_file_t){.fd = fd, .upload = upload, .size = upload ? 0 : (int64_t) st.st_size,
                        .conversation = wire_xstrdup (gw_conv_id (conv)), .path = path};
+    if (upload)
+        f->peer = gw_front_attach (conv, &upload_fns, f);
     req->file = f;
     http_clients_take (req->front->clients, wsi, &req->slot, conv);
     return 0;
@@ -493,6 +526,7 @@ http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length)
     const char *full = NULL;
     if (stream_open (wsi, req, true, &err, &full) < 0)
         return full ? http_reply_error (wsi, req, 503, full) : http_contents_error (wsi, req, &err);
+    req->file->wsi = wsi;
     if (length <= 0) /* no body will come: an empty file */
         return upload_answer (wsi, req);
     return 0;

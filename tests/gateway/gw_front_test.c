@@ -13,6 +13,9 @@
     - a peer detached is told to the core once, with the token that named
       it (the core's tool calls it served end), and no longer counts as
       attached; the peers destroy ends are not told;
+    - a peer of events only (deliver NULL) gets no message, costs the
+      others nothing (iopub goes whole to the last one that takes it),
+      hears the events and may detach inside one;
     - at destroy every peer still attached hears GW_EVENT_CLOSED, once.
 
     Exit 0 when every check passed; each failure prints one line.
@@ -210,6 +213,41 @@ test_gone_told_once (void)
     zframe_destroy (&token);
 }
 
+/* A peer of events only (deliver NULL): no message reaches it, iopub
+   goes whole to the others, it hears the events, it detaches inside one. */
+static gw_peer_t *s_events_only;
+static int s_events_heard;
+
+static void
+events_only_event (void *arg, gw_event_t event, const char *detail)
+{
+    (void) arg, (void) detail;
+    s_events_heard++;
+    if (event == GW_EVENT_CLOSING)
+        gw_front_detach (&s_events_only);
+}
+
+static const gw_front_fns_t events_only_fns = {NULL, events_only_event};
+
+static void
+test_events_only (void)
+{
+    fake_t a = {0};
+    s_events_only = gw_front_attach (NULL, &events_only_fns, NULL);
+    a.peer = gw_front_attach (NULL, &fake_fns, &a);
+    zmsg_t *pub = message ("topic");
+    gw_peers_deliver (s_peers, WIRE_IOPUB, &pub);
+    CHECK (!pub && a.delivered[WIRE_IOPUB] == 1 && a.last && zmsg_size (a.last) == 7);
+    gw_peers_event (s_peers, GW_EVENT_KERNEL_READY, NULL);
+    CHECK (s_events_heard == 1 && s_events_only);
+    gw_peers_event (s_peers, GW_EVENT_CLOSING, "closed");
+    CHECK (s_events_heard == 2 && !s_events_only && a.closing == 1);
+    gw_peers_event (s_peers, GW_EVENT_CLOSING, "closed");
+    CHECK (s_events_heard == 2); /* detached inside its event: nothing more */
+    gw_front_detach (&a.peer);
+    zmsg_destroy (&a.last);
+}
+
 static void
 test_closed_once (void)
 {
@@ -231,6 +269,7 @@ main (void)
     test_route_by_token ();
     test_detach_inside_delivery ();
     test_gone_told_once ();
+    test_events_only ();
     test_closed_once ();
     zframe_destroy (&s_gone_token);
     zmsg_destroy (&s_submitted);

@@ -6,7 +6,10 @@ path-safety attacks in full; here each reaches the gateway through HTTP).
 A real `kennel serve --http`, confined kernels, requests."""
 import base64
 import hashlib
+import json
 import os
+import select
+import socket
 import time
 
 import pytest
@@ -213,3 +216,64 @@ def test_one_gib_streamed_up_and_down_with_bounded_rss(make_http_gateway):
           f"peak {peak >> 20} MiB")
     assert n == GIB and down.hexdigest() == body.hash.hexdigest()
     assert peak - base < 64 * MIB, (base, peak)
+
+
+def workspace_fds(pid, name):
+    """The gateway's fds open on a file of that name (its workspace may be
+    gone: a lazily unmounted tmpfs lives while an fd holds it)."""
+    held = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.split(" (deleted)")[0].endswith("/" + name):
+            held.append(target)
+    return held
+
+
+def test_an_upload_ends_when_its_conversation_closes(http_gateway):
+    """A PUT /files body still arriving when its conversation is deleted:
+    the upload ends at once (its file closed, so the closed workspace's
+    tmpfs goes), the client is answered 404 NoSuchConversation before its
+    body ends, and what it still sends is read and dropped (red-team 3 L3:
+    uploads went on writing into deleted conversations' lazily unmounted
+    workspaces, outside max_conversations x workspace_bytes)."""
+    gw = http_gateway
+    kid = api(gw, "POST", "api/kernels").json()["id"]
+    host, port = gw.url.split("//")[1].rstrip("/").split(":")
+    s = socket.create_connection((host, int(port)), timeout=30)
+    declared = 400 * MIB
+    s.sendall(f"PUT /files/{kid}/big HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: token {gw.token}\r\n"
+              f"Content-Length: {declared}\r\n\r\n".encode())
+    block = b"x" * MIB
+    for _ in range(8):
+        s.sendall(block)
+    deadline = time.monotonic() + 30
+    while not workspace_fds(gw.proc.pid, "big"):
+        assert time.monotonic() < deadline, "the upload never opened its file"
+        time.sleep(0.05)
+    assert api(gw, "DELETE", f"api/kernels/{kid}").status_code == 204
+    # the client goes on sending (it is read and dropped) while it waits
+    s.setblocking(False)
+    answer, sent, rest = b"", 0, declared - 8 * MIB
+    deadline = time.monotonic() + 10
+    try:
+        while not (b"\r\n\r\n" in answer and answer.rstrip().endswith(b"}")) and time.monotonic() < deadline:
+            readable, writable, _ = select.select([s], [s] if sent < rest else [], [], 0.2)
+            if readable:
+                data = s.recv(65536)
+                assert data, f"the connection ended without an answer: {answer!r}"
+                answer += data
+            elif writable:
+                sent += s.send(block[:rest - sent])
+    except (BrokenPipeError, ConnectionResetError) as e:
+        pytest.fail(f"the connection was dropped without an answer ({e}) after {sent} more bytes: {answer!r}")
+    assert answer, f"no answer within 10 s of the close, {sent} more bytes sent meanwhile"
+    assert sent < rest, f"answered only once the whole body ({sent} more bytes) was taken: {answer!r}"
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 404"), answer
+    assert json.loads(body)["message"].startswith("NoSuchConversation: the conversation closed during the upload")
+    assert workspace_fds(gw.proc.pid, "big") == []
+    s.close()
+    assert api(gw, "GET", "api").status_code == 200
