@@ -166,6 +166,13 @@ typedef struct http_file http_file_t;
 /* A request's path, at most: /api/contents/<id>/ and a file path of
    GW_FILES_PATH_MAX (longer: 414). */
 #define HTTP_PATH_MAX 4400
+/* An answer's body is written this much at a time, each piece once the
+   one before left (libwebsockets sends at most its 64 KiB buffer a call
+   and would copy the rest). */
+#define HTTP_REPLY_PIECE (64 * 1024)
+/* A client that takes nothing of an answer or a download for this long is
+   dropped (lws's own 5 s transaction timeout would cut any long one). */
+#define HTTP_STALL_SECONDS 30
 
 /* One HTTP request in flight on a connection: its body and, when the
    answer waits for the gateway, the answer to write once writable. */
@@ -177,7 +184,9 @@ typedef struct {
     size_t body_len;
     bool body_too_large;
     int status;         /* the pending answer, 0 when none */
-    char *answer;       /* its JSON */
+    char *answer;       /* its JSON; or, while an answer is written in pieces, that answer (LWS_PRE bytes, its body) */
+    size_t answer_len;  /* that body's length, 0 when none is being written */
+    size_t answer_sent; /* how much of it was written */
     char location[96];  /* Location header, or "" */
     http_wait_t *wait;  /* waiting for a kernel to be ready, or NULL */
     http_slot_t slot;   /* one of max_connections while held for the gateway */
@@ -206,7 +215,8 @@ void http_reply_error_later (struct lws *wsi, http_req_t *req, int status, const
 void http_reply_wait (struct lws *wsi);
 /* The answer is ready later: keep it and ask for a writable callback. */
 void http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location);
-/* The writable callback: writes the kept answer. */
+/* The writable callback: writes the kept answer, or the next piece of
+   one being written. */
 int http_reply_flush (struct lws *wsi, http_req_t *req);
 /* The standard reason phrase of status. */
 const char *http_reply_reason (int status);
@@ -368,6 +378,14 @@ int http_ops_healthz (struct lws *wsi, http_req_t *req);
 int http_ops_metrics (struct lws *wsi, http_req_t *req);
 
 /* ---- shared by http_api and http_sessions ------------------------------ */
+
+/* The longest kernelspec or session name taken. */
+#define HTTP_NAME_MAX 4096
+/* Whether body's field (shown: its name in a message, "kernel.id") is
+   absent, null, or of type: an object, or a string without NUL of at most
+   max bytes; else false with *message (static) naming it. */
+bool http_api_field_ok (const json_t *body, const char *field, const char *shown, json_type type, size_t max,
+                        const char **message);
 
 /* Opens a conversation for POST /api/kernels or a session: body is the
    kernel request ({name, env, path, kennel}). The new (or, named by

@@ -150,21 +150,43 @@ policy_with_env (const json_t *policy, json_t *env)
     return out;
 }
 
-/* conversation_open's request {kernel, tools, policy} and the id. */
+bool
+http_api_field_ok (const json_t *body, const char *field, const char *shown, json_type type, size_t max,
+                   const char **message)
+{
+    static char why[160];
+    const json_t *v = json_object_get (body, field);
+    if (!v || json_is_null (v))
+        return true;
+    if (type == JSON_OBJECT && json_is_object (v))
+        return true;
+    if (type == JSON_STRING && gw_text (v) && json_string_length (v) <= max)
+        return true;
+    if (type == JSON_STRING && gw_text (v))
+        snprintf (why, sizeof why, "%s is %zu bytes, more than the %zu kept", shown, json_string_length (v), max);
+    else
+        snprintf (why, sizeof why, "%s must be %s", shown, type == JSON_STRING ? "a string" : "an object");
+    *message = why;
+    return false;
+}
+
+/* conversation_open's request {kernel, tools, policy} and the id. The
+   body's fields are typed as jupyter_server reads them (name, path: a
+   string or null) and Kernel Gateway (env); kennel is the gateway's own. */
 static json_t *
 open_request (http_front_t *front, const json_t *body, char id[130], const char **message)
 {
+    if (!http_api_field_ok (body, "name", "name", JSON_STRING, HTTP_NAME_MAX, message)
+        || !http_api_field_ok (body, "path", "path", JSON_STRING, GW_FILES_PATH_MAX, message)
+        || !http_api_field_ok (body, "kennel", "kennel", JSON_OBJECT, 0, message))
+        return NULL;
     const json_t *name = json_object_get (body, "name");
     const char *kernel = "python";
-    if (name && !json_is_null (name) && !(gw_text (name) && (kernel = spec_kernel (front, gw_text (name))))) {
+    if (gw_text (name) && !(kernel = spec_kernel (front, gw_text (name)))) {
         *message = "no kernelspec has this name (GET /api/kernelspecs lists them)";
         return NULL;
     }
     const json_t *kennel = json_object_get (body, "kennel");
-    if (kennel && !json_is_object (kennel)) {
-        *message = "kennel must be an object {conversation_id, tools, policy}";
-        return NULL;
-    }
     json_t *env = env_filter (front, json_object_get (body, "env"), message);
     if (!env)
         return NULL;

@@ -23,9 +23,6 @@
 #include <unistd.h>
 
 #define STREAM_CHUNK (256 * 1024)
-/* A download whose client takes no chunk for this long is dropped (lws's
-   own 5 s transaction timeout would cut any long download). */
-#define STALL_SECONDS 30
 
 struct http_file {
     int fd;
@@ -571,7 +568,7 @@ download_begin (struct lws *wsi, http_req_t *req)
         http_file_end (&req->file);
         return lws_http_transaction_completed (wsi) ? -1 : 0;
     }
-    lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, STALL_SECONDS);
+    lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, HTTP_STALL_SECONDS);
     lws_callback_on_writable (wsi);
     return 0;
 }
@@ -600,7 +597,7 @@ http_files_download_more (struct lws *wsi, http_req_t *req)
     }
     f->offset += (int64_t) want;
     if (!last) {
-        lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, STALL_SECONDS);
+        lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, HTTP_STALL_SECONDS);
         lws_callback_on_writable (wsi);
         return 0;
     }

@@ -1,6 +1,6 @@
 /*  http_reply.c - HTTP answers: JSON bodies, Jupyter's error shape
     {"reason", "message"}, the CORS headers, answers that wait for the
-    gateway.
+    gateway, and a big answer written in pieces (reply_more).
 */
 #include "http.h"
 #include "gateway/gw_ops.h"
@@ -115,42 +115,83 @@ http_reply_head (struct lws *wsi, http_req_t *req, int status, const char *conte
     return 0;
 }
 
-/* The headers, then len bytes of text (of type, NULL when none). */
+/* The next piece of the answer being written (req->answer: LWS_PRE bytes,
+   then answer_len bytes of body), its end then ending the transaction.
+   One lws_write sends at most the protocol's buffer (64 KiB and
+   LWS_PRE + 4) and keeps a copy of the rest in lws's own list for the
+   next writable callbacks, while the timeout lws armed when the request
+   came (timeout_secs, 5 s) runs on: an answer whose building and sending
+   took longer was cut after its first 65,556 bytes (a listing of big
+   sessions, an inline file to a slow client), and a body written whole
+   was held twice. Pieces of 64 KiB, each written when the one before
+   left and each giving the client HTTP_STALL_SECONDS more, arrive whole
+   and keep one copy. The bytes before a piece are ones already sent: lws
+   may write its framing there (LWS_PRE). */
 static int
-reply_bytes (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len,
-             const char *location)
+reply_more (struct lws *wsi, http_req_t *req)
 {
-    const char *extra[] = {"location:", location, NULL};
-    if (http_reply_head (wsi, req, status, type, (long long) len, extra) < 0)
+    size_t left = req->answer_len - req->answer_sent;
+    size_t n = left < HTTP_REPLY_PIECE ? left : HTTP_REPLY_PIECE;
+    bool last = n == left;
+    unsigned char *at = (unsigned char *) req->answer + LWS_PRE + req->answer_sent;
+    lws_set_timeout (wsi, PENDING_TIMEOUT_HTTP_CONTENT, HTTP_STALL_SECONDS);
+    if (lws_write (wsi, at, n, last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < 0)
         return -1;
-    if (len) {
-        unsigned char *out = wire_xmalloc (LWS_PRE + len);
-        memcpy (out + LWS_PRE, text, len);
-        int n = lws_write (wsi, out + LWS_PRE, len, LWS_WRITE_HTTP_FINAL);
-        free (out);
-        if (n < 0)
-            return -1;
+    req->answer_sent += n;
+    if (!last) {
+        lws_callback_on_writable (wsi);
+        return 0;
     }
+    free (req->answer);
+    req->answer = NULL;
+    req->answer_len = req->answer_sent = 0;
     if (req->upgrading)
         return 0;
     return lws_http_transaction_completed (wsi) ? -1 : 0;
 }
 
+/* The headers, then the body: len bytes after LWS_PRE in block (taken;
+   NULL when none), of type (NULL when none). */
+static int
+reply_block (struct lws *wsi, http_req_t *req, int status, const char *type, char *block, size_t len,
+             const char *location)
+{
+    const char *extra[] = {"location:", location, NULL};
+    if (http_reply_head (wsi, req, status, type, (long long) len, extra) < 0) {
+        free (block);
+        return -1;
+    }
+    free (req->answer);
+    req->answer = block;
+    req->answer_len = len;
+    req->answer_sent = 0;
+    if (!len) {
+        free (req->answer);
+        req->answer = NULL;
+        return req->upgrading ? 0 : lws_http_transaction_completed (wsi) ? -1 : 0;
+    }
+    return reply_more (wsi, req);
+}
+
 int
 http_reply_write (struct lws *wsi, http_req_t *req, int status, json_t *body, const char *location)
 {
-    char *text = body ? json_dumps (body, JSON_COMPACT) : NULL;
+    /* serialized once, into the block that is written: json_dumpb says
+       the length first */
+    size_t len = body ? json_dumpb (body, NULL, 0, JSON_COMPACT) : 0;
+    char *block = len ? wire_xmalloc (LWS_PRE + len) : NULL;
+    if (block && json_dumpb (body, block + LWS_PRE, len, JSON_COMPACT) != len)
+        len = 0; /* cannot happen: the same value, the same flags */
     json_decref (body);
-    int rc = reply_bytes (wsi, req, status, text ? "application/json" : NULL, text, text ? strlen (text) : 0,
-                          location);
-    free (text);
-    return rc;
+    return reply_block (wsi, req, status, len ? "application/json" : NULL, block, len, location);
 }
 
 int
 http_reply_text (struct lws *wsi, http_req_t *req, int status, const char *type, const char *text, size_t len)
 {
-    return reply_bytes (wsi, req, status, type, text, len, NULL);
+    char *block = wire_xmalloc (LWS_PRE + len + 1);
+    memcpy (block + LWS_PRE, text, len);
+    return reply_block (wsi, req, status, type, block, len, NULL);
 }
 
 /* An error's body {"reason", "message"}, and its log line (rate-limited
@@ -201,6 +242,8 @@ http_reply_later (struct lws *wsi, http_req_t *req, int status, json_t *body, co
 int
 http_reply_flush (struct lws *wsi, http_req_t *req)
 {
+    if (req->answer_len)
+        return reply_more (wsi, req);
     if (!req->status)
         return 0;
     int status = req->status;

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import select
 import socket
 import time
@@ -277,3 +278,50 @@ def test_an_upload_ends_when_its_conversation_closes(http_gateway):
     assert workspace_fds(gw.proc.pid, "big") == []
     s.close()
     assert api(gw, "GET", "api").status_code == 200
+
+
+def slow_get(gw, path, rate, timeout=120):
+    """GET path read by a client that takes rate bytes a second through a
+    64 KiB receive window: (status line, headers dict, body bytes)."""
+    host, port = gw.url.split("//")[1].rstrip("/").split(":")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.settimeout(timeout)
+    s.connect((host, int(port)))
+    s.sendall(f"GET /{path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: token {gw.token}\r\n\r\n".encode())
+    data, step = b"", 32 * 1024
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        part = s.recv(step)
+        if not part:
+            break
+        data += part
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = re.search(rb"content-length: *(\d+)", head, re.I)
+        if length and len(body) >= int(length.group(1)):
+            break
+        time.sleep(step / rate)
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    return lines[0], {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}, body
+
+
+def test_a_big_answer_reaches_a_slow_client_whole(http_gateway, conv):
+    """A 4 MiB file inline (5.6 MB of JSON) to a client that takes ~9 s:
+    libwebsockets keeps what a write could not send at once but lets the
+    timeout it armed when the request came (5 s) run on, so an answer that
+    takes longer was cut after its first 65,556 bytes (red-team 3 L1: a
+    sessions listing, cut at 65,556 of ~400 MB). Written in pieces, each
+    giving the client more time, it arrives whole."""
+    gw = http_gateway
+    conv("slow")
+    data = os.urandom(4 * MIB)
+    assert api(gw, "PUT", "files/slow/big", data=data).status_code == 201
+    t0 = time.monotonic()
+    status, headers, body = slow_get(gw, "api/contents/slow/big", rate=640 * 1024)
+    took = time.monotonic() - t0
+    assert status == "HTTP/1.1 200 OK", status
+    assert len(body) == int(headers["content-length"]), (len(body), headers, took)
+    assert base64.b64decode(json.loads(body)["content"]) == data
+    assert took > 6, f"the client took {took:.1f} s: not slower than lws's 5 s timeout, the test proves nothing"

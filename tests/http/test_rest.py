@@ -138,7 +138,7 @@ def test_sessions(http_gateway):
     r = api(http_gateway, "PATCH", f"api/sessions/{s['id']}", json={"path": "b.ipynb"})
     assert r.status_code == 200 and r.json()["path"] == "b.ipynb"
     # a second session on the same kernel, by id
-    r = api(http_gateway, "POST", "api/sessions", json={"path": "c", "kernel": {"id": s["kernel"]["id"]}})
+    r = api(http_gateway, "POST", "api/sessions", json={"path": "c", "type": "console", "kernel": {"id": s["kernel"]["id"]}})
     assert r.status_code == 201 and r.json()["kernel"]["id"] == s["kernel"]["id"]
     assert api(http_gateway, "DELETE", f"api/sessions/{s['id']}").status_code == 204
     assert api(http_gateway, "GET", f"api/sessions/{s['id']}").status_code == 404
@@ -146,6 +146,83 @@ def test_sessions(http_gateway):
     while api(http_gateway, "GET", f"api/kernels/{s['kernel']['id']}").status_code != 404:
         assert time.monotonic() < deadline, "the session's kernel was not shut down"
         time.sleep(0.05)
+
+
+def refused(r, field):
+    return r.status_code == 400 and field in r.json()["message"]
+
+
+def test_session_and_kernel_fields_are_typed(http_gateway):
+    """Every field of a sessions or kernels body is typed as jupyter_server
+    reads it, and a wrong one is 400 naming it (issue 24: {"path": 5} made
+    a session with path "")."""
+    gw = http_gateway
+    kid = start_kernel(gw)["id"]
+    for body, field in [({"path": 5, "type": "notebook"}, "path"), ({"path": "a", "type": 5}, "type"),
+                        ({"path": "a", "type": "notebook", "name": []}, "name"),
+                        ({"path": "a", "type": "notebook", "kernel": "python3"}, "kernel"),
+                        ({"path": "a", "type": "notebook", "kernel": {"id": 5}}, "kernel.id"),
+                        ({"path": "a", "type": "notebook", "kernel": {"name": 5}}, "kernel.name"),
+                        ({"notebook": "a.ipynb", "kernel": {"id": kid}}, "notebook"),
+                        ({"type": "notebook", "kernel": {"id": kid}}, "Missing field in JSON data: path"),
+                        ({"path": "a", "kernel": {"id": kid}}, "Missing field in JSON data: type")]:
+        r = api(gw, "POST", "api/sessions", json=body)
+        assert refused(r, field), (body, r.status_code, r.text)
+    # the old form: {"notebook": {"path"}} is a notebook's session
+    r = api(gw, "POST", "api/sessions", json={"notebook": {"path": "old.ipynb"}, "kernel": {"id": kid}})
+    assert r.status_code == 201 and (r.json()["path"], r.json()["type"]) == ("old.ipynb", "notebook"), r.text
+    sid = r.json()["id"]
+    for body, field in [({"path": 5}, "path"), ({"name": {}}, "name"), ({"kernel": {"id": []}}, "kernel.id")]:
+        r = api(gw, "PATCH", f"api/sessions/{sid}", json=body)
+        assert refused(r, field), (body, r.status_code, r.text)
+    assert api(gw, "GET", f"api/sessions/{sid}").json()["path"] == "old.ipynb"
+    for body, field in [({"name": 5}, "name"), ({"path": 5}, "path"), ({"env": []}, "env"), ({"kennel": 5}, "kennel"),
+                        ({"env": {"KERNEL_X": 5}}, "env")]:
+        r = api(gw, "POST", "api/kernels", json=body)
+        assert refused(r, field), (body, r.status_code, r.text)
+    assert [k["id"] for k in api(gw, "GET", "api/kernels").json()] == [kid]
+
+
+def vm_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def test_sessions_are_bounded(make_http_gateway):
+    """A session's path and name are at most a Contents path (4096 bytes),
+    its type 64 bytes, and a kernel holds at most 32 sessions; the listing
+    of a kernel's full share arrives whole (red-team 3 L1: 200 POSTs of a
+    ~1 MiB path kept +203 MiB, and the listing was cut at 65,556 bytes).
+    ASan's quarantine is off in this gateway, so that its RSS shows what
+    it keeps rather than what it freed lately."""
+    gw = make_http_gateway(env={"ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:quarantine_size_mb=0"})
+    kid = start_kernel(gw)["id"]
+    before = vm_rss(gw.proc.pid)
+    big = "p" * ((1 << 20) - 200)
+    for _ in range(50):
+        r = api(gw, "POST", "api/sessions", json={"kernel": {"id": kid}, "path": big, "type": "notebook"})
+        assert refused(r, "path is 1048376 bytes, more than the 4096 kept"), r.text[:300]
+    for body, field in [({"path": "a", "name": "n" * 4097, "type": "notebook"}, "name"),
+                        ({"path": "a", "type": "t" * 65}, "type")]:
+        r = api(gw, "POST", "api/sessions", json=dict(body, kernel={"id": kid}))
+        assert refused(r, field), r.text[:300]
+    made = []
+    for i in range(32):
+        r = api(gw, "POST", "api/sessions", json={"kernel": {"id": kid}, "path": f"{i:04d}" + "p" * 4092,
+                                                  "name": "n" * 4096, "type": "notebook"})
+        assert r.status_code == 201, r.text[:300]
+        made.append(r.json()["id"])
+    r = api(gw, "POST", "api/sessions", json={"kernel": {"id": kid}, "path": "one more", "type": "notebook"})
+    assert r.status_code == 403 and r.json()["message"].startswith("TooManySessions"), r.text
+    listing = api(gw, "GET", "api/sessions")
+    assert listing.status_code == 200 and len(listing.content) == int(listing.headers["content-length"])
+    assert sorted(s["id"] for s in listing.json()) == sorted(made)
+    grown = vm_rss(gw.proc.pid) - before
+    assert grown < 48 << 20, f"the gateway's RSS grew {grown >> 20} MiB"
+    # another kernel has its own share
+    other = start_kernel(gw)["id"]
+    r = api(gw, "POST", "api/sessions", json={"kernel": {"id": other}, "path": "x", "type": "console"})
+    assert r.status_code == 201, r.text
 
 
 def test_json_errors_and_unknown_paths(http_gateway):
