@@ -276,9 +276,19 @@ policy_apply (gw_policy_t *out, const json_t *obj, const gw_policy_t *max, const
 }
 
 int
-gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg)
+gw_policy_lower_spec (const gw_config_t *config, const char *kernelspec, const json_t *request, gw_policy_t *out,
+                      char **errmsg)
 {
     gw_policy_copy (out, &config->defaults);
+    const json_t *spec = kernelspec ? gw_config_kernelspec (config, kernelspec) : NULL;
+    if (spec) {
+        /* the operator's, checked within the maxima at load: it may say "unlimited" */
+        if (policy_apply (out, json_object_get (spec, "policy"), NULL, "kernelspec policy", errmsg) < 0) {
+            gw_policy_clear (out);
+            return -1;
+        }
+        snprintf (out->kernelspec, sizeof out->kernelspec, "%s", kernelspec);
+    }
     if (!request || json_is_null (request))
         return 0;
     if (policy_apply (out, request, &config->maxima, "policy", errmsg) < 0) {
@@ -286,6 +296,39 @@ gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *
         return -1;
     }
     return 0;
+}
+
+int
+gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg)
+{
+    return gw_policy_lower_spec (config, NULL, request, out, errmsg);
+}
+
+const json_t *
+gw_config_kernelspec (const gw_config_t *config, const char *name)
+{
+    return json_object_get (config->kernelspecs, name);
+}
+
+json_t *
+gw_config_kernelspecs_json (const gw_config_t *config)
+{
+    json_t *out = json_object ();
+    const char *name;
+    json_t *spec;
+    json_object_foreach (config->kernelspecs, name, spec) {
+        gw_policy_t p;
+        char *errmsg = NULL;
+        if (gw_policy_lower_spec (config, name, NULL, &p, &errmsg) < 0) {
+            free (errmsg); /* cannot happen: every spec lowered at load */
+            continue;
+        }
+        json_t *shown = json_deep_copy (spec);
+        json_object_set_new (shown, "policy", gw_policy_to_json (&p));
+        json_object_set_new (out, name, shown);
+        gw_policy_clear (&p);
+    }
+    return out;
 }
 
 json_t *
@@ -338,9 +381,10 @@ gw_config_limits_json (const gw_config_t *c)
     json_t *maxima = gw_policy_to_json (&c->maxima);
     json_object_del (maxima, "builtins");
     json_object_del (maxima, "imports");
-    return json_pack ("{s:o, s:o, s:i, s:i, s:I, s:i}", "defaults", gw_policy_to_json (&c->defaults), "maxima",
-                      maxima, "max_conversations", c->max_conversations, "queue_limit", c->queue_limit,
-                      "max_message_bytes", (json_int_t) c->max_message_bytes, "max_tool_calls", c->max_tool_calls);
+    return json_pack ("{s:o, s:o, s:o, s:i, s:i, s:I, s:i}", "defaults", gw_policy_to_json (&c->defaults), "maxima",
+                      maxima, "kernelspecs", gw_config_kernelspecs_json (c), "max_conversations", c->max_conversations,
+                      "queue_limit", c->queue_limit, "max_message_bytes", (json_int_t) c->max_message_bytes,
+                      "max_tool_calls", c->max_tool_calls);
 }
 
 /* The launcher next to our own binary (build tree or prefix/bin), else PATH. */
@@ -383,7 +427,26 @@ config_number (json_t *file, const char *name, double min, double max, double *o
     return 0;
 }
 
+/* 0 when every limit of p (the operator's: defaults, a kernelspec's) is
+   within the maxima, else -1 with *errmsg naming where and the field. */
+static int
+policy_within (const gw_config_t *self, const gw_policy_t *p, const char *path, const char *where, char **errmsg)
+{
+    for (size_t i = 0; i < NUMERIC_COUNT; i++)
+        if (!field_within (field_get (p, i), field_get (&self->maxima, i))) {
+            *errmsg = wire_xasprintf ("config %s: %s.%s is above maxima.%s", path, where, numeric_fields[i].name,
+                                      numeric_fields[i].name);
+            return -1;
+        }
+    if (streq (p->network, "loopback") && streq (self->maxima.network, "none")) {
+        *errmsg = wire_xasprintf ("config %s: %s.network \"loopback\" is above maxima.network \"none\"", path, where);
+        return -1;
+    }
+    return 0;
+}
+
 static int fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errmsg);
+static int kernelspecs_apply (gw_config_t *self, const json_t *specs, const char *path, char **errmsg);
 static int mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg);
 
 /* The shard every id starts with (gw_id.c); from names where it came from. */
@@ -415,7 +478,7 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
                                   "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  "shard", "drain_grace", "mcp", "active_content", NULL};
+                                  "shard", "drain_grace", "mcp", "active_content", "kernelspecs", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -436,16 +499,8 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     if (json_object_get (file, "defaults")
         && policy_apply (&self->defaults, json_object_get (file, "defaults"), NULL, "config defaults", errmsg) < 0)
         goto done;
-    for (size_t i = 0; i < NUMERIC_COUNT; i++)
-        if (!field_within (field_get (&self->defaults, i), field_get (&self->maxima, i))) {
-            *errmsg = wire_xasprintf ("config %s: defaults.%s is above maxima.%s", path, numeric_fields[i].name,
-                                      numeric_fields[i].name);
-            goto done;
-        }
-    if (streq (self->defaults.network, "loopback") && streq (self->maxima.network, "none")) {
-        *errmsg = wire_xasprintf ("config %s: defaults.network \"loopback\" is above maxima.network \"none\"", path);
+    if (policy_within (self, &self->defaults, path, "defaults", errmsg) < 0)
         goto done;
-    }
     double v = self->max_conversations;
     if (config_number (file, "max_conversations", 0, INT_MAX, &v, errmsg) < 0)
         goto done;
@@ -520,6 +575,10 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
         }
         json_object_update (self->kernels, kernels);
     }
+    /* after the maxima ("maximum") and the kernels (a spec's kernel) */
+    json_t *specs = json_object_get (file, "kernelspecs");
+    if (specs && kernelspecs_apply (self, specs, path, errmsg) < 0)
+        goto done;
     json_t *shard = json_object_get (file, "shard");
     if (shard && shard_set (self, gw_text (shard), path, errmsg) < 0)
         goto done;
@@ -531,6 +590,133 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
 done:
     json_decref (file);
     return rc;
+}
+
+/* The kernelspecs when the config names none: the agent's defaults, and
+   what kernelspec mode gives a person at a notebook (gateway/main.c's
+   kennel.conf: the notebook builtins profile, no execution timeout, its
+   memory and output) as far as the operator's maxima go, and no idle cull
+   before the longest idle_ttl. */
+static const char BUILTIN_KERNELSPECS[] =
+    "{\"python3\": {\"display_name\": \"Python 3 (kennel)\"},"
+    " \"python3-notebook\": {\"display_name\": \"Python 3 (kennel, notebook)\", \"policy\": {\"builtins\": \"notebook\","
+    " \"execution_timeout\": \"maximum\", \"output_bytes\": \"maximum\", \"memory_bytes\": \"maximum\","
+    " \"pids\": \"maximum\", \"idle_ttl\": \"maximum\"}}}";
+
+/* A kernelspec's policy with each "maximum" replaced by the maxima's value
+   (a number, or "unlimited"; network's word); NULL + *errmsg. */
+static json_t *
+maximum_resolved (const gw_config_t *self, const json_t *policy, const char *where, char **errmsg)
+{
+    json_t *out = json_deep_copy (policy);
+    const char *key;
+    json_t *value;
+    json_object_foreach (out, key, value) {
+        const char *word = json_string_value (value);
+        if (!word || !streq (word, "maximum"))
+            continue;
+        size_t i;
+        for (i = 0; i < NUMERIC_COUNT && !streq (key, numeric_fields[i].name); i++)
+            ;
+        json_t *max = NULL;
+        if (i < NUMERIC_COUNT) {
+            double v = field_get (&self->maxima, i);
+            max = v == GW_UNLIMITED ? json_string ("unlimited")
+                  : numeric_fields[i].kind == F_SECONDS ? json_real (v) : json_integer ((json_int_t) v);
+        }
+        else if (streq (key, "network"))
+            max = json_string (self->maxima.network);
+        if (!max) {
+            *errmsg = wire_xasprintf ("%s.%s: \"maximum\" is for limits (numbers, network)", where, key);
+            json_decref (out);
+            return NULL;
+        }
+        json_object_set_new (out, key, max);
+    }
+    return out;
+}
+
+/* One kernelspec of the config: its entry as kept, or NULL + *errmsg. */
+static json_t *
+kernelspec_checked (gw_config_t *self, const char *name, const json_t *spec, const char *path, char **errmsg)
+{
+    char field[GW_KERNELSPEC_NAME_MAX + 32], where[sizeof field + 8];
+    snprintf (field, sizeof field, "kernelspecs.%.64s", name);
+    snprintf (where, sizeof where, "config %s", field);
+    size_t n = strlen (name);
+    if (n < 1 || n > GW_KERNELSPEC_NAME_MAX
+        || strspn (name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+        *errmsg = wire_xasprintf ("config %s: %s: a kernelspec's name is 1 to 64 of [A-Za-z0-9._-]", path, field);
+        return NULL;
+    }
+    const json_t *display = json_object_get (spec, "display_name"), *kernel = json_object_get (spec, "kernel");
+    const json_t *policy = json_object_get (spec, "policy");
+    const char *kname = kernel ? gw_text (kernel) : "python";
+    if (!json_is_object (spec) || (display && !gw_text (display)) || !kname || (policy && !json_is_object (policy))) {
+        *errmsg = wire_xasprintf ("config %s: %s: must be {\"display_name\": text, \"kernel\": a name, \"policy\": "
+                                  "{...}}", path, field);
+        return NULL;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach ((json_t *) spec, key, value)
+        if (!streq (key, "display_name") && !streq (key, "kernel") && !streq (key, "policy")) {
+            *errmsg = wire_xasprintf ("config %s: %s.%s: unknown key (display_name, kernel, policy)", path, field, key);
+            return NULL;
+        }
+    const json_t *other = json_object_get (self->kernels, kname);
+    if (!streq (kname, "python") && !other) {
+        *errmsg = wire_xasprintf ("config %s: %s.kernel: \"python\" or a name of the config's kernels", path, field);
+        return NULL;
+    }
+    if (json_object_get (self->kernels, name)) {
+        *errmsg = wire_xasprintf ("config %s: %s: a kernel of the config has this name (they share the names the "
+                                  "HTTP front lists)", path, field);
+        return NULL;
+    }
+    json_t *empty = json_object ();
+    json_t *resolved = maximum_resolved (self, policy ? policy : empty, where, errmsg);
+    json_decref (empty);
+    gw_policy_t p;
+    gw_policy_copy (&p, &self->defaults);
+    int rc = resolved ? policy_apply (&p, resolved, NULL, where, errmsg) : -1;
+    if (rc == 0)
+        rc = policy_within (self, &p, path, field, errmsg);
+    gw_policy_clear (&p);
+    if (rc < 0) {
+        json_decref (resolved);
+        return NULL;
+    }
+    const char *lang = other ? gw_text (json_object_get (other, "language")) : "python";
+    return json_pack ("{s:s, s:s, s:s, s:o}", "display_name", display ? gw_text (display) : name, "kernel", kname,
+                      "language", lang ? lang : "unknown", "policy", resolved);
+}
+
+/* "kernelspecs": {name: {"display_name", "kernel", "policy"}}: replaces
+   the built-in ones; "python3" (the default, which clients ask for by
+   name) must be among them. */
+static int
+kernelspecs_apply (gw_config_t *self, const json_t *specs, const char *path, char **errmsg)
+{
+    if (!json_is_object (specs) || !json_object_get (specs, "python3")) {
+        *errmsg = wire_xasprintf ("config %s: kernelspecs must be an object naming \"python3\" (the default) among "
+                                  "its kernelspecs", path);
+        return -1;
+    }
+    json_t *kept = json_object ();
+    const char *name;
+    json_t *spec;
+    json_object_foreach ((json_t *) specs, name, spec) {
+        json_t *entry = kernelspec_checked (self, name, spec, path, errmsg);
+        if (!entry) {
+            json_decref (kept);
+            return -1;
+        }
+        json_object_set_new (kept, name, entry);
+    }
+    json_decref (self->kernelspecs);
+    self->kernelspecs = kept;
+    return 0;
 }
 
 /* "fork_server": {"enabled": bool, "preload": ["module", ...]} */
@@ -636,6 +822,12 @@ gw_config_load (const char *path, char **errmsg)
     self->kernels = json_object ();
     if (path && config_apply_file (self, path, errmsg) < 0)
         gw_config_destroy (&self);
+    if (self && !self->kernelspecs) {
+        json_t *builtin = json_loads (BUILTIN_KERNELSPECS, 0, NULL);
+        if (kernelspecs_apply (self, builtin, path ? path : "(none)", errmsg) < 0)
+            gw_config_destroy (&self); /* the built-in ones under the file's maxima: cannot fail */
+        json_decref (builtin);
+    }
     /* the environment wins, as KENNEL_AUTH_TOKEN does: a StatefulSet's
        pod knows its ordinal, its config map does not */
     const char *env_shard = getenv ("KENNEL_SHARD");
@@ -664,6 +856,7 @@ gw_config_destroy (gw_config_t **self_p)
     free (self->launcher);
     json_decref (self->confine);
     json_decref (self->kernels);
+    json_decref (self->kernelspecs);
     json_decref (self->fork_preload);
     json_decref (self->http);
     json_decref (self->mcp);

@@ -16,6 +16,9 @@
    that reached it still limits. */
 #define GW_UNLIMITED (-1)
 
+/* A kernelspec's name (jupyter's [A-Za-z0-9._-]), at most. */
+#define GW_KERNELSPEC_NAME_MAX 64
+
 /* A conversation's effective limits and kernel settings. */
 typedef struct {
     double execution_timeout; /* s, elapsed per execution, or GW_UNLIMITED */
@@ -30,6 +33,7 @@ typedef struct {
     char builtins[16];    /* "agent", "notebook", "none" */
     json_t *imports;      /* {"deny": [...]} or {"allow": [...]} or NULL */
     json_t *env;          /* object name -> string, never NULL once made */
+    char kernelspec[GW_KERNELSPEC_NAME_MAX + 1]; /* the config's kernelspec it started from, "" for the defaults */
 } gw_policy_t;
 
 typedef struct {
@@ -53,6 +57,10 @@ typedef struct {
     char *launcher;  /* path of kennel-launch */
     json_t *confine; /* extra confine policy fields passed through, object */
     json_t *kernels; /* name -> {"argv": [...]} besides the builtin "python" */
+    /* name -> {"display_name", "kernel", "language", "policy"}: a kernel and
+       the policy its conversations start from, the operator's per front end
+       (the HTTP front lists them; "kernelspec" of conversation_open) */
+    json_t *kernelspecs;
     json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
     json_t *mcp;     /* the "mcp" section ({"tools", "tools_from_mcp"}), read by /mcp (gateway/mcp), or NULL */
     char shard[9];   /* "shard" (KENNEL_SHARD wins): leads every kernel and session id, or "" */
@@ -69,6 +77,16 @@ gw_config_t *gw_config_ref (const gw_config_t *self);
 /* The operator's defaults lowered by a request's policy object. Returns 0, or
    -1 with *errmsg naming the field (an attempt to raise a limit, a bad type). */
 GW_MUST_CHECK int gw_policy_lower (const gw_config_t *config, const json_t *request, gw_policy_t *out, char **errmsg);
+/* The same from a kernelspec of the config (NULL: the defaults): its
+   policy over the defaults, then the request's, within the maxima. */
+GW_MUST_CHECK int gw_policy_lower_spec (const gw_config_t *config, const char *kernelspec, const json_t *request,
+                                        gw_policy_t *out, char **errmsg);
+/* The config's kernelspec of that name, or NULL. */
+const json_t *gw_config_kernelspec (const gw_config_t *config, const char *name);
+/* Each kernelspec as it is listed: {"display_name", "kernel", "language",
+   "policy": the policy its conversations start from, as
+   gw_policy_to_json shows it}. */
+json_t *gw_config_kernelspecs_json (const gw_config_t *config);
 void gw_policy_clear (gw_policy_t *policy);
 void gw_policy_copy (gw_policy_t *dst, const gw_policy_t *src);
 json_t *gw_policy_to_json (const gw_policy_t *policy);

@@ -727,6 +727,8 @@ gw_conv_list_entry (const gw_conv_t *self)
                                "kernel", self->kernel_name, "state", state, "created", created, "last_activity", last,
                                "executions", gw_relay_executions (self->relay), "pid", (int) pid, "rss_bytes",
                                (json_int_t) rss, "cpu_seconds", cpu);
+    if (*self->policy.kernelspec) /* the config's kernelspec it was opened with */
+        json_object_set_new (entry, "kernelspec", json_string (self->policy.kernelspec));
     /* a workspace without its tmpfs is not walked here: that is the loop */
     if (measured) {
         json_object_set_new (entry, "workspace_bytes", json_integer ((json_int_t) ws_bytes));

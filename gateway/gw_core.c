@@ -128,11 +128,23 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
                                    layer, startup_error));
         return NULL;
     }
-    json_t *kernel = json_object_get (request, "kernel");
-    const char *kname = kernel ? gw_text (kernel) : "python";
-    if (!kname || (!streq (kname, "python") && !json_object_get (gw_server_config (server)->kernels, kname))) {
+    const gw_config_t *config = gw_server_config (server);
+    json_t *kernel = json_object_get (request, "kernel"), *kernelspec = json_object_get (request, "kernelspec");
+    const char *spec_name = kernelspec ? gw_text (kernelspec) : NULL;
+    const json_t *spec = spec_name ? gw_config_kernelspec (config, spec_name) : NULL;
+    if (kernelspec && !spec) {
+        error_set (err, "UnknownKernel", wire_xstrdup ("kernelspec must name one of the config's kernelspecs"));
+        return NULL;
+    }
+    const char *kname = kernel ? gw_text (kernel) : spec ? json_string_value (json_object_get (spec, "kernel")) : "python";
+    if (!kname || (!streq (kname, "python") && !json_object_get (config->kernels, kname))) {
         error_set (err, "UnknownKernel",
                    wire_xstrdup ("kernel must be \"python\" or a kernel named in the config file"));
+        return NULL;
+    }
+    if (spec && !streq (kname, json_string_value (json_object_get (spec, "kernel")))) {
+        error_set (err, "UnknownKernel", wire_xasprintf ("kernelspec %s starts kernel %s, not %s", spec_name,
+                                                         json_string_value (json_object_get (spec, "kernel")), kname));
         return NULL;
     }
     json_t *checked = tools ? tools_checked (tools, err) : NULL;
@@ -142,7 +154,7 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
     char *errmsg = NULL;
     if (!room_left (server, err))
         conv = NULL;
-    else if (gw_policy_lower (gw_server_config (server), json_object_get (request, "policy"), &policy, &errmsg) < 0)
+    else if (gw_policy_lower_spec (config, spec_name, json_object_get (request, "policy"), &policy, &errmsg) < 0)
         error_set (err, "PolicyError", errmsg ? errmsg : wire_xstrdup ("bad policy"));
     else {
         conv = gw_core_open_checked (server, id, kname, checked, &policy, true, attach, arg, &errmsg);

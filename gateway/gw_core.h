@@ -23,7 +23,8 @@ typedef struct {
 typedef int (gw_core_attach_fn) (gw_conv_t *conv, void *arg, char **errmsg);
 
 /* The conversation id (valid: gw_conv_id_valid) opened as request asks
-   ({kernel, tools, policy}; NULL: the defaults), with attach (may be NULL)
+   ({kernel, kernelspec, tools, policy}; NULL: the defaults; a kernelspec
+   of the config gives the kernel and the policy to start from), with attach (may be NULL)
    called before its kernel starts, *created true; or the open one of that
    id, *created false, its tools replaced by request's when it has some.
    NULL with *err (evalue to free) when refused. */

@@ -36,35 +36,53 @@ http_api_ready (const http_front_t *front, const char **why)
 
 /* ---- kernelspecs ------------------------------------------------------- */
 
+/* A kernelspec as jupyter_server lists one; metadata.kennel_policy is the
+   policy its kernels start from (a request's kennel.policy may lower it,
+   or raise it up to the operator's maxima). */
 static json_t *
-spec_model (const char *name, const char *display, const char *language)
+spec_model (const char *name, const char *display, const char *language, json_t *policy)
 {
-    return json_pack ("{s:s, s:{s:[s,s,s,s], s:{}, s:s, s:s, s:s, s:{s:s}}, s:{}}", "name", name, "spec", "argv",
-                      "kennel", "kernel", "-f", "{connection_file}", "env", "display_name", display, "language",
-                      language, "interrupt_mode", "message", "metadata", "kennel", "confined", "resources");
+    return json_pack ("{s:s, s:{s:[s,s,s,s], s:{}, s:s, s:s, s:s, s:{s:s, s:o}}, s:{}}", "name", name, "spec",
+                      "argv", "kennel", "kernel", "-f", "{connection_file}", "env", "display_name", display,
+                      "language", language, "interrupt_mode", "message", "metadata", "kennel", "confined",
+                      "kennel_policy", policy, "resources");
 }
 
+/* The config's kernelspecs (gw_config.c: "kernelspecs"), then each of its
+   kernels that no kernelspec names, with the defaults. */
 static json_t *
 specs_all (http_front_t *front)
 {
+    const gw_config_t *config = gw_server_config (front->server);
     json_t *specs = json_object ();
-    json_object_set_new (specs, "python3", spec_model ("python3", "Python 3 (kennel)", "python"));
+    json_t *listed = gw_config_kernelspecs_json (config);
     const char *name;
     json_t *k;
-    json_object_foreach (gw_server_config (front->server)->kernels, name, k) {
+    json_object_foreach (listed, name, k)
+        json_object_set_new (specs, name,
+                             spec_model (name, json_string_value (json_object_get (k, "display_name")),
+                                         json_string_value (json_object_get (k, "language")),
+                                         json_incref (json_object_get (k, "policy"))));
+    json_decref (listed);
+    json_object_foreach (config->kernels, name, k) {
         const char *lang = gw_text (json_object_get (k, "language"));
-        json_object_set_new (specs, name, spec_model (name, name, lang ? lang : "unknown"));
+        json_object_set_new (specs, name,
+                             spec_model (name, name, lang ? lang : "unknown", gw_policy_to_json (&config->defaults)));
     }
     return specs;
 }
 
-/* The conversation kernel of a kernelspec name, or NULL. */
+/* The name a request gives, as listed ("python" is "python3", as
+   jupyter_server's default name), or NULL when none has it; *spec tells
+   whether it is one of the config's kernelspecs (else a kernel of it). */
 static const char *
-spec_kernel (http_front_t *front, const char *name)
+spec_lookup (http_front_t *front, const char *name, bool *spec)
 {
-    if (streq (name, "python3") || streq (name, "python"))
-        return "python";
-    return json_object_get (gw_server_config (front->server)->kernels, name) ? name : NULL;
+    const gw_config_t *config = gw_server_config (front->server);
+    if (streq (name, "python"))
+        name = "python3";
+    *spec = gw_config_kernelspec (config, name) != NULL;
+    return *spec || json_object_get (config->kernels, name) ? name : NULL;
 }
 
 static int
@@ -80,8 +98,9 @@ kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest)
     if (!*rest)
         return http_reply_write (wsi, req, 200, json_pack ("{s:s, s:o}", "default", "python3", "kernelspecs", specs),
                                  NULL);
-    const char *kernel = spec_kernel (req->front, rest + 1);
-    json_t *spec = kernel ? json_object_get (specs, streq (kernel, "python") ? "python3" : kernel) : NULL;
+    bool is_spec;
+    const char *listed = spec_lookup (req->front, rest + 1, &is_spec);
+    json_t *spec = listed ? json_object_get (specs, listed) : NULL;
     int rc = spec ? http_reply_write (wsi, req, 200, json_incref (spec), NULL)
                   : http_reply_error (wsi, req, 404, "no kernelspec has this name");
     json_decref (specs);
@@ -180,9 +199,12 @@ open_request (http_front_t *front, const json_t *body, char id[130], const char 
         || !http_api_field_ok (body, "path", "path", JSON_STRING, GW_FILES_PATH_MAX, message)
         || !http_api_field_ok (body, "kennel", "kennel", JSON_OBJECT, 0, message))
         return NULL;
-    const json_t *name = json_object_get (body, "name");
-    const char *kernel = "python";
-    if (gw_text (name) && !(kernel = spec_kernel (front, gw_text (name)))) {
+    /* no name is the default kernelspec, as jupyter_server's is */
+    const char *name = gw_text (json_object_get (body, "name")), *listed;
+    bool is_spec = true;
+    if (!name)
+        listed = "python3";
+    else if (!(listed = spec_lookup (front, name, &is_spec))) {
         *message = "no kernelspec has this name (GET /api/kernelspecs lists them)";
         return NULL;
     }
@@ -203,7 +225,7 @@ open_request (http_front_t *front, const json_t *body, char id[130], const char 
         wire_id_new (r);
         snprintf (id, 130, "http-%.16s", r);
     }
-    json_t *request = json_pack ("{s:s}", "kernel", kernel);
+    json_t *request = json_pack ("{s:s}", is_spec ? "kernelspec" : "kernel", listed);
     if (json_object_get (kennel, "tools"))
         json_object_set (request, "tools", json_object_get (kennel, "tools"));
     json_t *policy = policy_with_env (json_object_get (kennel, "policy"), env);

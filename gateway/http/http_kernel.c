@@ -45,8 +45,10 @@ json_t *
 http_kernel_model (http_front_t *front, gw_conv_t *conv)
 {
     json_t *entry = gw_conv_list_entry (conv);
+    /* the kernelspec it was opened with; a conversation opened over ZeroMQ by kernel */
+    const char *spec = json_string_value (json_object_get (entry, "kernelspec"));
     json_t *model = json_pack ("{s:s, s:s, s:O, s:O, s:i, s:{s:O}}", "id", gw_conv_kernel_id (conv), "name",
-                               http_kernel_spec_name (json_string_value (json_object_get (entry, "kernel"))),
+                               spec ? spec : http_kernel_spec_name (json_string_value (json_object_get (entry, "kernel"))),
                                "last_activity", json_object_get (entry, "last_activity"), "execution_state",
                                json_object_get (entry, "state"), "connections", connections_of (front, conv),
                                "kennel", "conversation_id", json_object_get (entry, "conversation_id"));

@@ -12,6 +12,8 @@
       the defaults stay within the maxima;
     - a request that says "unlimited" is refused, even under an unlimited
       maximum;
+    - each kernelspec's policy stays within the maxima, and so does the
+      request lowered from it;
     - a lowered policy never exceeds the maxima, never has a limit off
       unless the maximum is off too, and its network is "loopback" only
       when the maximum allows it;
@@ -59,13 +61,13 @@ s_asks_unlimited (const json_t *request)
 }
 
 static void
-s_lower (const gw_config_t *config, const json_t *request, const json_t *maxima)
+s_lower (const gw_config_t *config, const char *kernelspec, const json_t *request, const json_t *maxima)
 {
     json_t *first = NULL;
     for (int round = 0; round < 2; round++) {
         gw_policy_t policy;
         char *errmsg = NULL;
-        int rc = gw_policy_lower (config, request, &policy, &errmsg);
+        int rc = gw_policy_lower_spec (config, kernelspec, request, &policy, &errmsg);
         if ((rc < 0) != (errmsg != NULL))
             __builtin_trap ();
         free (errmsg);
@@ -102,10 +104,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     json_t *maxima = json_object_get (limits, "maxima");
     fuzz_check_policy (maxima, maxima);
     fuzz_check_policy (json_object_get (limits, "defaults"), maxima);
+    const char *name;
+    json_t *spec;
+    json_object_foreach (json_object_get (limits, "kernelspecs"), name, spec)
+        fuzz_check_policy (json_object_get (spec, "policy"), maxima);
 
     json_t *request = json_loadb ((const char *) req, req_size, JSON_ALLOW_NUL, NULL);
-    if (request)
-        s_lower (config, request, maxima);
+    if (request) {
+        s_lower (config, NULL, request, maxima);
+        json_object_foreach (json_object_get (limits, "kernelspecs"), name, spec)
+            s_lower (config, name, request, maxima);
+    }
     json_decref (request);
     json_decref (limits);
     gw_config_destroy (&config);

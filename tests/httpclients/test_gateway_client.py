@@ -10,7 +10,9 @@ import time
 
 import pytest
 import requests
+import websocket
 
+import agentclients
 from browserlib import wait_for
 from kennel_testlib import BUILDDIR
 import refserver
@@ -47,6 +49,52 @@ def test_gateway_client_rest(front, target):
     finally:
         assert requests.delete(f"{front.base_url}/api/kernels/{kid}", headers=h).status_code == 204
     assert kid not in listed(target)
+
+
+# what a person runs at a notebook and an agent's profile refuses: a shell
+# escape, IPython's %sx, ctypes (tests/kernel has the profiles in full)
+PERSON_CELLS = [("!echo person", "person\n"), ("x = %sx echo sx\nprint(list(x))", "['sx']\n"),
+                ("import ctypes; print(ctypes.sizeof(ctypes.c_int))", "4\n")]
+
+
+def person_kernelspec(target):
+    """The kernelspec a person picks: kennel's notebook one; the reference's
+    only one (ipykernel), which shows what it must match."""
+    return "python3-notebook" if target.kind == "kennel" else "python3"
+
+
+def test_a_person_gets_a_notebook_kernel(front, target):
+    """jupyter_server's GatewayClient lists the gateway's kernelspecs and
+    starts one by name, as JupyterLab and Notebook do through --gateway-url:
+    kennel lists "Python 3 (kennel, notebook)", whose kernels run a shell
+    escape, %sx and ctypes as ipykernel's do, with no setting of the
+    person's (issue 24: they got the agent profile, which refuses all
+    three); its metadata shows the policy it starts from, and kennel's
+    default python3 stays the agent's."""
+    h = {"Authorization": f"token {front.token}"}
+    specs = requests.get(f"{front.base_url}/api/kernelspecs", headers=h).json()["kernelspecs"]
+    name = person_kernelspec(target)
+    assert name in specs, sorted(specs)
+    if target.kind == "kennel":
+        policy = specs[name]["spec"]["metadata"]["kennel_policy"]
+        assert specs[name]["spec"]["display_name"] == "Python 3 (kennel, notebook)"
+        assert policy["builtins"] == "notebook" and policy["execution_timeout"] == 3600, policy
+        assert specs["python3"]["spec"]["metadata"]["kennel_policy"]["builtins"] == "agent"
+    r = requests.post(f"{front.base_url}/api/kernels", headers=h, json={"name": name})
+    assert r.status_code == 201, r.text
+    kid = r.json()["id"]
+    try:
+        assert r.json()["name"] == name and listed(target)[kid]["name"] == name
+        client = agentclients.Smolagents(front)
+        ws = websocket.create_connection(f"ws{front.base_url[4:]}/api/kernels/{kid}/channels?token={front.token}")
+        try:
+            for code, printed in PERSON_CELLS:
+                # ipykernel runs a shell escape on a pty: its lines end "\r\n"
+                assert client._run_on(ws, code)[1].replace("\r\n", "\n") == printed, code
+        finally:
+            ws.close()
+    finally:
+        assert requests.delete(f"{front.base_url}/api/kernels/{kid}", headers=h).status_code == 204
 
 
 def write_notebook(path):
