@@ -258,6 +258,7 @@ json_t *
 gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, zmsg_t *out, gw_files_error_t *err)
 {
     call_t c = {.req = req, .out = out, .err = err};
+    err->ename = NULL;
     const char *id = gw_text (json_object_get (req->content, "conversation_id"));
     if (!id || !gw_conv_id_valid (id))
         return refuse (&c, "InvalidConversationId",
@@ -280,6 +281,8 @@ gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, 
     }
     if (reply)
         json_object_set_new (reply, "conversation_id", json_string (id));
+    else if (!err->ename) /* every refusal names its reason: never an unset error */
+        refuse (&c, "FileError", "the file service failed without saying why");
     free (normal);
     return reply;
 }

@@ -27,11 +27,15 @@ typedef struct gw_server gw_server_t; /* gw_server_access.h */
 #define GW_FILES_LIST_MAX 10000
 #define GW_FILES_PATH_MAX 4096
 
-/* Why a call failed: ename static text, evalue one sentence. */
+/* Why a call failed: ename static text, evalue one sentence. Every call
+   here sets it whenever it fails; a caller starts from GW_FILES_ERROR_INIT,
+   so that a path that would ever answer without a reason answers this one
+   instead of reading an unset error. */
 typedef struct {
     const char *ename;
     char evalue[320];
 } gw_files_error_t;
+#define GW_FILES_ERROR_INIT {.ename = "FileError", .evalue = "the file service failed without saying why"}
 
 /* path checked and normalized ("a//./b/" is "a/b"; "" the root), malloc'd;
    NULL + err (InvalidPath) for an absolute path, a ".." component, a NUL,

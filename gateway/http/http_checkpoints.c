@@ -195,8 +195,11 @@ http_checkpoints_clear_dir (int root, const char *path, gw_files_error_t *err)
                     ? wire_xstrdup (json_string_value (json_object_get (only, "path")))
                     : NULL;
     json_decref (list);
-    if (!dir)
+    if (!dir) {
+        if (list && !only)
+            http_contents_fail (err, "DirectoryNotEmpty", "the directory holds more than its checkpoints");
         return -1;
+    }
     /* only checkpoints are in the directory: they go with it */
     json_t *cps = gw_files_list (root, dir, &truncated, err);
     size_t i;

@@ -376,7 +376,7 @@ names_checkpoints (int root, const char *path, char **file, char **id)
 {
     if (!http_checkpoints_split (path, file, id))
         return false;
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     json_t *model = gw_files_stat (root, *file, &err);
     bool yes = model && streq (json_string_value (json_object_get (model, "type")), "file");
     json_decref (model);
@@ -418,7 +418,7 @@ contents_serve (struct lws *wsi, http_req_t *req, int root, const char *path, gw
 int
 http_contents_route (struct lws *wsi, http_req_t *req, const char *rest)
 {
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     char *path = NULL;
     gw_conv_t *conv = *rest ? target_of (req->front, rest + 1, &path, &err) : NULL;
     if (!*rest)
@@ -502,7 +502,7 @@ static int
 upload_answer (struct lws *wsi, http_req_t *req)
 {
     http_file_t *f = req->file;
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     gw_conv_t *conv = gw_core_find (req->front->server, f->conversation);
     if (f->failed)
         err = f->err;
@@ -519,7 +519,7 @@ upload_answer (struct lws *wsi, http_req_t *req)
 int
 http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length)
 {
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     const char *full = NULL;
     if (stream_open (wsi, req, true, &err, &full) < 0)
         return full ? http_reply_error (wsi, req, 503, full) : http_contents_error (wsi, req, &err);
@@ -551,7 +551,7 @@ http_files_upload_end (struct lws *wsi, http_req_t *req)
 static int
 download_begin (struct lws *wsi, http_req_t *req)
 {
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     const char *full = NULL;
     if (stream_open (wsi, req, false, &err, &full) < 0)
         return full ? http_reply_error (wsi, req, 503, full) : http_contents_error (wsi, req, &err);
@@ -580,7 +580,7 @@ http_files_download_more (struct lws *wsi, http_req_t *req)
     int64_t left = f->size - f->offset;
     size_t want = left < STREAM_CHUNK ? (size_t) left : STREAM_CHUNK;
     unsigned char *buf = wire_xmalloc (LWS_PRE + want);
-    gw_files_error_t err;
+    gw_files_error_t err = GW_FILES_ERROR_INIT;
     ssize_t n = gw_files_read (f->fd, f->offset, buf + LWS_PRE, want, &err);
     /* the kernel cut the file meanwhile: the length promised cannot be
        kept, so the connection ends (the client sees a short body) */

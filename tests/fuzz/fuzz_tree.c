@@ -415,6 +415,19 @@ fuzz_tree_check_read (int ws_fd, const char *path, int64_t offset, const void *d
     close (fd);
 }
 
+void
+fuzz_tree_check_served (int ws_fd, const char *path, int64_t offset, const void *data, size_t len)
+{
+    fuzz_tree_check_read (ws_fd, path, offset, data, len);
+    struct stat st;
+    int fd = fuzz_tree_open (ws_fd, path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_nlink != 1) {
+        fprintf (stderr, "fuzz_tree: \"%s\" was served, and it is no regular file of one name\n", path);
+        __builtin_trap ();
+    }
+    close (fd);
+}
+
 /* The enames of the file service's table. */
 static const char *ENAMES[] = {
     "InvalidConversationId", "NoSuchConversation", "InvalidPath",     "InvalidRequest",    "InvalidOffset",
@@ -425,6 +438,10 @@ static const char *ENAMES[] = {
 void
 fuzz_tree_check_error (const char *ename, const char *evalue)
 {
+    if (evalue && strstr (evalue, "failed without saying why")) {
+        fprintf (stderr, "fuzz_tree: a refusal no call of the file service set: %s: %s\n", ename, evalue);
+        __builtin_trap (); /* GW_FILES_ERROR_INIT's default reached a client */
+    }
     for (size_t i = 0; i < sizeof ENAMES / sizeof ENAMES[0]; i++)
         if (ename && strcmp (ename, ENAMES[i]) == 0 && evalue && *evalue)
             return;

@@ -69,8 +69,14 @@ void fuzz_tree_check_beneath (int ws_fd, const char *path);
 /* Traps unless len bytes read at offset of path were those of the same
    file reached with no symlink followed. */
 void fuzz_tree_check_read (int ws_fd, const char *path, int64_t offset, const void *data, size_t len);
+/* fuzz_tree_check_read, and the file is a regular file of one name (a
+   hardlink to a canary is refused): checked by the file's identity, not
+   by looking for a canary's bytes in what was served, where a client may
+   write any bytes (libFuzzer learns a memmem's needle, and then writes
+   the canary itself). */
+void fuzz_tree_check_served (int ws_fd, const char *path, int64_t offset, const void *data, size_t len);
 /* Traps unless ename is one of docs/PROTOCOL.md §3 "Files" and evalue
-   says something. */
+   says something (and not GW_FILES_ERROR_INIT's default: no call set it). */
 void fuzz_tree_check_error (const char *ename, const char *evalue);
 /* Traps when the quota workspace's tmpfs holds more than its limits. */
 void fuzz_tree_check_quota (const fuzz_tree_t *self);

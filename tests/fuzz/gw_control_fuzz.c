@@ -35,9 +35,10 @@
       again to themselves) and a policy within the maxima (fuzz_check.h);
     - the table never holds more than max_conversations; nothing leaks;
     - a file request's error is one of docs/PROTOCOL.md §3 "Files"; the
-      bytes a file_get returns (base64 or a raw frame) hold no canary and
-      are those of the file its path names, resolved with no symlink
-      followed; the outside tree is unchanged after it; no fd leaks.
+      bytes a file_get returns (base64 or a raw frame) are those of the
+      file its path names, resolved with no symlink followed, a regular
+      file of one name (fuzz_tree_check_served: no canary through a
+      hardlink); the outside tree is unchanged after it; no fd leaks.
 */
 #include "gateway/gw_control.h"
 #include "gateway/gw_conv.h"
@@ -194,8 +195,7 @@ s_check_file_reply (const wire_msg_t *req, const wire_msg_t *reply)
     int ws = open (s_tree->workspace[FUZZ_TREE_PLAIN], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (!data || !path || len != (size_t) json_integer_value (json_object_get (content, "length")) || ws < 0)
         __builtin_trap ();
-    fuzz_tree_check_bytes (s_tree, data, len);
-    fuzz_tree_check_read (ws, path, offset, data, len);
+    fuzz_tree_check_served (ws, path, offset, data, len);
     close (ws);
     free (data);
 }
