@@ -282,7 +282,7 @@ gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, 
     if (reply)
         json_object_set_new (reply, "conversation_id", json_string (id));
     else if (!err->ename) /* every refusal names its reason: never an unset error */
-        refuse (&c, "FileError", "the file service failed without saying why");
+        refuse (&c, "FileError", GW_FILES_ERROR_UNSAID);
     free (normal);
     return reply;
 }

@@ -35,7 +35,8 @@ typedef struct {
     const char *ename;
     char evalue[320];
 } gw_files_error_t;
-#define GW_FILES_ERROR_INIT {.ename = "FileError", .evalue = "the file service failed without saying why"}
+#define GW_FILES_ERROR_UNSAID "the file service failed without saying why"
+#define GW_FILES_ERROR_INIT {.ename = "FileError", .evalue = GW_FILES_ERROR_UNSAID}
 
 /* path checked and normalized ("a//./b/" is "a/b"; "" the root), malloc'd;
    NULL + err (InvalidPath) for an absolute path, a ".." component, a NUL,

@@ -296,8 +296,9 @@ s_check_error (const struct lws *wsi, const json_t *body, bool contents)
     const char *message = json_string_value (json_object_get (body, "message"));
     if (!reason || !message || !*message || strcmp (reason, http_reply_reason (wsi->status)) != 0)
         __builtin_trap ();
-    if (strstr (message, "failed without saying why"))
-        __builtin_trap (); /* GW_FILES_ERROR_INIT's default: an error no call set */
+    if (strcmp (message, "FileError: " GW_FILES_ERROR_UNSAID) == 0)
+        __builtin_trap (); /* GW_FILES_ERROR_INIT's default: an error no call set (the whole text: a path a
+                              message shows may hold any words) */
     /* "Ename: evalue": a word, then a colon */
     size_t word = strspn (message, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
     if (!contents || word == 0 || message[word] != ':')
