@@ -422,7 +422,7 @@ http_api_dispatch (struct lws *wsi, http_req_t *req)
     size_t n = strlen (req->path);
     /* every route, its messages and its log line take the path as text:
        a %FF in the URL is refused here, as tornado refuses it (400
-       "Invalid unicode in url") */
+       "Invalid unicode in path") */
     if (!wire_utf8_valid ((const unsigned char *) req->path, n))
         return http_reply_error (wsi, req, 400, "InvalidPath: the path is not UTF-8 text (each %XX of the URL must "
                                                 "encode UTF-8)");
