@@ -131,6 +131,8 @@ const char *http_clients_refusal (http_clients_t *self, struct lws *wsi, gw_conv
 /* Holds one for slot (released first if held), whether or not refused. */
 void http_clients_take (http_clients_t *self, struct lws *wsi, http_slot_t *slot, gw_conv_t *conv);
 void http_clients_release (http_clients_t *self, http_slot_t *slot);
+/* How many of max_connections are held. */
+int http_clients_slots (const http_clients_t *self);
 
 /* ---- http_front: the server ------------------------------------------- */
 

@@ -378,3 +378,9 @@ http_clients_release (http_clients_t *self, http_slot_t *slot)
     }
     memset (slot, 0, sizeof *slot);
 }
+
+int
+http_clients_slots (const http_clients_t *self)
+{
+    return self->slots;
+}
