@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Once, before any thread: an unprivileged gateway enters a user and mount
-   namespace of its own, where it may mount (else every later mount fails
-   with the reason, naming the host setting); own_mounts: root too mounts
-   in a mount namespace of its own, so nothing it mounts outlives it. */
-void gw_quota_prepare (bool own_mounts);
+/* Once, before any thread: the gateway enters a mount namespace of its own
+   (an unprivileged one a user namespace too, where it may mount), slave of
+   the host's: nothing it mounts is seen outside or outlives its processes.
+   Else every later mount fails with the reason, naming the fix. */
+void gw_quota_prepare (void);
 /* Why this gateway cannot mount workspaces, or NULL. */
 const char *gw_quota_unavailable (void);
 /* Mounts a tmpfs of bytes with files inodes on dir (a kept one gets the
@@ -28,10 +28,6 @@ GW_MUST_CHECK int gw_quota_apply (const gw_config_t *config, const char *dir, in
 /* Detaches the tmpfs on dir, if any; its pages go when the kernel's last
    process has left it. */
 void gw_quota_unmount (const char *dir);
-/* At start: unmounts what a gateway of this state dir that did not stop
-   cleanly (SIGKILL) left mounted: the probe's, pooled kernels' and run
-   dirs' tmpfs. Conversations' workspaces stay (kept ones are reused). */
-void gw_quota_sweep (const char *state_dir);
 /* Bytes and files in use on dir's tmpfs: false when dir has none. */
 bool gw_quota_usage (const char *dir, int64_t *bytes, int64_t *files);
 

@@ -111,7 +111,6 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     *config_p = NULL;
     self->state_dir = realpath (state_dir, NULL);
     check_traversable (self->state_dir);
-    gw_quota_sweep (self->state_dir);
     self->ip = wire_xstrdup (ip);
     self->transport = wire_xstrdup (transport);
     self->curve = streq (transport, "tcp");

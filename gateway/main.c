@@ -156,7 +156,7 @@ refuse_tools (const serve_opts_t *o, const char *cmd)
 }
 
 void
-gw_process_setup (const char *log_file, bool own_mounts)
+gw_process_setup (const char *log_file)
 {
     /* a kernel that dies mid-write must not kill the gateway */
     signal (SIGPIPE, SIG_IGN);
@@ -173,8 +173,9 @@ gw_process_setup (const char *log_file, bool own_mounts)
         free (errmsg);
         exit (2);
     }
-    /* before zsys_init starts ZeroMQ's threads: unshare needs one thread */
-    gw_quota_prepare (own_mounts);
+    /* the mount namespace of its workspaces: before zsys_init starts
+       ZeroMQ's threads (unshare needs one thread) */
+    gw_quota_prepare ();
     zsys_set_max_sockets (0);
     zsys_init ();
     zsys_set_logstream (NULL);
@@ -200,7 +201,7 @@ cmd_serve (int argc, char **argv)
         return 2;
     }
     gw_signal_block (); /* SIGTERM drains, SIGHUP reloads: read in the loop */
-    gw_process_setup (o.log_file, false);
+    gw_process_setup (o.log_file);
     char *errmsg = NULL;
     gw_config_t *config = gw_config_load (o.config, &errmsg);
     if (!config) {
@@ -354,7 +355,7 @@ kernel_run (const serve_opts_t *o, wire_connection_t *conn, json_t *tools)
        server's log: the JSON log goes only where --log-file says (why a
        kernel could not start is still one line on stderr, below) */
     gw_signal_block (); /* each of them stops the kernel cleanly, in the loop */
-    gw_process_setup (o->log_file ? o->log_file : "/dev/null", true);
+    gw_process_setup (o->log_file ? o->log_file : "/dev/null");
     /* a front end that dies (kill -9 of jupyter console) takes its kernel
        along, as ipykernel's parent poller does: SIGTERM is a clean exit */
     prctl (PR_SET_PDEATHSIG, SIGTERM);
@@ -633,7 +634,7 @@ main (int argc, char **argv)
         serve_opts_t o = {0};
         if (parse_opts (argc - 1, argv + 1, &o) < 0 || refuse_tools (&o, "selftest") < 0)
             return 2;
-        gw_process_setup (o.log_file ? o.log_file : "/dev/null", false);
+        gw_process_setup (o.log_file ? o.log_file : "/dev/null");
         return gw_selftest_run (o.config);
     }
     if (streq (cmd, "mcp"))

@@ -442,6 +442,29 @@ def mounts_below(path):
         return sorted(line.split()[4] for line in f if line.split()[4].startswith(prefix))
 
 
+def in_namespace_of(pid, path):
+    """path as process pid sees it: through /proc/PID/root, whose walk
+    follows that process's mount namespace (nsenter -t PID -m's view; root,
+    or pid's own uid). A gateway's workspaces are tmpfs mounts in its own
+    namespace: at their path on the host is the empty directory below."""
+    return pathlib.Path(f"/proc/{pid}/root") / str(path).lstrip("/")
+
+
+def mount_namespace(pid):
+    """The mount namespace process pid ("self" too) is in, as its /proc
+    link reads (mnt:[N]), or None once the process is gone."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def processes_in(namespace):
+    """The pids in a mount namespace: it, and every mount in it, ends when
+    the last one has left."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and mount_namespace(p) == namespace]
+
+
 def unmount_below(path):
     """What a daemon killed without its clean stop left mounted under its
     state dir (a root gateway's tmpfs workspaces and run dirs)."""

@@ -230,7 +230,7 @@ mcp_main (int argc, char **argv)
     if (!opts.connection_file && !(state = s_state_dir ()))
         return 1;
     /* a client or a tool command that goes away must not kill the front */
-    gw_process_setup (log_file, false);
+    gw_process_setup (log_file);
     int out = s_stdout_private ();
     if (out < 0) {
         fprintf (stderr, "kennel mcp: cannot set stdout aside: %s\n", strerror (errno));

@@ -202,9 +202,10 @@ def test_protect_control_groups_breaks_the_cgroup_layer(baseline):
 
 
 def test_sys_admin_is_needed_for_the_workspace_quota(unit_props):
-    """CAP_SYS_ADMIN: a root gateway mounts each workspace's tmpfs (its
-    quota) itself; without it the start-up probe fails at "quota" and the
-    gateway refuses every conversation, naming it."""
+    """CAP_SYS_ADMIN: a root gateway makes the mount namespace of its own
+    where it mounts each workspace's tmpfs (its quota); without it the
+    start-up probe fails at "quota" and the gateway refuses every
+    conversation, naming the capability."""
     caps = [c for c in unit_props["CapabilityBoundingSet"] if c != "CAP_SYS_ADMIN"]
     gw = ServiceGateway(dict(unit_props, CapabilityBoundingSet=caps))
     try:
@@ -214,8 +215,8 @@ def test_sys_admin_is_needed_for_the_workspace_quota(unit_props):
     assert rc == 0
     assert info["ready"] is False
     assert info["startup_error"]["layer"] == "quota", info["startup_error"]
-    assert "mount tmpfs" in info["startup_error"]["reason"]
-    assert "Operation not permitted" in info["startup_error"]["reason"]
+    assert "unshare(CLONE_NEWNS): Operation not permitted" in info["startup_error"]["reason"]
+    assert "CAP_SYS_ADMIN" in info["startup_error"]["reason"]
 
 
 def test_chown_is_needed_for_a_host_workspace(baseline):

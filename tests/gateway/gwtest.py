@@ -8,15 +8,13 @@ The launcher is this build's kennel-launch (confined, the built-in Python
 kernel) unless KENNEL_TEST_LAUNCHER says otherwise (see launcher())."""
 import json
 import os
-import pathlib
 import signal
 import shutil
-import subprocess
 import time
 
 import hostprobe
 from kennel_testlib import (LSAN_SUPPRESSIONS, Control, become, built, connect, execute, gone,  # noqa: F401
-                            install_kernelspec, json_log, kernel_client, launcher, mounts_below, notebook_dir, serve,
+                            in_namespace_of, install_kernelspec, json_log, kernel_client, launcher, mounts_below, notebook_dir, serve,
                             remove_state, stdout_of, traversable_dir, unmount_below)
 
 
@@ -62,6 +60,12 @@ class Gateway:
 
     def log(self):
         return json_log(self.log_file)
+
+    def inside(self, path):
+        """path as the daemon sees it: a workspace is a tmpfs in the
+        daemon's own mount namespace (at its path on the host is the empty
+        directory below it)."""
+        return in_namespace_of(self.proc.pid, path)
 
     def events(self, name):
         return [e for e in self.log() if e["event"] == name]
@@ -112,12 +116,10 @@ def unprivileged_gateway(prefix, config=None, **kw):
 
 
 def remove_kept(conv_dir):
-    """Removes a conversation directory closed with keep_workspace: its
-    workspace is still the gateway's tmpfs (mounted in this namespace when
-    the gateway runs as root), unmounted first."""
-    workspace = pathlib.Path(conv_dir) / "workspace"
-    if os.path.ismount(workspace):
-        subprocess.run(["umount", str(workspace)], check=True)
+    """Removes a conversation directory closed with keep_workspace from the
+    host's side: its workspace is still a tmpfs in the running daemon's
+    namespace, which Linux detaches there when the directory under it is
+    removed (a mount point removed from another namespace)."""
     shutil.rmtree(conv_dir)
 
 

@@ -1,6 +1,5 @@
 """Steps 2-3: conversations through the daemon with jupyter_client."""
 import json
-import os
 import pathlib
 import signal
 import tempfile
@@ -20,7 +19,7 @@ def test_open_execute_persist(gateway):
     conn = reply["connection"]
     assert set(conn) >= {"transport", "ip", "shell_port", "iopub_port", "stdin_port", "control_port", "hb_port",
                          "key", "signature_scheme", "kernel_name"}
-    assert os.path.isdir(reply["workspace"])
+    assert gateway.inside(reply["workspace"]).is_dir()
     r, out = execute(kc, "x = 41")
     assert r["content"]["status"] == "ok"
     r, out = execute(kc, "print(x + 1)")
@@ -103,11 +102,11 @@ def test_close_keep_workspace_must_be_a_boolean(gateway):
     """keep_workspace "yes" was read as false and removed the workspace."""
     reply = gateway.control.open("keep")
     assert reply["status"] == "ok"
-    (pathlib.Path(reply["workspace"]) / "f").write_text("data")
+    (gateway.inside(reply["workspace"]) / "f").write_text("data")
     c = gateway.control.request("conversation_close_request", {"conversation_id": "keep",
                                                                "keep_workspace": "yes"})["content"]
     assert c["status"] == "error" and c["ename"] == "InvalidRequest" and "keep_workspace" in c["evalue"], c
-    assert (pathlib.Path(reply["workspace"]) / "f").read_text() == "data"
+    assert (gateway.inside(reply["workspace"]) / "f").read_text() == "data"
     c = gateway.control.request("conversation_close_request", {"conversation_id": "keep"})["content"]
     assert c["status"] == "ok"
 
@@ -139,7 +138,7 @@ def test_list_close_restart(gateway):
     assert entry["pid"] != old_pid
     assert gone(old_pid)
 
-    ws = pathlib.Path(reply["workspace"])
+    ws = gateway.inside(reply["workspace"])
     r = gateway.control.request("conversation_close_request", {"conversation_id": "lc"})
     assert r["content"]["status"] == "ok"
     assert gateway.control.request("conversation_list_request")["content"]["conversations"] == []
@@ -152,7 +151,7 @@ def test_list_close_restart(gateway):
 def test_workspace_kept_on_restart(gateway):
     reply, kc = gateway.open_client("ws")
     execute(kc, "open('note.txt', 'w').write('hello')")
-    assert (pathlib.Path(reply["workspace"]) / "note.txt").read_text() == "hello"
+    assert (gateway.inside(reply["workspace"]) / "note.txt").read_text() == "hello"
     gateway.control.request("conversation_restart_request", {"conversation_id": "ws"})
     r, out = execute(kc, "print(open('note.txt').read())")
     assert stdout_of(out) == "hello\n"
@@ -268,7 +267,7 @@ def test_close_can_keep_workspace(gateway):
     ws = pathlib.Path(reply["workspace"])
     r = gateway.control.request("conversation_close_request", {"conversation_id": "keep", "keep_workspace": True})
     assert r["content"]["status"] == "ok"
-    assert (ws / "result.txt").read_text() == "kept"
+    assert (gateway.inside(ws) / "result.txt").read_text() == "kept"
     assert any(e.get("keep_workspace") for e in gateway.events("close"))
     remove_kept(ws.parent)
 
@@ -324,7 +323,7 @@ def test_close_removes_symlinks_not_their_targets(gateway, tmp_path):
     assert size < 1 << 20  # the walk did not follow 'root' -> /
     gateway.control.request("conversation_close_request", {"conversation_id": "links"})
     assert (canary_dir / "precious").read_text() == "keep me"
-    assert not pathlib.Path(reply["workspace"]).exists()
+    assert not gateway.inside(reply["workspace"]).exists()
     import shutil
     shutil.rmtree(canary_dir)
 

@@ -182,7 +182,7 @@ def test_a_device_node_planted_by_the_host_is_never_opened(gateway):
     gw = gateway
     import stat
     reply, kc = gw.open_client("dev")
-    os.mknod(os.path.join(reply["workspace"], "zero"), 0o666 | stat.S_IFCHR, os.makedev(1, 5))
+    os.mknod(gw.inside(reply["workspace"]) / "zero", 0o666 | stat.S_IFCHR, os.makedev(1, 5))
     refused(get(gw, "dev", "zero"), "PermissionDenied")
     refused(put(gw, "dev", "zero", b"x"), "PermissionDenied")
     refused(files(gw, "stat", conversation_id="dev", path="zero"), "NotARegularFile")

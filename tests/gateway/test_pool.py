@@ -2,7 +2,6 @@
 each, bound to its identity, tools and settings at claim time, refilled in
 the background; a policy that needs another sandbox gets a cold kernel."""
 import os
-import pathlib
 import signal
 import statistics
 import time
@@ -69,7 +68,7 @@ def test_claims_bind_identity_tools_and_settings_and_the_pool_refills(make_gatew
     r, out = execute(b, "import os; print(sorted(tools), os.listdir('/workspace'), 'x' in globals())")
     assert stdout_of(out) == "[] [] True\n", out
     # the workspace the kernel sees is the one the open reply names
-    assert (pathlib.Path(a_reply["workspace"]) / "mine").read_text() == "a"
+    assert (gw.inside(a_reply["workspace"]) / "mine").read_text() == "a"
     assert a_reply["workspace"].endswith("/conv/a/workspace")
     # refilled in the background, with fresh kernels
     wait_pool(gw, 2)
@@ -77,7 +76,7 @@ def test_claims_bind_identity_tools_and_settings_and_the_pool_refills(make_gatew
     gw.control.request("conversation_close_request", {"conversation_id": "a"})
     _, _, c = open_timed(gw, "c")
     assert pids(gw)["c"] not in (got["a"], got["b"])
-    assert not (pathlib.Path(a_reply["workspace"])).exists()
+    assert not gw.inside(a_reply["workspace"]).exists()
     assert gw.stop() == 0
 
 

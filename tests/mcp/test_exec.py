@@ -4,14 +4,13 @@ real `kennel mcp`, its own `kennel serve` child (or a running daemon with
 import base64
 import json
 import os
-import pathlib
 import subprocess
 import time
 
 import pytest
 
 import hostprobe
-from kennel_testlib import Control, built, remove_state, serve, traversable_dir, wait_until
+from kennel_testlib import Control, built, in_namespace_of, remove_state, serve, traversable_dir, wait_until
 from mcplib import Mcp
 
 
@@ -153,7 +152,8 @@ def shared_conversation(tmp_path):
     handle = opened["structuredContent"]["conversation"]
     m.call("python_exec", {"code": "kept = 7", "conversation": handle})
     assert m.close() == 0, m.log_text()
-    return daemon, state, handle, pathlib.Path(opened["structuredContent"]["workspace"])
+    # the workspace as the daemon sees it: a tmpfs in its own mount namespace
+    return daemon, state, handle, in_namespace_of(daemon.pid, opened["structuredContent"]["workspace"])
 
 
 def state_of(control, handle):
