@@ -4,7 +4,7 @@
 GW_HEADER_FILES = \
 	gateway/gw_capacity.h gateway/gw_config.h gateway/gw_control.h gateway/gw_conv.h \
 	gateway/gw_curve.h gateway/gw_io.h gateway/gw_launch.h gateway/gw_log.h gateway/gw_meta.h \
-	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_relay.h \
+	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_reach.h gateway/gw_relay.h \
 	gateway/gw_remove.h gateway/gw_schema.h gateway/gw_selftest.h gateway/gw_server.h gateway/gw_server_access.h \
 	gateway/gw_slots.h gateway/gw_timer.h gateway/gw_tools.h gateway/gw_util.h gateway/gw_zmtp.h \
 	gateway/gw_zygote.h gateway/gw_markup.h gateway/gw_sanitize.h
@@ -27,9 +27,9 @@ gateway_kennel_SOURCES = \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
 	gateway/gw_metrics.h gateway/gw_metrics.c gateway/gw_metrics_private.h gateway/gw_metrics_visit.c \
-	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c \
+	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c gateway/gw_reach.c \
 	gateway/gw_markup.c gateway/gw_sanitize.c
-gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"' $(XML2_CFLAGS)
+gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"' -DKENNEL_DATA_DIR='"$(pkgdatadir)"' $(XML2_CFLAGS)
 gateway_kennel_LDADD = $(WIRE_LIBS) $(XML2_LIBS) -lm
 
 EXTRA_DIST += gateway/README.md \

@@ -23,6 +23,7 @@
 #include "gw_reaper.h"
 #include "gw_ops.h"
 #include "gw_quota.h"
+#include "gw_reach.h"
 #include "gw_selftest.h"
 #include "gw_server.h"
 #include "gw_tools.h"
@@ -217,6 +218,14 @@ cmd_serve (int argc, char **argv)
         free (errmsg);
         gw_config_destroy (&config);
         return 2;
+    }
+    /* a listener no client can reach would still answer its own /healthz */
+    if (!http_off && (errmsg = gw_reach_check (http.ip, http.port))) {
+        fprintf (stderr, "kennel: %s\n", errmsg);
+        free (errmsg);
+        http_settings_clear (&http);
+        gw_config_destroy (&config);
+        return 1;
     }
     char *state_dir = o.state_dir ? wire_xstrdup (o.state_dir) : default_state_dir ();
     gw_server_t *server = gw_server_new (&config, state_dir, o.ip, o.transport, &errmsg);

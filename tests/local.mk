@@ -58,7 +58,7 @@ EXTRA_DIST += tests/httpclients/jlab/package.json tests/httpclients/jlab/package
 # and kennel under the unit's hardening (tests/README.md)
 EXTRA_DIST += tests/deploy/conftest.py tests/deploy/servicelib.py tests/deploy/service_exec.py \
 	tests/deploy/test_install.py tests/deploy/test_manpages.py tests/deploy/test_service.py
-EXTRA_DIST += tests/deploy/test_service_ops.py
+EXTRA_DIST += tests/deploy/test_service_ops.py tests/deploy/test_service_http.py
 # readiness as soon as the connection file exists (README's raw-HTTP block)
 EXTRA_DIST += tests/http/test_readiness.py
 # tests/fresh: what a fresh machine and a fresh clone need (tests/README.md)

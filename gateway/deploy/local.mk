@@ -13,13 +13,19 @@ kennelconfdir = $(sysconfdir)/kennel
 systemdsystemunit_DATA = gateway/deploy/kennel.service
 dist_sysusers_DATA = gateway/deploy/sysusers.d/kennel.conf
 dist_tmpfiles_DATA = gateway/deploy/tmpfiles.d/kennel.conf
+# the unit's drop-in for an HTTP front other machines reach: the operator
+# copies it into /etc/systemd/system/kennel.service.d/ (README "Deploying")
+pkgdata_DATA = gateway/deploy/kennel-http.conf
 
 # the installed paths go in at make time (make bindir=... agrees)
+DEPLOY_SUBST = sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' -e 's|@pkgdatadir[@]|$(pkgdatadir)|g'
 gateway/deploy/kennel.service: gateway/deploy/kennel.service.in Makefile
 	$(MKDIR_P) gateway/deploy
-	sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
-	  $(srcdir)/gateway/deploy/kennel.service.in > $@.tmp && mv $@.tmp $@
-CLEANFILES += gateway/deploy/kennel.service
+	$(DEPLOY_SUBST) $(srcdir)/gateway/deploy/kennel.service.in > $@.tmp && mv $@.tmp $@
+gateway/deploy/kennel-http.conf: gateway/deploy/kennel-http.conf.in Makefile
+	$(MKDIR_P) gateway/deploy
+	$(DEPLOY_SUBST) $(srcdir)/gateway/deploy/kennel-http.conf.in > $@.tmp && mv $@.tmp $@
+CLEANFILES += gateway/deploy/kennel.service gateway/deploy/kennel-http.conf
 
 # The operator's config: installed only where none is (an existing one is
 # the operator's), removed only while it is still the one installed.
@@ -35,7 +41,7 @@ uninstall-kennel-conf:
 	-rmdir '$(DESTDIR)$(kennelconfdir)'
 .PHONY: install-kennel-conf uninstall-kennel-conf
 
-EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/deploy/kennel.conf \
+EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/deploy/kennel-http.conf.in gateway/deploy/kennel.conf \
 	gateway/deploy/k8s/base/haproxy.cfg gateway/deploy/k8s/base/kennel-list.lua gateway/deploy/k8s/base/kustomization.yaml \
 	gateway/deploy/k8s/base/gateways.yaml gateway/deploy/k8s/base/balancer.yaml \
 	gateway/deploy/k8s/base/autoscaling.yaml gateway/deploy/k8s/base/kennel.conf \

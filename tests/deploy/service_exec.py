@@ -151,8 +151,10 @@ def apply_mounts(p):
     if p.get("PrivateDevices"):
         private_devices()
     if p.get("ProtectSystem") == "strict":
+        # PrivateTmp's /tmp and /var/tmp stay writable, as under systemd
+        writable = ["/dev", "/proc", "/sys"] + (["/tmp", "/var/tmp"] if p.get("PrivateTmp") else [])
         for mp in sorted(set(mounts())):
-            if not under(mp, ["/dev", "/proc", "/sys"]):
+            if not under(mp, writable):
                 # mounts of other processes' (removed) directories fail: no matter
                 subprocess.run(["mount", "-o", "remount,bind,ro", mp], check=False, stderr=subprocess.DEVNULL)
     if p.get("ProtectHome"):

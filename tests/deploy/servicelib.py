@@ -13,6 +13,8 @@ from kennel_testlib import SRCDIR, Control, built, serve
 HERE = pathlib.Path(__file__).resolve().parent
 SERVICE_EXEC = HERE / "service_exec.py"
 UNIT = pathlib.Path(SRCDIR) / "gateway" / "deploy" / "kennel.service.in"
+# the unit's drop-in for an HTTP front other machines reach
+HTTP_DROP_IN = pathlib.Path(SRCDIR) / "gateway" / "deploy" / "kennel-http.conf.in"
 
 # unit settings service_exec.py emulates, and how each value is read
 BOOLEAN = {"NoNewPrivileges", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateNetwork",
@@ -25,9 +27,10 @@ NUMBER = {"LimitNOFILE"}
 # settings of the unit that are not sandboxing (nothing to emulate), that
 # ServiceGateway sets up itself (StateDirectory, StateDirectoryMode: its own
 # 0711 directory made writable), or that have no effect on cgroup v1 as
-# root (Delegate); ExecReload is the test's to run (test_service_ops.py)
+# root (Delegate); ExecReload is the test's to run (test_service_ops.py);
+# EnvironmentFile's variables a test passes itself (ServiceGateway's env)
 NOT_EMULATED = {"Type", "ExecStart", "ExecReload", "KillMode", "TimeoutStopSec", "Restart", "RestartSec", "User",
-                "StateDirectory", "StateDirectoryMode", "Delegate"}
+                "StateDirectory", "StateDirectoryMode", "Delegate", "EnvironmentFile"}
 
 
 def unit_service_settings(path=UNIT):
@@ -73,7 +76,7 @@ class ServiceGateway:
     under /var/lib (PrivateTmp hides /tmp) made writable as the unit's
     StateDirectory= makes /var/lib/kennel."""
 
-    def __init__(self, props, config=None):
+    def __init__(self, props, config=None, env=None):
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="kennel-svc-", dir="/var/lib"))
         os.chmod(self.dir, 0o711)
         self.state = self.dir / "state"
@@ -82,7 +85,7 @@ class ServiceGateway:
         self.config_file.write_text(json.dumps(config or {}))
         self.log_file = self.dir / "gateway.log"
         props = dict(props, ReadWritePaths=props.get("ReadWritePaths", []) + [str(self.dir)])
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:halt_on_error=1")
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:halt_on_error=1", **(env or {}))
         try:
             self.proc = serve(self.state, self.config_file, self.log_file, prefix=prefix(props), env=env)
         except BaseException:

@@ -40,6 +40,9 @@ def test_install_puts_the_service_pieces_where_systemd_and_man_look(staged):
                 "share/man/man1/kennel-launch.1", "share/man/man5/kennel.conf.5", "lib/systemd/system/kennel.service",
                 "lib/sysusers.d/kennel.conf", "lib/tmpfiles.d/kennel.conf", "etc/kennel/kennel.conf"]:
         assert (prefix / rel).is_file(), rel
+    drop_in = (prefix / "share/kennel/kennel-http.conf").read_text()
+    assert "PrivateNetwork=no" in drop_in and f"EnvironmentFile=-{make_var('sysconfdir')}/kennel/http.env" in drop_in
+    assert not re.search(r"@[a-z]+@", drop_in), "a placeholder was left in the drop-in"
     unit = (prefix / "lib/systemd/system/kennel.service").read_text()
     assert f"ExecStart={make_var('bindir')}/kennel serve --config {make_var('sysconfdir')}/kennel/kennel.conf" in unit
     assert not re.search(r"@[a-z]+@", unit), "a placeholder was left in the unit"
@@ -48,15 +51,26 @@ def test_install_puts_the_service_pieces_where_systemd_and_man_look(staged):
     assert man.stdout.strip() == str(prefix / "share/man/man5/kennel.conf.5")
 
 
-def test_the_installed_unit_verifies(staged, tmp_path):
-    """systemd-analyze verify: syntax, every setting known to this systemd,
-    ExecStart executable, the Documentation= man pages found. The unit is
-    copied with ExecStart pointing into the staging directory, where the
-    binary is."""
-    destdir, prefix = staged
+def staged_unit(prefix, directory, http=False):
+    """The installed unit copied into directory with ExecStart pointing into
+    the staging directory, where the binary is; http: with the installed
+    drop-in beside it, as the operator puts it (kennel.service.d/)."""
     text = (prefix / "lib/systemd/system/kennel.service").read_text()
-    unit = tmp_path / "kennel.service"
+    unit = directory / "kennel.service"
     unit.write_text(text.replace(f"ExecStart={make_var('bindir')}/", f"ExecStart={prefix}/bin/"))
+    if http:
+        (directory / "kennel.service.d").mkdir()
+        (directory / "kennel.service.d" / "http.conf").write_text((prefix / "share/kennel/kennel-http.conf").read_text())
+    return unit
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["unit", "unit+http-drop-in"])
+def test_the_installed_unit_verifies(staged, tmp_path, http):
+    """systemd-analyze verify: syntax, every setting known to this systemd,
+    ExecStart executable, the Documentation= man pages found; alone and
+    with the HTTP drop-in."""
+    destdir, prefix = staged
+    unit = staged_unit(prefix, tmp_path, http)
     done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True,
                           env=dict(os.environ, MANPATH=str(prefix / "share/man")))
     problems = [line for line in (done.stdout + done.stderr).splitlines()
@@ -65,16 +79,18 @@ def test_the_installed_unit_verifies(staged, tmp_path):
     assert not problems, problems
 
 
-def test_the_unit_exposure(staged):
+@pytest.mark.parametrize("http, bound", [(False, 3.6), (True, 4.1)], ids=["unit", "unit+http-drop-in"])
+def test_the_unit_exposure(staged, tmp_path, http, bound):
     """systemd-analyze security --offline: the unit's exposure score (0 is
     fully locked down, 10 is none). 3.6 with the settings the sandbox allows
-    (README.md, "Deploying"); this keeps it from growing unnoticed."""
+    (README.md, "Deploying"), 4.1 with the HTTP drop-in (the host's network:
+    PrivateNetwork off); this keeps them from growing unnoticed."""
     destdir, prefix = staged
     done = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager",
-                           str(prefix / "lib/systemd/system/kennel.service")], capture_output=True, text=True)
+                           str(staged_unit(prefix, tmp_path, http))], capture_output=True, text=True)
     found = re.search(r"Overall exposure level for kennel.service: ([0-9.]+)", done.stdout + done.stderr)
     assert found, done.stdout[-2000:] + done.stderr[-2000:]
-    assert float(found.group(1)) <= 3.6
+    assert float(found.group(1)) <= bound
 
 
 def test_sysusers_and_tmpfiles_entries_apply(staged, tmp_path):
