@@ -176,6 +176,76 @@ def test_lists_through_the_balancer_are_the_fleets(fleet):
         requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN))
 
 
+def open_conversation(t, conversation_id):
+    """POST /api/kernels naming a conversation id (kennel's create or
+    reattach): (status, kernel id)."""
+    r = requests.post(f"{t.base_url}/api/kernels", headers=auth(TOKEN),
+                      json={"kennel": {"conversation_id": conversation_id}}, timeout=120)
+    assert r.status_code in (200, 201), (r.status_code, r.text)
+    return r.status_code, r.json()["id"]
+
+
+def test_a_conversation_id_is_one_kernel_in_the_fleet(fleet):
+    """Red-team L6: a reattach by conversation id through the balancer
+    alternated between two kernels named chat-1 on two gateways, and its
+    files split between them. Now every create, reattach and file request
+    naming chat-1 reaches the one gateway holding it (kennel-list.lua asks
+    them), a new id goes where a hash of it says (spread over the
+    gateways, the same for racing creates), and a conversation opened on a
+    gateway directly, where the hash would not put it (as after gateways
+    were added), is still found there."""
+    bal = fleet.balancer.target
+    opened = [open_conversation(bal, "chat-1") for _ in range(6)]
+    assert [status for status, _ in opened] == [201] + [200] * 5, opened
+    assert len({k for _, k in opened}) == 1, opened
+    kernel = opened[0][1]
+    home = holder(fleet, kernel)
+    for n in range(4):
+        r = requests.put(f"{bal.base_url}/api/contents/chat-1/a_secret_{n}.txt", headers=auth(TOKEN),
+                         json={"type": "file", "format": "text", "content": f"secret {n}"})
+        assert r.status_code in (200, 201), r.text
+        r = requests.put(f"{bal.base_url}/files/chat-1/raw_{n}.bin?token={TOKEN}", data=b"raw")
+        assert r.status_code == 201, r.text
+    for g in fleet.gateways:
+        listed = requests.get(f"{g.direct.base_url}/api/contents/chat-1", headers=auth(TOKEN))
+        if g is home:
+            names = {e["name"] for e in listed.json()["content"]}
+            assert names == {f"a_secret_{n}.txt" for n in range(4)} | {f"raw_{n}.bin" for n in range(4)}, names
+        else:
+            assert listed.status_code == 404, (g.shard, listed.text)
+    for n in range(4):
+        assert requests.get(f"{bal.base_url}/files/chat-1/a_secret_{n}.txt", headers=auth(TOKEN)).text \
+            == f"secret {n}"
+    assert execute(bal, kernel, "len(__import__('os').listdir('/workspace'))")[0] == "8"
+
+    # opened on each gateway directly: a reattach through the balancer finds it
+    direct = {g.shard: open_conversation(g.direct, f"direct-{g.index}")[1] for g in fleet.gateways}
+    took, straight = [], []
+    for g in fleet.gateways:
+        for _ in range(5):
+            (status, k), seconds = elapsed(open_conversation, bal, f"direct-{g.index}")
+            assert (status, k) == (200, direct[g.shard]), (g.shard, status, k)
+            took.append(seconds)
+            straight.append(elapsed(open_conversation, g.direct, f"direct-{g.index}")[1])
+    # the lookup's cost: one GET per gateway up, before the request itself
+    record(conversation_reattach_ms={"through_balancer": round(1000 * percentile(took, 50), 2),
+                                     "direct": round(1000 * percentile(straight, 50), 2)})
+
+    # new ids spread; racing creates of one new id make one kernel
+    spread = {}
+    for n in range(12):
+        _, k = open_conversation(bal, f"spread-{n}")
+        spread[f"spread-{n}"] = k
+    landed = {g.shard: sum(holder(fleet, k) is g for k in spread.values()) for g in fleet.gateways}
+    record(twelve_conversation_ids_per_gateway=landed)
+    assert all(landed.values()), landed
+    raced = in_parallel(lambda _: open_conversation(bal, "raced-1"), range(8), workers=8)
+    assert len({k for _, k in raced}) == 1 and sorted(s for s, _ in raced) == [200] * 7 + [201], raced
+
+    for k in [kernel, raced[0][1], *direct.values(), *spread.values()]:
+        assert requests.delete(f"{bal.base_url}/api/kernels/{k}", headers=auth(TOKEN)).status_code == 204
+
+
 def check_values(bal, conversations):
     """Each conversation still holds the x it was given: its requests
     reached its own kernel."""
