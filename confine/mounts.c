@@ -42,7 +42,8 @@ mount_failed (confine_ctx_t *ctx, const char *what, const char *path)
     const char *hint = "";
     if (err == EPERM || err == EACCES)
         hint = "; a container runtime or security module may forbid mounts in user namespaces "
-               "(Docker: --security-opt seccomp=unconfined, or run on the host)";
+               "(a container needs CAP_SYS_ADMIN, with which its runtime's default seccomp profile allows "
+               "them; or run on the host)";
     else if (err == ENOSPC)
         hint = "; check sysctl fs.mount-max";
     confine_error_set (ctx->error, "mount", err, "%s %s: %s%s", what, path, strerror (err), hint);
@@ -266,9 +267,18 @@ build_proc (confine_ctx_t *ctx)
 {
     if (make_dir (ctx, NEWROOT "/proc", 0555) < 0)
         return -1;
-    if (mount ("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        return mount_failed (ctx, "mount proc on", NEWROOT "/proc (the host's /proc may be partly masked, "
-                             "as container runtimes do)");
+    if (mount ("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        /* a masked or read-only entry of the host's /proc, not a seccomp
+           filter: the kernel refuses a procfs more revealing than it */
+        int err = errno;
+        confine_error_set (ctx->error, "mount", err,
+                           "mount proc on " NEWROOT "/proc (the host's /proc may be partly masked, as container "
+                           "runtimes and systemd's ProtectKernelTunables= do): %s; unmask it (podman --security-opt "
+                           "unmask=/proc/*, Docker --security-opt systempaths=unconfined, Kubernetes procMount: "
+                           "Unmasked)",
+                           strerror (err));
+        return -1;
+    }
     /* Host-global knobs stay read-only even where permissions would allow. */
     static const char *ro[] = { "sys", "sysrq-trigger", "irq", "bus" };
     for (size_t i = 0; i < sizeof ro / sizeof *ro; i++) {

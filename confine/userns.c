@@ -217,8 +217,12 @@ userns_prepare_dirs (confine_ctx_t *ctx)
             int err = errno;
             if (fd >= 0)
                 close (fd);
-            confine_error_set (ctx->error, "mount", err, "give %s to the sandbox user (uid %u): %s", dirs[i],
-                               (unsigned) ctx->host_uid, strerror (err));
+            confine_error_set (ctx->error, "mount", err, "give %s to the sandbox user (uid %u): %s%s", dirs[i],
+                               (unsigned) ctx->host_uid, strerror (err),
+                               err == EINVAL ? "; that id has no mapping here (a user-namespaced container maps "
+                                               "few ids, Kubernetes' hostUsers: false 0-65535): set confine.host_uid "
+                                               "and host_gid to one it maps"
+                                             : "");
             return -1;
         }
         int rc = dirs[i] == ctx->policy->run_dir ? prepare_files (ctx, fd, dirs[i]) : 0;

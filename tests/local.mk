@@ -66,7 +66,7 @@ EXTRA_DIST += tests/fresh/test_packages.py tests/fresh/test_private_clone.py
 # tests/docs: README.md's code blocks run as written
 EXTRA_DIST += tests/docs/readme.py tests/docs/test_readme.py
 # tests/fleet: gateways behind HAProxy with gateway/deploy/haproxy's config
-EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py
+EXTRA_DIST += tests/fleet/conftest.py tests/fleet/fleetlib.py tests/fleet/test_balancer.py tests/fleet/test_pid1.py tests/fleet/test_tls.py
 # ./quickstart check-deploy: the Kubernetes manifests, the container image
 EXTRA_DIST += tests/k8s/test_manifests.py tests/container/conftest.py tests/container/imagelib.py \
 	tests/container/test_image.py

@@ -45,6 +45,10 @@ EXTRA_DIST += gateway/deploy/README.md gateway/deploy/kennel.service.in gateway/
 	gateway/deploy/k8s/base/haproxy.cfg gateway/deploy/k8s/base/kennel-list.lua gateway/deploy/k8s/base/kustomization.yaml \
 	gateway/deploy/k8s/base/gateways.yaml gateway/deploy/k8s/base/balancer.yaml \
 	gateway/deploy/k8s/base/autoscaling.yaml gateway/deploy/k8s/base/kennel.conf \
+	gateway/deploy/k8s/base/networkpolicy.yaml \
 	gateway/deploy/k8s/pvc/kustomization.yaml gateway/deploy/k8s/pvc/state-volume.yaml \
+	gateway/deploy/k8s/tls/kustomization.yaml gateway/deploy/k8s/tls/tls.yaml gateway/deploy/k8s/tls/kennel.conf \
+	gateway/deploy/k8s/host-users/kustomization.yaml gateway/deploy/k8s/host-users/host-users.yaml \
+	gateway/deploy/k8s/host-users/kennel.conf \
 	gateway/deploy/container/Containerfile gateway/deploy/container/entrypoint.sh \
 	gateway/deploy/container/probe.py gateway/deploy/container/README.md .containerignore

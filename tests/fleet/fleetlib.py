@@ -34,24 +34,36 @@ def target(base_url, token):
 
 
 class Gateway:
-    """One gateway of the fleet: shard index, its HttpGateway, a direct target."""
+    """One gateway of the fleet: shard index, its HttpGateway, a direct target.
+    tls: (certfile, keyfile, CA file) for an HTTPS gateway."""
 
-    def __init__(self, root, index, token, config=None):
+    def __init__(self, root, index, token, config=None, tls=None):
         self.index, self.shard = index, shard_name(index)
         d = pathlib.Path(root) / f"gw{index}"
         d.mkdir()
         cfg = {"shard": format(index, "x"), "max_conversations": 200, "warm_pool": 2}
         cfg.update(config or {})
+        if tls:
+            cfg["http"] = dict(cfg.get("http", {}), certfile=str(tls[0]), keyfile=str(tls[1]))
         self.gw = HttpGateway(d, config=cfg, env={"KENNEL_AUTH_TOKEN": token})
-        self.gw.wait_ready(60)
+        self.verify = str(tls[2]) if tls else True
+        wait_until(lambda: self.ready(token), 60, "GET /api/kernelspecs answering 200")
         self.direct = target(self.gw.url, token)
         self.address = self.gw.url.split("://", 1)[1].rstrip("/")
+
+    def ready(self, token):
+        try:
+            return requests.get(f"{self.gw.url}api/kernelspecs", headers=auth(token), timeout=5,
+                                verify=self.verify).status_code == 200
+        except requests.RequestException:
+            return False
 
     def alive(self):
         return self.gw.proc.poll() is None
 
     def kernel_ids(self):
-        r = requests.get(f"{self.direct.base_url}/api/kernels", headers=auth(self.direct.token), timeout=30)
+        r = requests.get(f"{self.direct.base_url}/api/kernels", headers=auth(self.direct.token), timeout=30,
+                         verify=self.verify)
         r.raise_for_status()
         return {k["id"] for k in r.json()}
 
@@ -71,11 +83,13 @@ def render_config(gateways, stats_socket):
 
 class Balancer:
     """HAProxy on 127.0.0.1:port in front of gateways; restart() starts a
-    new process with another server list on the same port."""
+    new process with another server list on the same port. env: more of
+    the config's environment (KENNEL_GATEWAY_TLS, KENNEL_GATEWAY_CA)."""
 
-    def __init__(self, directory, gateways, token, port=None):
+    def __init__(self, directory, gateways, token, port=None, env=None):
         self.dir = pathlib.Path(directory)
         self.token = token
+        self.env = env or {}
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.target = target(self.url, token)
@@ -83,16 +97,18 @@ class Balancer:
         self.proc = None
         self.start(gateways)
 
-    def start(self, gateways):
+    def start(self, gateways, expect_down=()):
+        """expect_down: gateways that run but whose health check must fail."""
         cfg = self.dir / "haproxy.cfg"
         cfg.write_text(render_config(gateways, self.stats))
         self.log = open(self.dir / "haproxy.log", "ab")
         env = dict(os.environ, KENNEL_LISTEN=f"127.0.0.1:{self.port}", KENNEL_AUTH_TOKEN=self.token,
-                   KENNEL_HAPROXY_DIR=str(HAPROXY_CFG.parent))
+                   KENNEL_HAPROXY_DIR=str(HAPROXY_CFG.parent), **self.env)
         self.proc = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         wait_until(lambda: self.states() and all(s == "UP" for n, s in self.states().items()
-                                                 if any(g.shard in n and g.alive() for g in gateways)),
+                                                 if any(g.shard in n and g.alive() and g not in expect_down
+                                                        for g in gateways)),
                    30, lambda: f"haproxy up with its gateways UP: {self.states()}; "
                                f"{(self.dir / 'haproxy.log').read_text()[-2000:]}", interval=0.1)
 
@@ -127,9 +143,9 @@ class Balancer:
                 self.proc.wait()
         self.log.close()
 
-    def restart(self, gateways):
+    def restart(self, gateways, expect_down=()):
         self.stop()
-        self.start(gateways)
+        self.start(gateways, expect_down)
 
 
 def create_kernel(t):

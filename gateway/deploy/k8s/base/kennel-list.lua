@@ -20,9 +20,24 @@
 -- and creates of a new id racing through different balancer replicas land
 -- on the same gateway while they see the same gateways up.
 
+-- https with KENNEL_GATEWAY_TLS=ssl: haproxy.cfg's httpclient.ssl settings
+-- verify the gateway's certificate against KENNEL_GATEWAY_CA, and its name
+-- against the SNI, which HAProxy's httpclient takes from the Host header:
+-- kennel-gateway, the name the server lines verify too (an address, what
+-- get_addr gives, is no name a certificate check accepts)
+local tls = os.getenv("KENNEL_GATEWAY_TLS") == "ssl"
+
 local function ask(server, path, headers)
     local httpclient = core.httpclient()
-    return httpclient:get{url = "http://" .. server:get_addr() .. path, headers = headers, timeout = 10000}
+    local h = {}
+    for k, v in pairs(headers) do
+        h[k] = v
+    end
+    if tls then
+        h["Host"] = {"kennel-gateway"}
+    end
+    return httpclient:get{url = (tls and "https://" or "http://") .. server:get_addr() .. path, headers = h,
+                          timeout = 10000}
 end
 
 local function up(server)
