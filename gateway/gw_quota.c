@@ -72,45 +72,52 @@ prepare_failed (const char *step, int err, const char *fix)
                                         step, strerror (err), fix);
 }
 
-/* Root: a mount namespace (CAP_SYS_ADMIN); others: a user namespace too,
-   where they may mount. Then every mount slave of the host's: what the host
-   mounts or unmounts later (a new /tmp, an automount, a disk taken away)
-   reaches the gateway as before, so no copy held here keeps a host
-   filesystem busy, and nothing mounted here goes back. It copies the
-   host's mount table: 0.14 ms for 80 mounts, 1.8 ms for 1,029
-   (gateway/README.md "Workspaces"). */
+/* An unprivileged gateway's user namespace, with the mount namespace it
+   may mount in: its uid and gid mapped to themselves. 0, or -1 with
+   quota_unavailable set. */
+static int
+enter_user_namespace (void)
+{
+    const char *fix = "enable unprivileged user namespaces (kernel.unprivileged_userns_clone, "
+                      "user.max_user_namespaces), or run the gateway as root";
+    uid_t uid = geteuid ();
+    gid_t gid = getegid ();
+    char map[64];
+    const char *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
+    if (unshare (CLONE_NEWUSER | CLONE_NEWNS) == 0) {
+        step = "write /proc/self/uid_map";
+        snprintf (map, sizeof map, "%u %u 1\n", (unsigned) uid, (unsigned) uid);
+        if (write_text ("/proc/self/uid_map", map) == 0) {
+            step = "write /proc/self/gid_map";
+            snprintf (map, sizeof map, "%u %u 1\n", (unsigned) gid, (unsigned) gid);
+            if (write_text ("/proc/self/setgroups", "deny") == 0 && write_text ("/proc/self/gid_map", map) == 0)
+                return 0;
+        }
+    }
+    prepare_failed (step, errno, fix);
+    return -1;
+}
+
+/* Root: a mount namespace (CAP_SYS_ADMIN); others: a user namespace too.
+   Then every mount slave of the host's: what the host mounts or unmounts
+   later (a new /tmp, an automount, a disk taken away) reaches the gateway
+   as before, so no copy held here keeps a host filesystem busy, and
+   nothing mounted here goes back. It copies the host's mount table:
+   0.14 ms for 80 mounts, 1.8 ms for 1,029 (gateway/README.md
+   "Workspaces"). */
 void
 gw_quota_prepare (void)
 {
-    uid_t uid = geteuid ();
-    gid_t gid = getegid ();
-    if (uid == 0) {
-        if (unshare (CLONE_NEWNS) < 0) {
-            prepare_failed ("unshare(CLONE_NEWNS)", errno,
-                            "give it CAP_SYS_ADMIN and let it unshare a mount namespace (systemd: "
-                            "RestrictNamespaces= without mnt forbids it; a container's default seccomp "
-                            "profile allows it with CAP_SYS_ADMIN)");
+    if (geteuid () != 0) {
+        if (enter_user_namespace () < 0)
             return;
-        }
     }
-    else {
-        const char *fix = "enable unprivileged user namespaces (kernel.unprivileged_userns_clone, "
-                          "user.max_user_namespaces), or run the gateway as root";
-        if (unshare (CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-            prepare_failed ("unshare(CLONE_NEWUSER|CLONE_NEWNS)", errno, fix);
-            return;
-        }
-        char map[64];
-        snprintf (map, sizeof map, "%u %u 1\n", (unsigned) uid, (unsigned) uid);
-        if (write_text ("/proc/self/uid_map", map) < 0) {
-            prepare_failed ("write /proc/self/uid_map", errno, fix);
-            return;
-        }
-        snprintf (map, sizeof map, "%u %u 1\n", (unsigned) gid, (unsigned) gid);
-        if (write_text ("/proc/self/setgroups", "deny") < 0 || write_text ("/proc/self/gid_map", map) < 0) {
-            prepare_failed ("write /proc/self/gid_map", errno, fix);
-            return;
-        }
+    else if (unshare (CLONE_NEWNS) < 0) {
+        prepare_failed ("unshare(CLONE_NEWNS)", errno,
+                        "give it CAP_SYS_ADMIN and let it unshare a mount namespace (systemd: "
+                        "RestrictNamespaces= without mnt forbids it; a container's default seccomp "
+                        "profile allows it with CAP_SYS_ADMIN)");
+        return;
     }
     if (mount ("none", "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
         prepare_failed ("mount --make-rslave /", errno,
