@@ -106,11 +106,15 @@ class Balancer:
                    KENNEL_HAPROXY_DIR=str(HAPROXY_CFG.parent), **self.env)
         self.proc = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
-        wait_until(lambda: self.states() and all(s == "UP" for n, s in self.states().items()
-                                                 if any(g.shard in n and g.alive() and g not in expect_down
-                                                        for g in gateways)),
-                   30, lambda: f"haproxy up with its gateways UP: {self.states()}; "
-                               f"{(self.dir / 'haproxy.log').read_text()[-2000:]}", interval=0.1)
+        try:
+            wait_until(lambda: self.states() and all(s == "UP" for n, s in self.states().items()
+                                                     if any(g.shard in n and g.alive() and g not in expect_down
+                                                            for g in gateways)),
+                       30, lambda: f"haproxy up with its gateways UP: {self.states()}; "
+                                   f"{(self.dir / 'haproxy.log').read_text()[-2000:]}", interval=0.1)
+        except TimeoutError:
+            self.stop()   # no fixture holds it yet to stop it
+            raise
 
     def admin(self, command):
         try:
