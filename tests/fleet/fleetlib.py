@@ -44,7 +44,11 @@ class Gateway:
         cfg = {"shard": format(index, "x"), "max_conversations": 200, "warm_pool": 2}
         cfg.update(config or {})
         if tls:
-            cfg["http"] = dict(cfg.get("http", {}), certfile=str(tls[0]), keyfile=str(tls[1]))
+            # the balancer's Lua calls name the certificate's host (Host:
+            # kennel-gateway), which a loopback listener's Host check must be
+            # told it serves (http.allow_hosts)
+            cfg["http"] = dict(cfg.get("http", {}), certfile=str(tls[0]), keyfile=str(tls[1]),
+                               allow_hosts=["kennel-gateway"])
         self.gw = HttpGateway(d, config=cfg, env={"KENNEL_AUTH_TOKEN": token})
         self.verify = str(tls[2]) if tls else True
         wait_until(lambda: self.ready(token), 60, "GET /api/kernelspecs answering 200")

@@ -36,9 +36,10 @@ def state_dir(m):
     return start["state_dir"]
 
 
-def mounts_under(path):
-    """The mount points in this (the host's) mount namespace at or below path."""
-    with open("/proc/self/mountinfo") as f:
+def mounts_under(path, pid="self"):
+    """The mount points at or below path in the mount namespace of process
+    pid (default: this one's, the host's)."""
+    with open(f"/proc/{pid}/mountinfo") as f:
         points = [line.split()[4] for line in f]
     return [p for p in points if p == path or p.startswith(path + "/")]
 
@@ -61,13 +62,16 @@ def test_a_signal_or_stdin_s_end_during_an_execution_ends_cleanly(tmp_path, uid,
     """Before: SIGTERM and SIGINT crashed in the teardown (a call answered
     through the freed stdout sink: rc -11, ASan heap-use-after-free),
     SIGHUP killed it (rc -1), and both left the state dir with 7 tmpfs
-    mounts in the host's namespace (as root)."""
+    mounts (as root, in the host's namespace then)."""
     m = front(tmp_path, uid)
     try:
         state = state_dir(m)
         assert os.path.isdir(state)
         if uid is None:
-            assert mounts_under(state), "a root gateway mounts its workspaces' tmpfs in the host's namespace"
+            # the workspaces' tmpfs are mounted, in the front's own namespace
+            # alone (gw_process_setup), never in the host's
+            assert mounts_under(state, m.proc.pid), "a root gateway mounts its workspaces' tmpfs"
+            assert mounts_under(state) == []
         rid = running(m)
         if end == "stdin closed":
             m.proc.stdin.close()
@@ -97,10 +101,8 @@ def test_a_signal_or_stdin_s_end_during_an_execution_ends_cleanly(tmp_path, uid,
 
 def test_a_sigkill_leaves_no_state_dir():
     """The reaper removes the state dir once the front is gone, SIGKILL
-    included (as uid 65534, whose mounts are in a namespace that ends with
-    the front; a root front's tmpfs mounts are in the host's namespace, so
-    a SIGKILL leaves them and their mount points: they go when the
-    gateway mounts in a namespace of its own). Before: the dir stayed."""
+    included (as uid 65534; a root front's mounts, in its own namespace
+    too, are tests/mcp/test_mounts.py's). Before: the dir stayed."""
     m = front(None, hostprobe.NOBODY)
     try:
         state = state_dir(m)
