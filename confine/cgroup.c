@@ -71,19 +71,6 @@ write_limit (const char *dir, const char *file, const char *value, bool optional
     return -1;
 }
 
-static void
-remove_dirs (confine_ctx_t *ctx)
-{
-    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++) {
-        if (!ctx->cgroup_dirs[i][0])
-            continue;
-        /* The last tasks may still be leaving: retry briefly on EBUSY. */
-        for (int tries = 0; tries < 100 && rmdir (ctx->cgroup_dirs[i]) < 0 && errno == EBUSY; tries++)
-            nanosleep (&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
-        ctx->cgroup_dirs[i][0] = 0;
-    }
-}
-
 /* mkdir of our cgroup. Its name carries our pid, so an existing one was
    left by an earlier launcher with the same pid that was SIGKILLed before
    it could clean up: its tasks are gone with that sandbox, remove it. */
@@ -97,8 +84,9 @@ make_cgroup (char *dir)
     return mkdir (dir, 0755);
 }
 
-/* Removes cgroups "kennel-<pid>" beside ours whose launcher is gone (the
-   waiter was SIGKILLed, so it could not). rmdir fails on one in use. */
+/* Removes cgroups "kennel-<pid>" (a sandbox's) and "kennel-<pid>-<n>"
+   (confine_cgroup_new's) beside ours whose maker is gone (a waiter or a
+   gateway SIGKILLed, so it could not). rmdir fails on one in use. */
 static void
 remove_stale (const char *parent)
 {
@@ -106,8 +94,10 @@ remove_stale (const char *parent)
     struct dirent *entry;
     while (d && (entry = readdir (d))) {
         int pid;
+        unsigned n;
         char tail;
-        if (sscanf (entry->d_name, "kennel-%d%c", &pid, &tail) != 1 || pid <= 0)
+        int got = sscanf (entry->d_name, "kennel-%d-%u%c", &pid, &n, &tail);
+        if ((got != 1 && got != 2) || pid <= 0)
             continue;
         if (kill (pid, 0) < 0 && errno == ESRCH) {
             char path[PATH_MAX];
@@ -119,104 +109,157 @@ remove_stale (const char *parent)
         closedir (d);
 }
 
-static int
-limits_failed (confine_ctx_t *ctx, const char *what, const char *path, int err, const char *hint)
-{
-    remove_dirs (ctx);
-    return confine_layer_fail (ctx, CONFINE_LAYER_CGROUP, CONFINE_UNSUPPORTED, err,
-                               "%s %s: %s; %s; memory is then bounded by rlimits only",
-                               what, path, strerror (err), hint);
-}
+/* Why a cgroup could not be made: the step, its path, the errno and the
+   host setting to change. One sentence for the sandbox's layer report and
+   for a caller's own cgroup (confine_cgroup_new). */
+typedef struct {
+    const char *what;
+    char path[PATH_MAX];
+    int err;
+    const char *hint;
+} cg_failure_t;
+
+typedef struct {
+    uint64_t memory_bytes, pids;
+    double cpus;
+} cg_limits_t;
 
 static int
-prepare_v1 (confine_ctx_t *ctx)
+cg_fail (cg_failure_t *why, const char *what, const char *path, int err, const char *hint)
 {
-    const confine_policy_t *p = ctx->policy;
+    why->what = what;
+    snprintf (why->path, sizeof why->path, "%s", path);
+    why->err = err;
+    why->hint = hint;
+    return -1;
+}
+
+static void
+cg_remove_dirs (char (*dirs)[PATH_MAX])
+{
+    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++) {
+        if (!dirs[i][0])
+            continue;
+        /* The last tasks may still be leaving: retry briefly on EBUSY. */
+        for (int tries = 0; tries < 100 && rmdir (dirs[i]) < 0 && errno == EBUSY; tries++)
+            nanosleep (&(struct timespec) { 0, 10 * 1000 * 1000 }, NULL);
+        dirs[i][0] = 0;
+    }
+}
+
+/* v1: one directory per controller hierarchy (memory, pids, and cpu when a
+   quota is asked for). */
+static int
+cg_make_v1 (char (*dirs)[PATH_MAX], const char *name, const cg_limits_t *lim, cg_failure_t *why, char *desc,
+            size_t desclen)
+{
     char own[PATH_MAX / 2], value[64];
     for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++) {
+        if (i == 2 && lim->cpus <= 0)
+            continue;
         if (own_cgroup (v1_controllers[i], own, sizeof own) < 0)
-            return limits_failed (ctx, "find controller", v1_controllers[i], ENOENT,
-                                  "mount the cgroup v1 memory, pids and cpu controllers");
+            return cg_fail (why, "find controller", v1_controllers[i], ENOENT,
+                            "mount the cgroup v1 memory, pids and cpu controllers");
         char parent[PATH_MAX / 2 + 32];
         snprintf (parent, sizeof parent, "/sys/fs/cgroup/%s%s", v1_controllers[i], own);
         remove_stale (parent);
-        char *dir = ctx->cgroup_dirs[i];
-        snprintf (dir, PATH_MAX, "%s/kennel-%d", parent, (int) getpid ());
-        if (make_cgroup (dir) < 0) {
-            int err = errno;
-            dir[0] = 0;
-            return limits_failed (ctx, "cgroup v1: mkdir in", parent, err,
-                                  "cgroup v1 limits need root (start as root, or use a host with cgroup v2 delegation)");
+        snprintf (dirs[i], PATH_MAX, "%s/%s", parent, name);
+        if (make_cgroup (dirs[i]) < 0) {
+            dirs[i][0] = 0;
+            return cg_fail (why, "cgroup v1: mkdir in", parent, errno,
+                            "cgroup v1 limits need root (start as root, or use a host with cgroup v2 delegation)");
         }
     }
-    const char *mem = ctx->cgroup_dirs[0], *pids = ctx->cgroup_dirs[1], *cpu = ctx->cgroup_dirs[2];
-    if (p->memory_bytes) {
-        snprintf (value, sizeof value, "%llu", (unsigned long long) p->memory_bytes);
+    const char *mem = dirs[0], *pids = dirs[1], *cpu = dirs[2];
+    if (lim->memory_bytes) {
+        snprintf (value, sizeof value, "%llu", (unsigned long long) lim->memory_bytes);
         if (write_limit (mem, "memory.limit_in_bytes", value, false) < 0
             || write_limit (mem, "memory.memsw.limit_in_bytes", value, true) < 0)
-            return limits_failed (ctx, "write memory limit in", mem, errno, "check the memory controller");
+            return cg_fail (why, "write memory limit in", mem, errno, "check the memory controller");
     }
-    if (p->pids) {
-        snprintf (value, sizeof value, "%llu", (unsigned long long) p->pids);
+    if (lim->pids) {
+        snprintf (value, sizeof value, "%llu", (unsigned long long) lim->pids);
         if (write_limit (pids, "pids.max", value, false) < 0)
-            return limits_failed (ctx, "write pids.max in", pids, errno, "check the pids controller");
+            return cg_fail (why, "write pids.max in", pids, errno, "check the pids controller");
     }
-    if (p->cpus > 0) {
-        snprintf (value, sizeof value, "%lld", (long long) (p->cpus * 100000));
+    if (lim->cpus > 0) {
+        snprintf (value, sizeof value, "%lld", (long long) (lim->cpus * 100000));
         if (write_limit (cpu, "cpu.cfs_period_us", "100000", false) < 0
             || write_limit (cpu, "cpu.cfs_quota_us", value, false) < 0)
-            return limits_failed (ctx, "write cpu quota in", cpu, errno, "check the cpu controller (CFS bandwidth)");
+            return cg_fail (why, "write cpu quota in", cpu, errno, "check the cpu controller (CFS bandwidth)");
     }
-    confine_report_set (ctx->report, CONFINE_LAYER_CGROUP, CONFINE_ACTIVE,
-                        "cgroup v1 (as root): memory %llu B, pids %llu, cpus %.2f in %s",
-                        (unsigned long long) p->memory_bytes, (unsigned long long) p->pids, p->cpus, mem);
+    snprintf (desc, desclen, "cgroup v1 (as root): memory %llu B, pids %llu, cpus %.2f in %s",
+              (unsigned long long) lim->memory_bytes, (unsigned long long) lim->pids, lim->cpus, mem);
     return 0;
 }
 
 static int
-prepare_v2 (confine_ctx_t *ctx)
+cg_make_v2 (char (*dirs)[PATH_MAX], const char *name, const cg_limits_t *lim, cg_failure_t *why, char *desc,
+            size_t desclen)
 {
-    const confine_policy_t *p = ctx->policy;
     char own[PATH_MAX / 2], parent[PATH_MAX / 2 + 32], value[64];
     if (own_cgroup ("", own, sizeof own) < 0)
-        return limits_failed (ctx, "read", "/proc/self/cgroup", ENOENT, "no cgroup v2 entry");
+        return cg_fail (why, "read", "/proc/self/cgroup", ENOENT, "no cgroup v2 entry");
     snprintf (parent, sizeof parent, "/sys/fs/cgroup%s", own);
     /* Enabling controllers for children fails with EBUSY while processes
        live in the parent itself ("no internal processes"); a delegated
        setup puts the gateway in a leaf and enables them once. */
-    if (write_limit (parent, "cgroup.subtree_control", "+memory +pids +cpu", false) < 0) {
-        return limits_failed (ctx, "cgroup v2: enable +memory +pids +cpu in", parent, errno,
-                              "run the gateway in a delegated cgroup (systemd Delegate=yes) whose "
-                              "controllers are enabled for children");
-    }
+    if (write_limit (parent, "cgroup.subtree_control", lim->cpus > 0 ? "+memory +pids +cpu" : "+memory +pids", false)
+        < 0)
+        return cg_fail (why, lim->cpus > 0 ? "cgroup v2: enable +memory +pids +cpu in" : "cgroup v2: enable +memory +pids in",
+                        parent, errno,
+                        "run the gateway in a delegated cgroup (systemd Delegate=yes) whose "
+                        "controllers are enabled for children");
     remove_stale (parent);
-    char *dir = ctx->cgroup_dirs[0];
-    snprintf (dir, PATH_MAX, "%s/kennel-%d", parent, (int) getpid ());
+    char *dir = dirs[0];
+    snprintf (dir, PATH_MAX, "%s/%s", parent, name);
     if (make_cgroup (dir) < 0) {
-        int err = errno;
         dir[0] = 0;
-        return limits_failed (ctx, "cgroup v2: mkdir in", parent, err, "delegate a writable cgroup subtree");
+        return cg_fail (why, "cgroup v2: mkdir in", parent, errno, "delegate a writable cgroup subtree");
     }
-    if (p->memory_bytes) {
-        snprintf (value, sizeof value, "%llu", (unsigned long long) p->memory_bytes);
+    if (lim->memory_bytes) {
+        snprintf (value, sizeof value, "%llu", (unsigned long long) lim->memory_bytes);
         if (write_limit (dir, "memory.max", value, false) < 0 || write_limit (dir, "memory.swap.max", "0", true) < 0
             || write_limit (dir, "memory.oom.group", "1", true) < 0)
-            return limits_failed (ctx, "write memory.max in", dir, errno, "check the memory controller");
+            return cg_fail (why, "write memory.max in", dir, errno, "check the memory controller");
     }
-    if (p->pids) {
-        snprintf (value, sizeof value, "%llu", (unsigned long long) p->pids);
+    if (lim->pids) {
+        snprintf (value, sizeof value, "%llu", (unsigned long long) lim->pids);
         if (write_limit (dir, "pids.max", value, false) < 0)
-            return limits_failed (ctx, "write pids.max in", dir, errno, "check the pids controller");
+            return cg_fail (why, "write pids.max in", dir, errno, "check the pids controller");
     }
-    if (p->cpus > 0) {
-        snprintf (value, sizeof value, "%lld 100000", (long long) (p->cpus * 100000));
+    if (lim->cpus > 0) {
+        snprintf (value, sizeof value, "%lld 100000", (long long) (lim->cpus * 100000));
         if (write_limit (dir, "cpu.max", value, false) < 0)
-            return limits_failed (ctx, "write cpu.max in", dir, errno, "check the cpu controller");
+            return cg_fail (why, "write cpu.max in", dir, errno, "check the cpu controller");
     }
-    confine_report_set (ctx->report, CONFINE_LAYER_CGROUP, CONFINE_ACTIVE,
-                        "cgroup v2: memory %llu B, pids %llu, cpus %.2f in %s",
-                        (unsigned long long) p->memory_bytes, (unsigned long long) p->pids, p->cpus, dir);
+    snprintf (desc, desclen, "cgroup v2: memory %llu B, pids %llu, cpus %.2f in %s",
+              (unsigned long long) lim->memory_bytes, (unsigned long long) lim->pids, lim->cpus, dir);
     return 0;
+}
+
+/* A cgroup named name below our own with lim, in dirs (what was made is
+   removed again on failure). cgroup v1 needs root: it cannot be delegated. */
+static int
+cg_make (char (*dirs)[PATH_MAX], const char *name, const cg_limits_t *lim, bool root, cg_failure_t *why, char *desc,
+         size_t desclen)
+{
+    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++)
+        dirs[i][0] = 0;
+    struct statfs fs;
+    int rc;
+    if (statfs ("/sys/fs/cgroup", &fs) < 0)
+        rc = cg_fail (why, "statfs", "/sys/fs/cgroup", errno, "mount cgroup2 on /sys/fs/cgroup");
+    else if (fs.f_type == CGROUP2_SUPER_MAGIC)
+        rc = cg_make_v2 (dirs, name, lim, why, desc, desclen);
+    else if (!root)
+        rc = cg_fail (why, "cgroup v1 hierarchy at", "/sys/fs/cgroup", EPERM,
+                      "cgroup v1 cannot be delegated: start as root, or use a host with cgroup v2 delegation");
+    else
+        rc = cg_make_v1 (dirs, name, lim, why, desc, desclen);
+    if (rc < 0)
+        cg_remove_dirs (dirs);
+    return rc;
 }
 
 int
@@ -227,15 +270,16 @@ cgroup_prepare (confine_ctx_t *ctx)
         confine_report_set (ctx->report, CONFINE_LAYER_CGROUP, CONFINE_ACTIVE, "no cgroup limits requested");
         return 0;
     }
-    struct statfs fs;
-    if (statfs ("/sys/fs/cgroup", &fs) < 0)
-        return limits_failed (ctx, "statfs", "/sys/fs/cgroup", errno, "mount cgroup2 on /sys/fs/cgroup");
-    if (fs.f_type == CGROUP2_SUPER_MAGIC)
-        return prepare_v2 (ctx);
-    if (!ctx->root)
-        return limits_failed (ctx, "cgroup v1 hierarchy at", "/sys/fs/cgroup", EPERM,
-                              "cgroup v1 cannot be delegated: start as root, or use a host with cgroup v2 delegation");
-    return prepare_v1 (ctx);
+    cg_limits_t lim = { p->memory_bytes, p->pids, p->cpus };
+    cg_failure_t why;
+    char name[32], desc[320];
+    snprintf (name, sizeof name, "kennel-%d", (int) getpid ());
+    if (cg_make (ctx->cgroup_dirs, name, &lim, ctx->root, &why, desc, sizeof desc) < 0)
+        return confine_layer_fail (ctx, CONFINE_LAYER_CGROUP, CONFINE_UNSUPPORTED, why.err,
+                                   "%s %s: %s; %s; memory is then bounded by rlimits only", why.what, why.path,
+                                   strerror (why.err), why.hint);
+    confine_report_set (ctx->report, CONFINE_LAYER_CGROUP, CONFINE_ACTIVE, "%s", desc);
+    return 0;
 }
 
 int
@@ -294,7 +338,7 @@ cgroup_cleanup (confine_ctx_t *ctx)
     /* The only place the cause of a SIGKILL is known: kept for on_exit. */
     if (ctx->cgroup_dirs[0][0] && ctx->policy->memory_bytes)
         s_oom_kills = oom_kills (ctx->cgroup_dirs[0]);
-    remove_dirs (ctx);
+    cg_remove_dirs (ctx->cgroup_dirs);
 }
 
 int
@@ -309,4 +353,120 @@ cgroupns_enter (confine_ctx_t *ctx)
     confine_report_set (ctx->report, CONFINE_LAYER_CGROUPNS, CONFINE_ACTIVE,
                         "own cgroup namespace: the sandbox's cgroup is its root");
     return 0;
+}
+
+/* ---- a cgroup of its own for a process the caller starts ------------------ */
+
+struct confine_cgroup {
+    char *dirs[CONFINE_CGROUP_CONTROLLERS]; /* NULL when none */
+    char *procs[CONFINE_CGROUP_CONTROLLERS + 1];
+    char description[320];
+};
+
+confine_cgroup_t *
+confine_cgroup_new (uint64_t memory_bytes, uint64_t pids, confine_error_t *error)
+{
+    static unsigned s_serial;
+    char (*dirs)[PATH_MAX] = confine_xcalloc (CONFINE_CGROUP_CONTROLLERS, PATH_MAX);
+    char name[48], desc[320];
+    snprintf (name, sizeof name, "kennel-%d-%u", (int) getpid (), ++s_serial);
+    cg_limits_t lim = { memory_bytes, pids, 0 };
+    cg_failure_t why;
+    confine_cgroup_t *self = NULL;
+    if (cg_make (dirs, name, &lim, geteuid () == 0, &why, desc, sizeof desc) < 0)
+        confine_error_set (error, confine_layer_name (CONFINE_LAYER_CGROUP), why.err, "%s %s: %s; %s", why.what,
+                           why.path, strerror (why.err), why.hint);
+    else {
+        self = confine_xcalloc (1, sizeof *self);
+        snprintf (self->description, sizeof self->description, "%s", desc);
+        size_t n = 0;
+        for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++)
+            if (dirs[i][0]) {
+                self->dirs[n] = confine_xstrdup (dirs[i]);
+                self->procs[n] = confine_xmalloc (strlen (dirs[i]) + sizeof "/cgroup.procs");
+                sprintf (self->procs[n], "%s/cgroup.procs", dirs[i]);
+                n++;
+            }
+    }
+    free (dirs);
+    return self;
+}
+
+const char *
+confine_cgroup_describe (const confine_cgroup_t *self)
+{
+    return self->description;
+}
+
+const char *const *
+confine_cgroup_procs (const confine_cgroup_t *self)
+{
+    return (const char *const *) self->procs;
+}
+
+/* The first directory not yet removed (each holds every process), or -1. */
+static int
+cg_first (const confine_cgroup_t *self)
+{
+    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++)
+        if (self->dirs[i])
+            return i;
+    return -1;
+}
+
+int
+confine_cgroup_kill (confine_cgroup_t *self)
+{
+    int i = cg_first (self);
+    if (i < 0)
+        return 0;
+    char path[PATH_MAX + 32];
+    snprintf (path, sizeof path, "%s/cgroup.kill", self->dirs[i]);
+    if (confine_write_file (path, "1") == 0)
+        return 1; /* v2 since Linux 5.14: the kernel kills them all, forks included */
+    int signalled = 0;
+    FILE *f = fopen (self->procs[i], "re");
+    int pid;
+    while (f && fscanf (f, "%d", &pid) == 1)
+        if (pid > 0 && kill (pid, SIGKILL) == 0)
+            signalled++;
+    if (f)
+        fclose (f);
+    return signalled;
+}
+
+int
+confine_cgroup_remove (confine_cgroup_t *self)
+{
+    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++) {
+        if (!self->dirs[i])
+            continue;
+        if (rmdir (self->dirs[i]) < 0 && errno != ENOENT)
+            return -1;
+        free (self->dirs[i]);
+        self->dirs[i] = NULL;
+    }
+    return 0;
+}
+
+long
+confine_cgroup_oom_kills (const confine_cgroup_t *self)
+{
+    return self->dirs[0] ? oom_kills (self->dirs[0]) : -1; /* v1's memory, or v2's one directory */
+}
+
+void
+confine_cgroup_destroy (confine_cgroup_t **self_p)
+{
+    confine_cgroup_t *self = *self_p;
+    if (!self)
+        return;
+    int rc = confine_cgroup_remove (self);
+    (void) rc; /* one still in use stays, for remove_stale once its maker is gone */
+    for (int i = 0; i < CONFINE_CGROUP_CONTROLLERS; i++) {
+        free (self->dirs[i]);
+        free (self->procs[i]);
+    }
+    free (self);
+    *self_p = NULL;
 }

@@ -201,6 +201,34 @@ void confine_error_set (confine_error_t *self, const char *stage, int err,
 /* {"stage", "errno", "message"}; new reference. */
 json_t *confine_error_json (const confine_error_t *self);
 
+/* A cgroup of its own, with the sandbox's cgroup code, for a process the
+   caller starts outside any sandbox (the gateway's host tool commands):
+   "kennel-<pid>-<n>" below the caller's own cgroup (cgroup v2 with a
+   delegated subtree, or as root the v1 memory and pids hierarchies), with
+   memory.max / memory.limit_in_bytes (+memsw) and pids.max (0 = none of
+   that kind). NULL when the host cannot give one: error names the step,
+   its errno and the host setting, as the sandbox's cgroup layer does
+   (stage "cgroup"). Making one costs ~0.6 ms (v1, two hierarchies). */
+typedef struct confine_cgroup confine_cgroup_t;
+confine_cgroup_t *confine_cgroup_new (uint64_t memory_bytes, uint64_t pids, confine_error_t *error);
+/* "cgroup v1 (as root): memory N B, pids N in DIR" */
+const char *confine_cgroup_describe (const confine_cgroup_t *self);
+/* The cgroup.procs files a child writes "0" into to join it, NULL-ended:
+   joining waits for an RCU grace period (~10 ms on v1), so the child does
+   it, between fork and exec (plain open and write: safe after fork). */
+const char *const *confine_cgroup_procs (const confine_cgroup_t *self);
+/* SIGKILL to every process in it now (v2: cgroup.kill); never waits.
+   How many were signalled (v2: 1 when the kernel took the kill). */
+int confine_cgroup_kill (confine_cgroup_t *self);
+/* Removes its directories: 0, or -1 (errno EBUSY while processes are
+   still leaving: try again later). Never waits. */
+int confine_cgroup_remove (confine_cgroup_t *self);
+/* How many processes its memory limit killed, -1 when unknown. */
+long confine_cgroup_oom_kills (const confine_cgroup_t *self);
+/* Frees it, removing what it can (a directory still in use stays until a
+   later sweep, once this process is gone). */
+void confine_cgroup_destroy (confine_cgroup_t **self_p);
+
 /* Applies policy to the calling process. Returns 0 in the confined
    process (report filled, caller frees it). Returns -1 in the original
    process when confinement could not be set up (nothing ran; error filled).
