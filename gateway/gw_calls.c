@@ -8,9 +8,15 @@
     is pending until the client's tool_reply names its call_id, the tool
     timeout, the end of its execution or of the kernel, or the client that
     serves its stdin going away (a websocket closed: ToolUnavailable at
-    once, as when no client serves stdin). Each call is logged
-    once (event tool_call), without argument values unless the operator's
-    config asks for them.
+    once, as when no client serves stdin). A conversation has at most
+    max_concurrent_tool_calls calls pending (ToolBusy beyond): each may be
+    a process on the host, outside the sandbox. A call the gateway ends
+    without the client's reply (timeout, its execution ended, the kernel
+    ended, the conversation closed) is told to that client in a
+    tool_cancel when it asked for them, so that the host stops its work (a
+    host command is killed). Each call is logged once (event tool_call, rate-limited per
+    conversation), without argument values unless the operator's config
+    asks for them.
 */
 #include "gw_config.h"
 #include "gw_log.h"
@@ -74,7 +80,7 @@ call_destroy (gw_call_t **self_p)
     free (self->exec_msg_id);
     json_decref (self->header);
     json_decref (self->arguments);
-    zframe_destroy (&self->token);
+    zmsg_destroy (&self->ids);
     free (self);
     *self_p = NULL;
 }
@@ -95,6 +101,23 @@ call_end (gw_relay_t *self, gw_call_t *call, const char *status, const char *ena
     zhashx_delete (self->calls, call->call_id);
 }
 
+/* Ends a pending call that its client is still serving: a client that asked
+   (its execute_request's metadata.kennel.tool_cancel) gets tool_cancel
+   {call_id, reason} on stdin (parent: the kernel's tool_request), so that
+   the work stops with the call. Others never see a message they did not
+   ask for on stdin (jupyter_client hands every one to its stdin hook). */
+static void
+call_cancel (gw_relay_t *self, gw_call_t *call, const char *status)
+{
+    if (call->tell) {
+        wire_msg_t *m = own_msg (self, "tool_cancel", call->header, call->ids);
+        wire_msg_set_content (m, json_pack ("{s:s, s:s}", "call_id", call->call_id, "reason", status));
+        client_send_own (self, m, WIRE_STDIN);
+        wire_msg_destroy (&m);
+    }
+    call_end (self, call, status, status && streq (status, "timeout") ? "ToolTimeout" : NULL, NULL);
+}
+
 static int
 on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
 {
@@ -107,7 +130,7 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
     json_t *call_id = json_string (call->call_id);
     tool_answer_error (self, call->header, call_id, "ToolTimeout", evalue);
     json_decref (call_id);
-    call_end (self, call, "timeout", "ToolTimeout", NULL);
+    call_cancel (self, call, "timeout");
     return 0;
 }
 
@@ -120,7 +143,7 @@ calls_end_peer (void *arg, zframe_t *token)
     zlistx_t *ids = zhashx_keys (self->calls);
     for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
         gw_call_t *call = zhashx_lookup (self->calls, id);
-        if (!call || !zframe_eq (call->token, token))
+        if (!call || !zframe_eq (zmsg_first (call->ids), token))
             continue;
         json_t *call_id = json_string (call->call_id);
         tool_answer_error (self, call->header, call_id, "ToolUnavailable", NO_STDIN);
@@ -130,7 +153,8 @@ calls_end_peer (void *arg, zframe_t *token)
     zlistx_destroy (&ids);
 }
 
-/* Ends the pending calls of one execution (msg_id) or of all (NULL). */
+/* Ends the pending calls of one execution (msg_id) or of all (NULL); their
+   clients are told. */
 void
 calls_end (gw_relay_t *self, const char *msg_id, const char *status)
 {
@@ -138,7 +162,7 @@ calls_end (gw_relay_t *self, const char *msg_id, const char *status)
     for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
         gw_call_t *call = zhashx_lookup (self->calls, id);
         if (call && (!msg_id || streq (call->exec_msg_id, msg_id)))
-            call_end (self, call, status, NULL, NULL);
+            call_cancel (self, call, status);
     }
     zlistx_destroy (&ids);
 }
@@ -151,6 +175,7 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     const char *name = json_string_value (json_object_get (content, "name"));
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
     int max_calls = self->owner->config (self->conv)->max_tool_calls;
+    int max_pending = self->owner->config (self->conv)->max_concurrent_tool_calls;
     const json_t *tool = NULL;
     char problem[300];
     if (!e || !e->started) {
@@ -187,6 +212,13 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
         *ename = "InvalidToolArguments";
         snprintf (why, size, "tool '%.*s': %s", gw_text_fit (name, 100), name, problem);
     }
+    else if ((int) zhashx_size (self->calls) >= max_pending) {
+        *ename = GW_TOOL_BUSY;
+        snprintf (why, size,
+                  "this conversation already has %d tool calls waiting for their host, the limit "
+                  "(max_concurrent_tool_calls); call again once one has returned",
+                  max_pending);
+    }
     else
         return false;
     return true;
@@ -218,7 +250,8 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
     call->header = json_incref (header);
     if (self->owner->config (self->conv)->log_tool_arguments)
         call->arguments = json_incref (json_object_get (content, "arguments"));
-    call->token = zframe_dup (zmsg_first (e->ids));
+    call->ids = zmsg_dup (e->ids);
+    call->tell = e->tool_cancel;
     call->bytes = bytes;
     call->started_at = gw_clock_mono ();
     double timeout = self->owner->policy (self->conv)->tool_timeout;

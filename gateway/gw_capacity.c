@@ -36,6 +36,14 @@
    (gw_linger.h): room kept from conversations, not needed to start */
 #define LINGER_FDS       (GW_LINGER_MAX * GW_LINGER_FDS)
 #define LINGER_SOCKETS   (GW_LINGER_MAX * GW_LINGER_SOCKETS)
+/* the host tool commands of this process (gateway/mcp/mcp_hosttools.c):
+   each holds its stdout and stderr pipes and its pidfd while it runs, at
+   most mcp.max_commands at once, and one being started holds three more
+   (the arguments' memfd, the pipes' other ends) until it is forked. Kept
+   whether or not tools are configured: `kennel mcp --tools` serves them
+   from its own gateway, and a reload may add them to a daemon's /mcp. */
+#define COMMAND_FDS      3
+#define COMMAND_START_FDS 3
 /* a new conversation needs this many free fds when counted for real */
 #define FD_SLACK         (2 * FDS_PER_CONV + 8)
 
@@ -62,7 +70,8 @@ capacity_compute (gw_capacity_t *self)
     struct rlimit nofile = {0};
     getrlimit (RLIMIT_NOFILE, &nofile);
     self->nofile = nofile.rlim_cur == RLIM_INFINITY || nofile.rlim_cur > INT32_MAX ? INT32_MAX : (int64_t) nofile.rlim_cur;
-    int64_t fds = self->nofile - FD_RESERVE - LINGER_FDS - 4 * self->launches;
+    int64_t fds = self->nofile - FD_RESERVE - LINGER_FDS - 4 * self->launches
+                  - (int64_t) COMMAND_FDS * self->commands - COMMAND_START_FDS;
     int64_t sockets = (int64_t) self->max_sockets - SOCKET_RESERVE - LINGER_SOCKETS;
     int64_t by_fds = fds / FDS_PER_CONV - self->pool;
     int64_t by_sockets = sockets / SOCKETS_PER_CONV - self->pool;
@@ -95,6 +104,7 @@ gw_capacity_init (gw_capacity_t *self, const gw_config_t *config)
     self->max_conversations = config->max_conversations;
     self->pool = config->warm_pool;
     self->launches = config->max_parallel_launches;
+    self->commands = config->mcp_max_commands;
     capacity_compute (self);
 }
 

@@ -15,7 +15,7 @@ typedef struct {
     int by_fds;        /* conversations the fds allow (warm pool deducted) */
     int by_sockets;    /* the same for ZeroMQ sockets */
     int conversations; /* the least of those and max_conversations */
-    int max_conversations, pool, launches; /* from the config */
+    int max_conversations, pool, launches, commands; /* from the config */
 } gw_capacity_t;
 
 /* Whether RLIMIT_NOFILE, once raised to its hard limit, leaves the gateway

@@ -381,10 +381,11 @@ gw_config_limits_json (const gw_config_t *c)
     json_t *maxima = gw_policy_to_json (&c->maxima);
     json_object_del (maxima, "builtins");
     json_object_del (maxima, "imports");
-    return json_pack ("{s:o, s:o, s:o, s:i, s:i, s:I, s:i}", "defaults", gw_policy_to_json (&c->defaults), "maxima",
-                      maxima, "kernelspecs", gw_config_kernelspecs_json (c), "max_conversations", c->max_conversations,
-                      "queue_limit", c->queue_limit, "max_message_bytes", (json_int_t) c->max_message_bytes,
-                      "max_tool_calls", c->max_tool_calls);
+    return json_pack ("{s:o, s:o, s:o, s:i, s:i, s:I, s:i, s:i}", "defaults", gw_policy_to_json (&c->defaults),
+                      "maxima", maxima, "kernelspecs", gw_config_kernelspecs_json (c), "max_conversations",
+                      c->max_conversations, "queue_limit", c->queue_limit, "max_message_bytes",
+                      (json_int_t) c->max_message_bytes, "max_tool_calls", c->max_tool_calls,
+                      "max_concurrent_tool_calls", c->max_concurrent_tool_calls);
 }
 
 /* The launcher next to our own binary (build tree or prefix/bin), else PATH. */
@@ -477,8 +478,9 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
                                   "idle_check_interval",
                                   "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", "max_tool_calls", "log_tool_arguments", "warm_pool", "fork_server", "http",
-                                  "shard", "drain_grace", "mcp", "active_content", "kernelspecs", NULL};
+                                  "kernels", "max_tool_calls", "max_concurrent_tool_calls", "log_tool_arguments",
+                                  "warm_pool", "fork_server", "http", "shard", "drain_grace", "mcp", "active_content",
+                                  "kernelspecs", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
@@ -526,6 +528,10 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     if (config_number (file, "max_tool_calls", 1, INT_MAX, &v, errmsg) < 0)
         goto done;
     self->max_tool_calls = (int) v;
+    v = self->max_concurrent_tool_calls;
+    if (config_number (file, "max_concurrent_tool_calls", 1, INT_MAX, &v, errmsg) < 0)
+        goto done;
+    self->max_concurrent_tool_calls = (int) v;
     v = self->warm_pool;
     if (config_number (file, "warm_pool", 0, INT_MAX, &v, errmsg) < 0)
         goto done;
@@ -763,10 +769,27 @@ fork_server_apply (gw_config_t *self, json_t *fs, const char *path, char **errms
     return 0;
 }
 
-/* "mcp": {"tools": "/abs/path", "tools_from_mcp": "CMD"}: the shape only;
-   the tools file itself is read and checked by /mcp (gateway/mcp), at
-   start and at each reload. The path is absolute: a reload must read the
-   same file whatever the daemon's cwd became. */
+/* One number of the "mcp" section, from min to max. */
+static int
+mcp_number (json_t *mcp, const char *key, double min, double max, double *out, const char *path, char **errmsg)
+{
+    json_t *v = json_object_get (mcp, key);
+    if (!v)
+        return 0;
+    if (!json_is_number (v) || json_number_value (v) < min || json_number_value (v) > max
+        || json_number_value (v) != (double) (int64_t) json_number_value (v)) {
+        *errmsg = wire_xasprintf ("config %s: mcp.%s must be a whole number from %g to %g", path, key, min, max);
+        return -1;
+    }
+    *out = json_number_value (v);
+    return 0;
+}
+
+/* "mcp": {"tools": "/abs/path", "tools_from_mcp": "CMD", "max_commands",
+   "command_memory_bytes", "command_pids"}: the shape and the bounds of host
+   commands; the tools file itself is read and checked by /mcp
+   (gateway/mcp), at start and at each reload. The path is absolute: a
+   reload must read the same file whatever the daemon's cwd became. */
 static int
 mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
 {
@@ -776,6 +799,8 @@ mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
         *errmsg = wire_xasprintf ("config %s: mcp must be an object", path);
         return -1;
     }
+    static const char *known[] = {"tools", "tools_from_mcp", "max_commands", "command_memory_bytes", "command_pids",
+                                  NULL};
     const char *key;
     json_t *value;
     json_object_foreach (mcp, key, value) {
@@ -788,11 +813,23 @@ mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
             *errmsg = wire_xasprintf ("config %s: mcp.tools_from_mcp must be a non-empty command", path);
             return -1;
         }
-        if (!streq (key, "tools") && !streq (key, "tools_from_mcp")) {
+        int i;
+        for (i = 0; known[i] && !streq (known[i], key); i++)
+            ;
+        if (!known[i]) {
             *errmsg = wire_xasprintf ("config %s: unknown key \"mcp.%s\"", path, key);
             return -1;
         }
     }
+    double commands = self->mcp_max_commands, memory = (double) self->mcp_command_memory_bytes,
+           pids = (double) self->mcp_command_pids;
+    if (mcp_number (mcp, "max_commands", 1, 65536, &commands, path, errmsg) < 0
+        || mcp_number (mcp, "command_memory_bytes", 1 << 20, COUNT_MAX, &memory, path, errmsg) < 0
+        || mcp_number (mcp, "command_pids", 1, 1 << 22, &pids, path, errmsg) < 0)
+        return -1;
+    self->mcp_max_commands = (int) commands;
+    self->mcp_command_memory_bytes = (int64_t) memory;
+    self->mcp_command_pids = (int64_t) pids;
     self->mcp = json_deep_copy (mcp);
     return 0;
 }
@@ -813,6 +850,10 @@ gw_config_load (const char *path, char **errmsg)
     self->drain_grace = 10;
     self->max_message_bytes = wire_limits_default.max_message_bytes;
     self->max_tool_calls = 10000;
+    self->max_concurrent_tool_calls = 16;
+    self->mcp_max_commands = 64;
+    self->mcp_command_memory_bytes = (int64_t) 1 << 30;
+    self->mcp_command_pids = 64;
     self->warm_pool = 2;
     self->fork_server = true;
     self->fork_preload = json_array ();

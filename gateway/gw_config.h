@@ -19,6 +19,11 @@
 /* A kernelspec's name (jupyter's [A-Za-z0-9._-]), at most. */
 #define GW_KERNELSPEC_NAME_MAX 64
 
+/* The ename of a tool call refused because too many calls wait for their
+   host: a conversation's max_concurrent_tool_calls (gw_calls.c), or the
+   host commands running at once in a process (mcp.max_commands). */
+#define GW_TOOL_BUSY "ToolBusy"
+
 /* A conversation's effective limits and kernel settings. */
 typedef struct {
     double execution_timeout; /* s, elapsed per execution, or GW_UNLIMITED */
@@ -47,6 +52,7 @@ typedef struct {
     double launch_timeout;      /* s to wait for the launcher's status line */
     size_t max_message_bytes;
     int max_tool_calls;      /* tool calls per execution */
+    int max_concurrent_tool_calls; /* calls of a conversation waiting for their host at once */
     int warm_pool;           /* pre-started kernels without identity; 0 = none */
     bool log_tool_arguments; /* tool_call log lines carry the arguments */
     /* active_content "allow": kernel outputs reach the peers as sent, script
@@ -63,6 +69,11 @@ typedef struct {
     json_t *kernelspecs;
     json_t *http;    /* the "http" section, read by the HTTP front (gateway/http), or NULL */
     json_t *mcp;     /* the "mcp" section ({"tools", "tools_from_mcp"}), read by /mcp (gateway/mcp), or NULL */
+    /* host tool commands (gateway/mcp/mcp_hosttools.c): at most this many
+       at once in this process, each in a cgroup of these limits */
+    int mcp_max_commands;
+    int64_t mcp_command_memory_bytes;
+    int64_t mcp_command_pids;
     char shard[9];   /* "shard" (KENNEL_SHARD wins): leads every kernel and session id, or "" */
     double drain_grace; /* s that running executions get after SIGTERM (gw_drain.c) */
     int refs;        /* the server and each conversation opened under it (gw_conv_config) */

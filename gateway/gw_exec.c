@@ -258,6 +258,10 @@ exec_new (zmsg_t *msg, json_t *header)
     json_t *allow = json_object_get (content, "allow_stdin");
     e->allow_stdin = !json_is_false (allow);
     json_decref (content);
+    /* a client that understands tool_cancel says so (docs/PROTOCOL.md §8) */
+    json_t *metadata = frame_json (msg, 4, NULL);
+    e->tool_cancel = json_is_true (json_object_get (json_object_get (metadata, "kennel"), "tool_cancel"));
+    json_decref (metadata);
     return e;
 }
 

@@ -35,6 +35,7 @@ typedef struct {
     bool truncated;
     int tool_calls;
     bool allow_stdin;   /* the request's allow_stdin: a client serves tool calls */
+    bool tool_cancel;   /* metadata.kennel.tool_cancel: its client is told of calls ended without its reply */
     int timer_id;       /* execution timeout, 0 when none */
     int grace_timer_id; /* after SIGINT, 0 when none */
     bool timed_out;
@@ -58,7 +59,8 @@ typedef struct {
     size_t bytes;       /* the request's content bytes */
     double started_at;
     int timer_id;       /* tool timeout */
-    zframe_t *token;    /* the peer that serves its stdin (gw_peers.h) */
+    zmsg_t *ids;        /* the execution's peer token (gw_peers.h) and route: who serves its stdin */
+    bool tell;          /* that client asked for tool_cancel (its execution's tool_cancel) */
 } gw_call_t;
 
 struct gw_relay {

@@ -30,7 +30,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c gateway/gw_reach.c \
 	gateway/gw_markup.c gateway/gw_sanitize.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"' -DKENNEL_DATA_DIR='"$(pkgdatadir)"' $(XML2_CFLAGS)
-gateway_kennel_LDADD = $(WIRE_LIBS) $(XML2_LIBS) -lm
+gateway_kennel_LDADD = confine/libconfine.la $(WIRE_LIBS) $(XML2_LIBS) -lm
 
 EXTRA_DIST += gateway/README.md \
 	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \

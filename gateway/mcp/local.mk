@@ -25,5 +25,5 @@ $(MCP_NODE_DIR)/node_modules/.package-lock.json: $(top_srcdir)/tests/mcp/node/pa
 .PHONY: mcp-node
 
 EXTRA_DIST += tests/mcp/mcplib.py tests/mcp/test_framing.py tests/mcp/test_exec.py tests/mcp/test_hosttools.py \
-	tests/mcp/test_sdk.py tests/mcp/test_http.py tests/mcp/test_http_tools.py tests/mcp/test_files.py tests/mcp/test_exit.py tests/mcp/node/package.json tests/mcp/node/package-lock.json tests/mcp/node/client.mjs \
+	tests/mcp/test_sdk.py tests/mcp/test_http.py tests/mcp/test_http_tools.py tests/mcp/test_host_bounds.py tests/mcp/test_files.py tests/mcp/test_exit.py tests/mcp/node/package.json tests/mcp/node/package-lock.json tests/mcp/node/client.mjs \
 	tests/mcp/node/weather_server.mjs tests/mcp/node/calls.mjs tests/mcp/node/auth.mjs tests/mcp/test_mounts.py

@@ -91,10 +91,22 @@ typedef void(mcp_tool_done_fn) (void *arg, json_t *result, const char *ename, co
 /* ---- mcp_hosttools: --tools FILE ------------------------------------- */
 
 /* Loads and checks the file: a list of {"name", "description",
-   "input_schema", "command": [argv], "timeout": seconds}. NULL + *errmsg. */
-mcp_hosttools_t *mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg);
+   "input_schema", "command": [argv], "timeout": seconds}. Its commands
+   run under the bounds of the config of core (the gateway in this
+   process, read at each call: a reload's new config applies to the next
+   call), else of config (held), else the built-in ones (gw_config.h:
+   mcp_max_commands at once, each in a cgroup of mcp_command_memory_bytes
+   and mcp_command_pids, without one only where confine.allow_degraded has
+   "cgroup"). NULL + *errmsg. */
+mcp_hosttools_t *mcp_hosttools_load (zloop_t *loop, const char *path, gw_server_t *core, const gw_config_t *config,
+                                     char **errmsg);
 /* Kills running commands; their calls are answered ToolUnavailable. */
 void mcp_hosttools_destroy (mcp_hosttools_t **self_p);
+/* The call whose done_arg is arg is over for its caller (the gateway ended
+   it: its execution ended, its tool timeout, the conversation closed): its
+   command is killed and done is called with ename ToolCancelled once it
+   exited. false when no command of this call runs. */
+bool mcp_hosttools_cancel (mcp_hosttools_t *self, void *arg);
 /* The declarations of fresh (a reloaded file) from now on; commands that
    run go on and are answered as usual. fresh is destroyed. */
 void mcp_hosttools_take (mcp_hosttools_t *self, mcp_hosttools_t **fresh_p);
@@ -123,8 +135,12 @@ bool mcp_upstream_call (mcp_upstream_t *self, const char *name, json_t *argument
 void mcp_tool_log (const char *via, const char *name, const char *status, double seconds, size_t bytes);
 /* Spawns argv with stdin from in_fd (or /dev/null when -1), stdout to
    out_fd, stderr to err_fd (-1: the server's stderr), in a session of its
-   own, dying with the server. The pid, or -1. */
-pid_t mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd);
+   own, dying with the server; join: the cgroup.procs files the child
+   writes itself into before exec (confine_cgroup_procs), or NULL. When it
+   cannot join, the child's stderr has one line "MCP_JOIN_FAILED <errno>"
+   and it exits 126. The pid, or -1. */
+#define MCP_JOIN_FAILED "kennel: cannot join the command's cgroup:"
+pid_t mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd, const char *const *join);
 int mcp_pidfd_open (pid_t pid);
 
 /* ---- mcp_gateway: the gateway the front uses --------------------------- */
@@ -175,6 +191,10 @@ typedef struct mcp_exec mcp_exec_t;
 /* What the tool server of a conversation does with a kernel's tool call. */
 typedef void(mcp_tool_serve_fn) (const char *name, json_t *arguments, mcp_tool_done_fn *done, void *done_arg,
                                  void *arg);
+/* The call of done_arg is over (the gateway sent tool_cancel, or the
+   conversation goes): its work stops; its done may still come, and is
+   then not answered to the kernel. */
+typedef void(mcp_tool_cancel_fn) (void *done_arg, void *arg);
 typedef void(mcp_conv_ready_fn) (mcp_conv_t *conv, bool ok, const char *errmsg, void *arg);
 /* Called once per execution with everything it produced. */
 typedef struct {
@@ -192,7 +212,8 @@ typedef void(mcp_exec_progress_fn) (double seconds, void *arg);
    messages pass both ways. NULL when the reply has no key or the core no
    such conversation. */
 mcp_conv_t *mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *open_reply,
-                          mcp_tool_serve_fn *serve, void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg);
+                          mcp_tool_serve_fn *serve, mcp_tool_cancel_fn *cancel, void *serve_arg,
+                          mcp_conv_ready_fn *ready, void *ready_arg);
 void mcp_conv_destroy (mcp_conv_t **self_p);
 /* Seconds between progress calls of a running execution. */
 void mcp_conv_set_progress_interval (mcp_conv_t *self, double seconds);

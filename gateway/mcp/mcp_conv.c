@@ -51,7 +51,8 @@ struct mcp_exec {
 };
 
 /* A tool call from the kernel waiting for its host: it outlives its
-   conversation (conv set NULL) until the tool server answers. */
+   conversation, or its cancel (conv set NULL, nothing answered then),
+   until the tool server answers. */
 typedef struct {
     mcp_conv_t *conv;
     wire_msg_t *request;
@@ -73,6 +74,7 @@ struct mcp_conv {
     zlistx_t *execs;      /* mcp_exec_t, in order sent */
     zlistx_t *tool_calls; /* tool_call_t pending */
     mcp_tool_serve_fn *serve;
+    mcp_tool_cancel_fn *cancel;
     void *serve_arg;
     mcp_conv_ready_fn *on_ready;
     void *ready_arg;
@@ -85,12 +87,17 @@ s_socket_of (mcp_conv_t *self, wire_channel_t channel)
     return channel == WIRE_SHELL ? self->shell : channel == WIRE_STDIN ? self->stdin_ : self->control;
 }
 
+/* metadata (taken) may be NULL: {} */
 static void
-s_send (mcp_conv_t *self, wire_channel_t channel, const char *msg_type, json_t *content, const wire_msg_t *parent,
-        char *msg_id_out, size_t out_size)
+s_send_with (mcp_conv_t *self, wire_channel_t channel, const char *msg_type, json_t *content, json_t *metadata,
+             const wire_msg_t *parent, char *msg_id_out, size_t out_size)
 {
     wire_msg_t *m = wire_msg_new (self->session, msg_type, parent);
     wire_msg_set_content (m, content);
+    if (metadata) {
+        json_decref (m->metadata);
+        m->metadata = metadata;
+    }
     if (msg_id_out)
         snprintf (msg_id_out, out_size, "%s", wire_msg_id (m));
     if (self->peer) {
@@ -102,6 +109,13 @@ s_send (mcp_conv_t *self, wire_channel_t channel, const char *msg_type, json_t *
     else if (self->shell)
         wire_msg_send (m, zsock_resolve (s_socket_of (self, channel)), self->key);
     wire_msg_destroy (&m);
+}
+
+static void
+s_send (mcp_conv_t *self, wire_channel_t channel, const char *msg_type, json_t *content, const wire_msg_t *parent,
+        char *msg_id_out, size_t out_size)
+{
+    s_send_with (self, channel, msg_type, content, NULL, parent, msg_id_out, out_size);
 }
 
 static void
@@ -289,11 +303,12 @@ mcp_conv_execute (mcp_conv_t *self, const char *code, double timeout_s, mcp_exec
     exec->arg = arg;
     /* allow_stdin: the kernel's tool calls travel on stdin; stop_on_error
        off: each call stands alone, an interrupted one must not abort the
-       calls queued behind it */
-    s_send (self, WIRE_SHELL, "execute_request",
-            json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
-                       "user_expressions", "allow_stdin", 1, "stop_on_error", 0),
-            NULL, exec->msg_id, sizeof exec->msg_id);
+       calls queued behind it; tool_cancel: the gateway says when it ended
+       a call we serve, so that its host command stops */
+    s_send_with (self, WIRE_SHELL, "execute_request",
+                 json_pack ("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1,
+                            "user_expressions", "allow_stdin", 1, "stop_on_error", 0),
+                 json_pack ("{s:{s:b}}", "kennel", "tool_cancel", 1), NULL, exec->msg_id, sizeof exec->msg_id);
     zlistx_add_end (self->execs, exec);
     self->last_used = (double) zclock_mono ();
     s_head_started (self);
@@ -396,6 +411,33 @@ s_tool_done (void *arg, json_t *result, const char *ename, const char *evalue)
     free (call);
 }
 
+/* The pending call of call_id (any with NULL); the list's cursor on it. */
+static tool_call_t *
+s_tool_call_find (mcp_conv_t *self, const char *call_id)
+{
+    for (tool_call_t *call = zlistx_first (self->tool_calls); call; call = zlistx_next (self->tool_calls)) {
+        const char *id = json_string_value (json_object_get (call->request->content, "call_id"));
+        if (!call_id || (id && streq (id, call_id)))
+            return call;
+    }
+    return NULL;
+}
+
+/* The pending call of call_id (all with NULL) is over for the kernel. */
+static void
+s_tool_cancel (mcp_conv_t *self, const char *call_id)
+{
+    tool_call_t *call;
+    while ((call = s_tool_call_find (self, call_id))) {
+        zlistx_detach (self->tool_calls, zlistx_cursor (self->tool_calls));
+        call->conv = NULL;
+        if (self->cancel)
+            self->cancel (call, self->serve_arg); /* may answer, and free it, at once */
+        if (call_id)
+            break;
+    }
+}
+
 /* Takes *m_p when it keeps the message. */
 static void
 s_on_stdin (mcp_conv_t *self, wire_msg_t **m_p)
@@ -415,6 +457,10 @@ s_on_stdin (mcp_conv_t *self, wire_msg_t **m_p)
         json_t *arguments = json_object_get (call->request->content, "arguments");
         self->serve (name ?: "", arguments, s_tool_done, call, self->serve_arg);
     }
+    else if (streq (type, "tool_cancel") && json_string_value (json_object_get (m->content, "call_id")))
+        /* the gateway ended the call (its execution ended, its timeout,
+           ...): its host stops; no tool_reply is sent for it */
+        s_tool_cancel (self, json_string_value (json_object_get (m->content, "call_id")));
 }
 
 /* One message from the kernel's side, on channel. */
@@ -519,7 +565,7 @@ s_attach (mcp_conv_t *self, gw_server_t *core)
 
 mcp_conv_t *
 mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *open_reply, mcp_tool_serve_fn *serve,
-              void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg)
+              mcp_tool_cancel_fn *cancel, void *serve_arg, mcp_conv_ready_fn *ready, void *ready_arg)
 {
     mcp_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
@@ -529,6 +575,7 @@ mcp_conv_new (zloop_t *loop, gw_server_t *core, const char *id, const json_t *op
     self->execs = zlistx_new ();
     self->tool_calls = zlistx_new ();
     self->serve = serve;
+    self->cancel = cancel;
     self->serve_arg = serve_arg;
     self->on_ready = ready;
     self->ready_arg = ready_arg;
@@ -591,9 +638,7 @@ mcp_conv_destroy (mcp_conv_t **self_p)
         return;
     mcp_conv_fail_all (self);
     zlistx_destroy (&self->execs);
-    tool_call_t *call;
-    while ((call = zlistx_detach (self->tool_calls, NULL)))
-        call->conv = NULL; /* freed when its tool server answers */
+    s_tool_cancel (self, NULL); /* their host commands stop with the conversation */
     zlistx_destroy (&self->tool_calls);
     gw_timer_end (self->loop, self->probe_timer);
     gw_front_detach (&self->peer);

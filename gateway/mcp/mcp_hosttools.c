@@ -14,8 +14,23 @@
     Arguments come in through a memfd, so a command that writes before it
     reads cannot deadlock against us; stdout and stderr are pipes read in
     the loop, bounded.
+
+    Kernel code decides how many calls it makes, and each is a process on
+    the host outside the sandbox, often as root: at most mcp.max_commands
+    run at once in this process (ToolBusy beyond; the gateway bounds each
+    conversation's waiting calls too), each in a cgroup of its own
+    (confine_cgroup_new: pids.max and the memory limit from the config,
+    the sandbox's cgroup code), which the command joins itself between
+    fork and exec (joining waits ~10 ms on cgroup v1: the child's wait, not
+    the loop's). A host that gives no cgroup refuses every call, naming
+    the host setting, unless confine.allow_degraded has "cgroup". When a
+    call ends early (the gateway's tool_cancel: its execution ended, its
+    tool timeout; the conversation closed) or times out, every process of
+    its cgroup is killed, its session's too; a run counts against the
+    bound until its cgroup is empty and removed.
 */
 #include "mcp.h"
+#include "confine/confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +47,11 @@
 /* Reads of a pipe per loop event: a writer without end must not keep the
    loop in one callback (the rest is read at the next turn). */
 #define MCP_HOSTTOOL_READS 16
+/* A cgroup that still holds processes after its command exited is killed
+   and tried again this often, this many times (then left for the sweep of
+   a later start, logged). */
+#define MCP_HOSTTOOL_LEAVE_MS 20
+#define MCP_HOSTTOOL_LEAVE_TRIES 250
 
 /* A pipe read into a bounded buffer. */
 typedef struct {
@@ -50,15 +70,22 @@ typedef struct {
     sink_t out, err;
     int timer;
     bool timed_out;
+    bool cancelled;
     double started;
-    mcp_tool_done_fn *done;
+    confine_cgroup_t *cgroup; /* NULL: this host gives none and the config lets it degrade */
+    int64_t memory_bytes;     /* its cgroup's limit, for an out-of-memory answer */
+    int leave_timer;          /* exited; its cgroup still emptying */
+    int leave_tries;
+    mcp_tool_done_fn *done;   /* NULL once answered */
     void *arg;
 } run_t;
 
 struct mcp_hosttools {
     zloop_t *loop;
-    json_t *tools; /* the file's declarations, checked */
-    zlistx_t *runs;
+    json_t *tools;       /* the file's declarations, checked */
+    zlistx_t *runs;      /* running, or leaving: each counts against mcp.max_commands */
+    gw_server_t *core;   /* whose config bounds the commands, or NULL */
+    gw_config_t *config; /* else this one (held, or the built-in defaults) */
 };
 
 /* ---- the file --------------------------------------------------------------- */
@@ -112,8 +139,51 @@ s_file_read (const char *path, char **why)
     return list;
 }
 
+/* The bounds in force now: a reload replaces the core's config. */
+static const gw_config_t *
+s_config (const mcp_hosttools_t *self)
+{
+    return self->core ? gw_server_config (self->core) : self->config;
+}
+
+/* Whether the operator lets a command run without a cgroup of its own:
+   the sandbox's own setting, confine.allow_degraded. */
+static bool
+s_cgroup_may_degrade (const gw_config_t *config)
+{
+    size_t i;
+    json_t *layer;
+    json_array_foreach (json_object_get (config->confine, "allow_degraded"), i, layer)
+        if (streq (json_string_value (layer) ?: "", "cgroup"))
+            return true;
+    return false;
+}
+
+#define MCP_CGROUP_FIX "or let host commands run without one: \"confine\": {\"allow_degraded\": [\"cgroup\"]} in the config"
+
+/* At load: whether this host gives commands a cgroup, said once. */
+static void
+s_cgroup_report (const mcp_hosttools_t *self, const char *path, size_t tools)
+{
+    const gw_config_t *config = s_config (self);
+    confine_error_t err = {0};
+    confine_cgroup_t *probe
+        = confine_cgroup_new ((uint64_t) config->mcp_command_memory_bytes, (uint64_t) config->mcp_command_pids, &err);
+    if (probe)
+        gw_log ("mcp_host_tools", "{s:s, s:i, s:i, s:s, s:s}", "file", path, "tools", (int) tools, "max_commands",
+                config->mcp_max_commands, "cgroup", "active", "reason", confine_cgroup_describe (probe));
+    else
+        gw_log ("mcp_host_tools", "{s:s, s:i, s:i, s:s, s:s, s:s}", "file", path, "tools", (int) tools,
+                "max_commands", config->mcp_max_commands, "cgroup",
+                s_cgroup_may_degrade (config) ? "degraded" : "unsupported", "reason", err.message, "consequence",
+                s_cgroup_may_degrade (config) ? "commands run without a cgroup (confine.allow_degraded)"
+                                              : "every call of a host command is refused (ToolUnavailable); "
+                                                MCP_CGROUP_FIX);
+    confine_cgroup_destroy (&probe);
+}
+
 mcp_hosttools_t *
-mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg)
+mcp_hosttools_load (zloop_t *loop, const char *path, gw_server_t *core, const gw_config_t *config, char **errmsg)
 {
     char *why = NULL;
     json_t *list = s_file_read (path, &why);
@@ -136,11 +206,18 @@ mcp_hosttools_load (zloop_t *loop, const char *path, char **errmsg)
         json_decref (checked);
         return NULL;
     }
+    gw_config_t *own = core ? NULL : config ? gw_config_ref (config) : gw_config_load (NULL, errmsg);
+    if (!core && !own) {
+        json_decref (checked);
+        return NULL;
+    }
     mcp_hosttools_t *self = wire_xcalloc (1, sizeof *self);
     self->loop = loop;
     self->tools = checked;
     self->runs = zlistx_new ();
-    gw_log ("mcp_host_tools", "{s:s, s:i}", "file", path, "tools", (int) json_array_size (checked));
+    self->core = core;
+    self->config = own;
+    s_cgroup_report (self, path, json_array_size (checked));
     return self;
 }
 
@@ -201,6 +278,8 @@ s_run_free (run_t *run)
         close (run->exit_item.fd);
     }
     gw_timer_end (loop, run->timer);
+    gw_timer_end (loop, run->leave_timer);
+    confine_cgroup_destroy (&run->cgroup);
     free (run->out.data);
     free (run->err.data);
     free (run->name);
@@ -216,7 +295,13 @@ s_run_answer (run_t *run, int status)
     json_t *result = NULL;
     char *evalue = NULL;
     const char *ename = NULL;
-    if (run->timed_out) {
+    const char *err = run->err.data ?: "";
+    long oom = run->cgroup ? confine_cgroup_oom_kills (run->cgroup) : -1;
+    if (run->cancelled) {
+        ename = "ToolCancelled";
+        evalue = wire_xasprintf ("the call of tool '%s' ended before its host command did; it was killed", run->name);
+    }
+    else if (run->timed_out) {
         ename = "ToolTimeout";
         evalue = wire_xasprintf ("the host command of tool '%s' did not finish within its timeout; it was killed",
                                  run->name);
@@ -226,8 +311,18 @@ s_run_answer (run_t *run, int status)
         ename = "BadToolResult";
         evalue = wire_xasprintf ("the host command of tool '%s' wrote over %d bytes", run->name, MCP_HOSTTOOL_OUT_MAX);
     }
+    else if (WIFEXITED (status) && WEXITSTATUS (status) == 126 && strncmp (err, MCP_JOIN_FAILED, strlen (MCP_JOIN_FAILED)) == 0) {
+        ename = "ToolUnavailable";
+        evalue = wire_xasprintf ("the host command of tool '%s' was not started: it could not join its cgroup "
+                                 "(errno %s)", run->name, err + strlen (MCP_JOIN_FAILED) + 1);
+        evalue[strcspn (evalue, "\n")] = 0;
+    }
+    else if (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL && oom > 0) {
+        ename = "ToolFailed";
+        evalue = wire_xasprintf ("the host command of tool '%s' was killed: out of memory (mcp.command_memory_bytes "
+                                 "%lld)", run->name, (long long) run->memory_bytes);
+    }
     else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
-        const char *err = run->err.data ?: "";
         int line = (int) strcspn (err, "\n");
         ename = "ToolFailed";
         evalue = WIFEXITED (status) ? wire_xasprintf ("the host command of tool '%s' exited with status %d%s%.*s",
@@ -243,7 +338,48 @@ s_run_answer (run_t *run, int status)
     }
     mcp_tool_log ("command", run->name, ename ? ename : "ok", seconds, run->out.len);
     run->done (run->arg, result, ename, evalue);
+    run->done = NULL;
     free (evalue);
+}
+
+/* Every process of the run: its cgroup's (a child that left the session
+   too), and its session's. */
+static void
+s_run_kill (run_t *run)
+{
+    if (run->cgroup)
+        confine_cgroup_kill (run->cgroup);
+    if (run->pid > 0)
+        kill (-run->pid, SIGKILL);
+}
+
+static void
+s_run_forget (run_t *run)
+{
+    void *handle = zlistx_find (run->owner->runs, run);
+    if (handle)
+        zlistx_detach (run->owner->runs, handle);
+    s_run_free (run);
+}
+
+/* After the command's exit: what it left in its cgroup is killed and the
+   cgroup removed, again every MCP_HOSTTOOL_LEAVE_MS while it empties. */
+static int
+s_on_leave (zloop_t *loop, int timer_id, void *arg)
+{
+    run_t *run = arg;
+    if (run->cgroup) {
+        confine_cgroup_kill (run->cgroup);
+        if (confine_cgroup_remove (run->cgroup) < 0 && ++run->leave_tries < MCP_HOSTTOOL_LEAVE_TRIES)
+            return 0;
+        if (run->leave_tries >= MCP_HOSTTOOL_LEAVE_TRIES)
+            gw_log_limited ("mcp/tool_cgroup", "mcp_tool_cgroup_left", "{s:s, s:s}", "tool", run->name, "reason",
+                            "its processes did not leave within 5 s of SIGKILL; a later start removes it");
+    }
+    gw_timer_end (loop, run->leave_timer);
+    run->leave_timer = 0;
+    s_run_forget (run);
+    return 0;
 }
 
 static int
@@ -255,11 +391,22 @@ s_on_exit (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     /* what the command wrote before it ended is in the pipes: take it */
     s_sink_read (&run->out);
     s_sink_read (&run->err);
-    void *handle = zlistx_find (run->owner->runs, run);
-    if (handle)
-        zlistx_detach (run->owner->runs, handle);
-    s_run_answer (run, status);
-    s_run_free (run);
+    s_run_answer (run, status); /* before the cgroup goes: it holds the out-of-memory count */
+    zloop_t *l = run->owner->loop;
+    s_sink_close (l, &run->out);
+    s_sink_close (l, &run->err);
+    zloop_poller_end (l, &run->exit_item);
+    close (run->exit_item.fd);
+    run->exit_item.fd = -1;
+    gw_timer_end (l, run->timer);
+    run->timer = 0;
+    run->pid = 0; /* reaped: its number may be another's now */
+    if (run->cgroup && confine_cgroup_kill (run->cgroup) == 0 && confine_cgroup_remove (run->cgroup) == 0)
+        confine_cgroup_destroy (&run->cgroup);
+    if (!run->cgroup)
+        s_run_forget (run);
+    else
+        run->leave_timer = gw_timer_start (l, MCP_HOSTTOOL_LEAVE_MS, 0, s_on_leave, run);
     return 0;
 }
 
@@ -277,7 +424,7 @@ s_on_timeout (zloop_t *loop, int timer_id, void *arg)
     run_t *run = arg;
     run->timer = 0;
     run->timed_out = true;
-    kill (-run->pid, SIGKILL);
+    s_run_kill (run);
     return 0;
 }
 
@@ -323,7 +470,7 @@ s_run_start (mcp_hosttools_t *self, run_t *run, const json_t *tool, const json_t
     int rc = -1;
     if (in >= 0 && s_sink_open (self->loop, &run->out, MCP_HOSTTOOL_OUT_MAX, &out_w) == 0
         && s_sink_open (self->loop, &run->err, MCP_HOSTTOOL_ERR_MAX, &err_w) == 0) {
-        run->pid = mcp_spawn (argv, in, out_w, err_w);
+        run->pid = mcp_spawn (argv, in, out_w, err_w, run->cgroup ? confine_cgroup_procs (run->cgroup) : NULL);
         run->out.group = run->pid;
         run->exit_item = (zmq_pollitem_t) {.fd = run->pid > 0 ? mcp_pidfd_open (run->pid) : -1, .events = ZMQ_POLLIN};
         if (run->exit_item.fd >= 0) {
@@ -338,26 +485,56 @@ s_run_start (mcp_hosttools_t *self, run_t *run, const json_t *tool, const json_t
     return rc;
 }
 
+/* A call answered before any command starts: logged as a command's. */
+static void
+s_refuse (const char *name, mcp_tool_done_fn *done, void *arg, const char *ename, const char *evalue)
+{
+    mcp_tool_log ("command", name, ename, 0, 0);
+    done (arg, NULL, ename, evalue);
+}
+
 bool
 mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, mcp_tool_done_fn *done, void *arg)
 {
     const json_t *tool = gw_tools_find (self->tools, name);
     if (!tool)
         return false;
+    const gw_config_t *config = s_config (self);
+    if ((int) zlistx_size (self->runs) >= config->mcp_max_commands) {
+        char *evalue = wire_xasprintf ("%d host commands already run, the limit (mcp.max_commands); call again once "
+                                       "one has returned", config->mcp_max_commands);
+        s_refuse (name, done, arg, GW_TOOL_BUSY, evalue);
+        free (evalue);
+        return true;
+    }
+    confine_error_t err = {0};
+    confine_cgroup_t *cgroup
+        = confine_cgroup_new ((uint64_t) config->mcp_command_memory_bytes, (uint64_t) config->mcp_command_pids, &err);
+    if (!cgroup && !s_cgroup_may_degrade (config)) {
+        char *evalue = wire_xasprintf ("the host command of tool '%s' was not started: it runs in a cgroup of its own "
+                                       "(mcp.command_memory_bytes, mcp.command_pids) and this host gives none: %s; "
+                                       MCP_CGROUP_FIX, name, err.message);
+        s_refuse (name, done, arg, "ToolUnavailable", evalue);
+        free (evalue);
+        return true;
+    }
     run_t *run = wire_xcalloc (1, sizeof *run);
     run->owner = self;
     run->name = wire_xstrdup (name);
     run->done = done;
     run->arg = arg;
+    run->cgroup = cgroup;
+    run->memory_bytes = config->mcp_command_memory_bytes;
     run->out.item.fd = run->err.item.fd = run->exit_item.fd = -1;
     run->started = (double) zclock_mono ();
     if (s_run_start (self, run, tool, arguments ? arguments : json_object ()) < 0) {
         char *evalue = wire_xasprintf ("the host command of tool '%s' could not be started: %s", name, strerror (errno));
-        mcp_tool_log ("command", name, "ToolUnavailable", 0, 0);
-        done (arg, NULL, "ToolUnavailable", evalue);
+        s_refuse (name, done, arg, "ToolUnavailable", evalue);
         free (evalue);
-        if (run->pid > 0)
-            kill (-run->pid, SIGKILL);
+        if (run->pid > 0) {
+            s_run_kill (run);
+            waitpid (run->pid, NULL, 0);
+        }
         s_run_free (run);
         return true;
     }
@@ -368,6 +545,18 @@ mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, 
     return true;
 }
 
+bool
+mcp_hosttools_cancel (mcp_hosttools_t *self, void *arg)
+{
+    for (run_t *run = zlistx_first (self->runs); run; run = zlistx_next (self->runs))
+        if (run->arg == arg && run->done && !run->cancelled) {
+            run->cancelled = true;
+            s_run_kill (run);
+            return true;
+        }
+    return false;
+}
+
 void
 mcp_hosttools_destroy (mcp_hosttools_t **self_p)
 {
@@ -376,13 +565,22 @@ mcp_hosttools_destroy (mcp_hosttools_t **self_p)
         return;
     run_t *run;
     while ((run = zlistx_detach (self->runs, NULL))) {
-        kill (-run->pid, SIGKILL);
-        waitpid (run->pid, NULL, 0);
-        run->done (run->arg, NULL, "ToolUnavailable", "the MCP server that serves this tool is stopping");
+        if (run->pid > 0) {
+            s_run_kill (run);
+            waitpid (run->pid, NULL, 0);
+        }
+        if (run->done)
+            run->done (run->arg, NULL, "ToolUnavailable", "the MCP server that serves this tool is stopping");
+        /* its last processes leave within moments of SIGKILL: the front is stopping, it may wait */
+        for (int i = 0; run->cgroup && i < 100 && confine_cgroup_remove (run->cgroup) < 0; i++) {
+            confine_cgroup_kill (run->cgroup);
+            zclock_sleep (10);
+        }
         s_run_free (run);
     }
     zlistx_destroy (&self->runs);
     json_decref (self->tools);
+    gw_config_destroy (&self->config);
     free (self);
     *self_p = NULL;
 }

@@ -9,6 +9,7 @@
 */
 #include "mcp.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -55,8 +56,29 @@ s_environment (void)
     return env;
 }
 
+/* In the child: writes "0" into each cgroup.procs file of join (the
+   child's cgroup: the wait for the kernel's RCU grace period is the
+   child's, not the loop's). A failure is one line on fd 2 that the front
+   recognizes (MCP_JOIN_FAILED), then exit 126. */
+static void
+s_join (const char *const *join)
+{
+    for (; join && *join; join++) {
+        int fd = open (*join, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0 && write (fd, "0", 1) == 1) {
+            close (fd);
+            continue;
+        }
+        char line[96];
+        int n = snprintf (line, sizeof line, MCP_JOIN_FAILED " %d\n", errno);
+        ssize_t rc = write (2, line, (size_t) n);
+        (void) rc;
+        _exit (126);
+    }
+}
+
 pid_t
-mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
+mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd, const char *const *join)
 {
     pid_t parent = getpid ();
     char **env = s_environment ();
@@ -77,6 +99,7 @@ mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd)
     s_place (out_fd >= 0 ? out_fd : 2, 1, O_WRONLY);
     if (err_fd >= 0)
         s_place (err_fd, 2, O_WRONLY);
+    s_join (join);
     /* the front's sockets and pipes stay its own: all of them, since a
        daemon lifts its fd limit far above 1024 */
     if (syscall (SYS_close_range, 3, ~0U, 0) < 0)

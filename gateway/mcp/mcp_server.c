@@ -60,6 +60,7 @@ struct mcp_server {
     mcp_opts_t opts;
     mcp_gateway_t *gateway;
     mcp_hosttools_t *hosttools;
+    gw_config_t *own_config; /* --config without a gateway in this process: its host commands' bounds */
     mcp_upstream_t *upstream;
     char *upstream_cmd; /* what it runs, or NULL */
     bool upstream_ready;
@@ -148,6 +149,7 @@ s_arg_string (const call_t *call, const char *key)
 static void s_conv_dispatch (mcp_server_t *self, const char *conv_id);
 static void s_call_start (mcp_server_t *self, call_t *call);
 static void s_serve_tool (const char *name, json_t *arguments, mcp_tool_done_fn *done, void *done_arg, void *arg);
+static void s_cancel_tool (void *done_arg, void *arg);
 
 /* The catalog's declarations named in names (all when names is NULL). */
 static json_t *
@@ -199,7 +201,7 @@ s_conv_attach (mcp_server_t *self, const char *id, const json_t *content)
     const char *status = json_string_value (json_object_get (content, "status"));
     mcp_conv_t *conv = status && streq (status, "ok")
                            ? mcp_conv_new (self->loop, mcp_gateway_core_server (self->gateway), id, content,
-                                           s_serve_tool, self, s_on_conv_ready, self)
+                                           s_serve_tool, s_cancel_tool, self, s_on_conv_ready, self)
                            : NULL;
     if (conv) {
         mcp_conv_set_progress_interval (conv, self->opts.progress_interval);
@@ -619,6 +621,16 @@ s_serve_tool (const char *name, json_t *arguments, mcp_tool_done_fn *done, void 
     done (done_arg, NULL, "UnknownTool", "this MCP server serves no tool of that name");
 }
 
+/* The gateway ended a call its host still serves: a command is killed (a
+   forwarded server's call is answered at its own end, and dropped). */
+static void
+s_cancel_tool (void *done_arg, void *arg)
+{
+    mcp_server_t *self = arg;
+    if (self->hosttools)
+        mcp_hosttools_cancel (self->hosttools, done_arg);
+}
+
 static void
 s_call_start (mcp_server_t *self, call_t *call)
 {
@@ -1012,7 +1024,8 @@ int
 mcp_server_retool (mcp_server_t *self, const char *tools_file, const char *tools_from_mcp, char **errmsg)
 {
     mcp_hosttools_t *fresh = NULL;
-    if (tools_file && !(fresh = mcp_hosttools_load (self->loop, tools_file, errmsg)))
+    if (tools_file
+        && !(fresh = mcp_hosttools_load (self->loop, tools_file, self->opts.core, self->own_config, errmsg)))
         return -1;
     if (fresh && self->hosttools)
         mcp_hosttools_take (self->hosttools, &fresh);
@@ -1068,6 +1081,10 @@ mcp_server_new (zloop_t *loop, const mcp_opts_t *opts, char **errmsg)
     snprintf (self->default_id, sizeof self->default_id, "mcp-%.12s-default", id);
     if (!self->opts.tools_from_mcp_setting)
         self->opts.tools_from_mcp_setting = "--tools-from-mcp";
+    if (!opts->core && opts->config && !(self->own_config = gw_config_load (opts->config, errmsg))) {
+        mcp_server_destroy (&self);
+        return NULL;
+    }
     if (mcp_server_retool (self, opts->tools_file, opts->tools_from_mcp, errmsg) < 0) {
         mcp_server_destroy (&self);
         return NULL;
@@ -1111,6 +1128,7 @@ mcp_server_destroy (mcp_server_t **self_p)
     zhashx_destroy (&self->renewed);
     mcp_sessions_destroy (&self->sessions);
     mcp_hosttools_destroy (&self->hosttools);
+    gw_config_destroy (&self->own_config);
     mcp_upstream_destroy (&self->upstream);
     free (self->upstream_cmd);
     json_decref (self->catalog);

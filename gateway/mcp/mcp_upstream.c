@@ -354,7 +354,7 @@ mcp_upstream_start (zloop_t *loop, const char *cmd, const char *setting, mcp_ups
         return self;
     }
     char *argv[] = {"/bin/sh", "-c", self->cmd, NULL};
-    self->pid = mcp_spawn (argv, in[0], out[1], -1);
+    self->pid = mcp_spawn (argv, in[0], out[1], -1, NULL);
     close (in[0]);
     close (out[1]);
     self->to_fd = in[1];
