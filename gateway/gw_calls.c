@@ -47,7 +47,11 @@ tool_log (gw_relay_t *self, const char *msg_id, const char *name, size_t bytes, 
         json_object_set_new (line, "reason", json_string (reason));
     if (arguments && self->owner->config (self->conv)->log_tool_arguments)
         json_object_set (line, "arguments", arguments);
-    gw_log ("tool_call", "O", line);
+    /* kernel code makes calls at will: per conversation, at most the
+       limiter's rate (log_dropped counts the rest; the metrics count all) */
+    char source[200];
+    snprintf (source, sizeof source, "conversation/%s/tool_call", self->id);
+    gw_log_limited (source, "tool_call", "O", line);
     json_decref (line);
     gw_metrics_tool_call (status);
 }
@@ -273,8 +277,10 @@ tool_reply_admit (gw_relay_t *self, zmsg_t *msg)
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
     gw_call_t *call = call_id ? zhashx_lookup (self->calls, call_id) : NULL;
     if (!call) {
-        gw_log ("tool_reply_dropped", "{s:s, s:s, s:s}", "conversation", self->id, "call_id",
-                call_id ? call_id : "", "reason", "no pending tool call of this conversation has this call_id");
+        char source[200];
+        snprintf (source, sizeof source, "conversation/%s/tool_reply_dropped", self->id);
+        gw_log_limited (source, "tool_reply_dropped", "{s:s, s:s, s:s}", "conversation", self->id, "call_id",
+                        call_id ? call_id : "", "reason", "no pending tool call of this conversation has this call_id");
         json_decref (content);
         return false;
     }

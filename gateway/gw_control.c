@@ -59,7 +59,9 @@ reply_send (gw_server_t *self, wire_msg_t *req, json_t *content)
 static void
 reply_error (gw_server_t *self, wire_msg_t *req, const char *ename, const char *evalue)
 {
-    gw_log ("control_error", "{s:s, s:s, s:s}", "request", wire_msg_type (req), "ename", ename, "evalue", evalue);
+    /* a control peer may send bad requests at will */
+    gw_log_limited ("control/error", "control_error", "{s:s, s:s, s:s}", "request", wire_msg_type (req), "ename", ename,
+                    "evalue", evalue);
     reply_send (self, req, json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", ename, "evalue", evalue,
                                       "traceback"));
 }

@@ -274,7 +274,9 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
         char evalue[160];
         snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
                   (int) zlistx_size (self->execs) - 1, limit);
-        gw_log ("queue_full", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
+        char source[200];
+        snprintf (source, sizeof source, "conversation/%s/queue_full", self->id);
+        gw_log_limited (source, "queue_full", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
         exec_fail (self, e, "QueueFull", evalue, "kept", true);
         exec_destroy (&e);
         zmsg_destroy (msg_p);

@@ -6,6 +6,14 @@
     Lines about bad input go through gw_log_limited (rate-limited per
     source). The file is opened O_APPEND and never rotated here: rotation
     is the system's (logrotate copytruncate, or stderr into journald).
+
+    Fields often hold what a kernel or a client chose (a tool name, an id,
+    arguments), so every line is bounded here, whatever its call site: a
+    string (value or key) at LOG_STRING_MAX bytes, cut between characters
+    and marked with its size; an object or array at LOG_MEMBERS_MAX
+    members, LOG_DEPTH_MAX levels; all the strings of a line at
+    LOG_LINE_BUDGET bytes. A line within them, the common case, is written
+    as packed (one walk, no copy).
 */
 #include "gw_log.h"
 #include "gw_util.h"
@@ -18,6 +26,13 @@
 #include <unistd.h>
 
 static int log_fd = 2;
+
+#define LOG_STRING_MAX 2048
+#define LOG_MEMBERS_MAX 64
+#define LOG_DEPTH_MAX 8
+#define LOG_LINE_BUDGET 16384
+/* what a number, true, false or null costs in the line's budget */
+#define LOG_SCALAR_COST 24
 
 static void s_summary_due (double now);
 static void s_log_raw (const char *event, const char *fmt, ...);
@@ -55,6 +70,124 @@ s_write_line (const char *prefix, size_t plen, const char *fields, size_t flen)
 }
 
 
+/* Whether v is within the bounds, its strings taken from *budget. */
+static bool
+s_within (const json_t *v, int depth, size_t *budget)
+{
+    if (json_is_string (v)) {
+        size_t n = json_string_length (v);
+        if (n > LOG_STRING_MAX || n > *budget)
+            return false;
+        *budget -= n;
+        return true;
+    }
+    if (!json_is_object (v) && !json_is_array (v)) {
+        if (*budget < LOG_SCALAR_COST)
+            return false;
+        *budget -= LOG_SCALAR_COST;
+        return true;
+    }
+    size_t size = json_is_object (v) ? json_object_size (v) : json_array_size (v);
+    if (depth >= LOG_DEPTH_MAX || size > LOG_MEMBERS_MAX)
+        return false;
+    if (json_is_array (v)) {
+        size_t i;
+        const json_t *item;
+        json_array_foreach (v, i, item)
+            if (!s_within (item, depth + 1, budget))
+                return false;
+        return true;
+    }
+    const char *key;
+    const json_t *item;
+    json_object_foreach ((json_t *) v, key, item) {
+        size_t n = strlen (key);
+        if (n > LOG_STRING_MAX || n > *budget)
+            return false;
+        *budget -= n;
+        if (!s_within (item, depth + 1, budget))
+            return false;
+    }
+    return true;
+}
+
+/* text cut to at most max bytes (between characters), marked with its size. */
+static json_t *
+s_cut (const char *text, size_t len, size_t max)
+{
+    if (len <= max)
+        return json_stringn (text, len);
+    char mark[64];
+    int mlen = snprintf (mark, sizeof mark, "...[cut: %zu bytes]", len);
+    size_t keep = max > (size_t) mlen ? max - (size_t) mlen : 0;
+    keep = (size_t) gw_text_fit (text, (int) keep);
+    char *buf = wire_xmalloc (keep + (size_t) mlen + 1);
+    memcpy (buf, text, keep);
+    memcpy (buf + keep, mark, (size_t) mlen + 1);
+    json_t *cut = json_stringn (buf, keep + (size_t) mlen);
+    free (buf);
+    return cut;
+}
+
+/* A copy of v within the bounds (new reference). */
+static json_t *
+s_bounded (const json_t *v, int depth, size_t *budget)
+{
+    if (json_is_string (v)) {
+        size_t max = *budget < LOG_STRING_MAX ? *budget : LOG_STRING_MAX;
+        json_t *cut = s_cut (json_string_value (v), json_string_length (v), max);
+        size_t used = json_string_length (cut);
+        *budget -= used < *budget ? used : *budget;
+        return cut;
+    }
+    if (!json_is_object (v) && !json_is_array (v)) {
+        *budget -= LOG_SCALAR_COST < *budget ? LOG_SCALAR_COST : *budget;
+        return json_deep_copy (v);
+    }
+    size_t size = json_is_object (v) ? json_object_size (v) : json_array_size (v);
+    if (depth >= LOG_DEPTH_MAX || *budget < LOG_SCALAR_COST) {
+        char mark[64];
+        snprintf (mark, sizeof mark, "...[cut: %s of %zu]", json_is_object (v) ? "object" : "array", size);
+        return json_string (mark);
+    }
+    size_t taken = 0;
+    json_t *out;
+    if (json_is_array (v)) {
+        out = json_array ();
+        size_t i;
+        const json_t *item;
+        json_array_foreach (v, i, item) {
+            if (taken == LOG_MEMBERS_MAX || *budget < LOG_SCALAR_COST)
+                break;
+            json_array_append_new (out, s_bounded (item, depth + 1, budget));
+            taken++;
+        }
+    }
+    else {
+        out = json_object ();
+        const char *key;
+        const json_t *item;
+        json_object_foreach ((json_t *) v, key, item) {
+            if (taken == LOG_MEMBERS_MAX || *budget < LOG_SCALAR_COST)
+                break;
+            json_t *k = s_cut (key, strlen (key), *budget < 128 ? *budget : 128);
+            *budget -= json_string_length (k) < *budget ? json_string_length (k) : *budget;
+            json_object_set_new (out, json_string_value (k), s_bounded (item, depth + 1, budget));
+            json_decref (k);
+            taken++;
+        }
+    }
+    if (taken < size) {
+        char mark[64];
+        snprintf (mark, sizeof mark, "...[cut: %zu more]", size - taken);
+        if (json_is_array (out))
+            json_array_append_new (out, json_string (mark));
+        else
+            json_object_set_new (out, "...", json_string (mark));
+    }
+    return out;
+}
+
 static void
 s_vlog (const char *event, const char *fmt, va_list ap)
 {
@@ -64,6 +197,13 @@ s_vlog (const char *event, const char *fmt, va_list ap)
         line = json_vpack_ex (&error, 0, fmt, ap);
         if (!line)
             line = json_pack ("{s:s}", "log_error", error.text);
+    }
+    size_t budget = LOG_LINE_BUDGET;
+    if (line && !s_within (line, 0, &budget)) {
+        budget = LOG_LINE_BUDGET;
+        json_t *bounded = s_bounded (line, 0, &budget);
+        json_decref (line);
+        line = bounded;
     }
     /* {"ts":...,"event":...} then the fields, written straight into one
        buffer (a line per execution is on the relay's hot path: no second

@@ -247,7 +247,9 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
         wire_msg_set_content (reply, rc == 0 ? json_pack ("{s:s}", "status", "ok")
                                              : json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
                                                           "NoKernel", "evalue", "no kernel is running", "traceback"));
-        gw_log ("interrupt", "{s:s, s:b}", "conversation", self->id, "delivered", rc == 0);
+        char source[200];
+        snprintf (source, sizeof source, "conversation/%s/interrupt", self->id);
+        gw_log_limited (source, "interrupt", "{s:s, s:b}", "conversation", self->id, "delivered", rc == 0);
     }
     else if (json_is_true (json_object_get (req->content, "restart")) && gw_drain_active (self->server)) {
         /* refused: the kernel runs on until the drain ends */

@@ -61,7 +61,7 @@ uninstall-kennel-kernelspec:
 check_PROGRAMS += tests/gateway/gw_unit
 TESTS += tests/gateway/gw_unit
 tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h gateway/gw_io.h gateway/gw_peek.h gateway/gw_proc.h gateway/gw_timer.h gateway/gw_util.h gateway/gw_zmtp.h gateway/gw_io.c gateway/gw_peek.c \
-	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c \
+	gateway/gw_proc.c gateway/gw_clock.c gateway/gw_timer.c gateway/gw_zmtp.c gateway/gw_zmtp_guard.c gateway/gw_log.c gateway/gw_text.c \
 	gateway/gw_linger.h gateway/gw_linger.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 

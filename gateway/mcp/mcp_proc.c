@@ -112,6 +112,7 @@ mcp_spawn (char *const argv[], int in_fd, int out_fd, int err_fd, const char *co
 void
 mcp_tool_log (const char *via, const char *name, const char *status, double seconds, size_t bytes)
 {
-    gw_log ("mcp_tool_call", "{s:s, s:s, s:s, s:f, s:I}", "via", via, "tool", name, "status", status, "seconds",
-            seconds, "bytes", (json_int_t) bytes);
+    /* kernel code makes calls at will: rate-limited, like the gateway's tool_call */
+    gw_log_limited ("mcp/tool_call", "mcp_tool_call", "{s:s, s:s, s:s, s:f, s:I}", "via", via, "tool", name, "status",
+                    status, "seconds", seconds, "bytes", (json_int_t) bytes);
 }

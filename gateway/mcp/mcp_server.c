@@ -748,8 +748,8 @@ s_initialize (mcp_sink_t *sink, const json_t *id, const json_t *params)
     }
     /* the client's revision when we speak it, else our newest of that era */
     const char *version = s_listed (handshake_versions, asked) ? asked : handshake_versions[0];
-    gw_log ("mcp_initialize", "{s:s, s:s, s:O}", "asked", asked, "version", version, "client",
-            json_object_get (params, "clientInfo") ?: json_null ());
+    gw_log_limited ("mcp/initialize", "mcp_initialize", "{s:s, s:s, s:O}", "asked", asked, "version", version,
+                    "client", json_object_get (params, "clientInfo") ?: json_null ());
     s_reply (sink, id,
              json_pack ("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities", "tools",
                         "listChanged", 0, "serverInfo", s_server_info (), "instructions", instructions),
@@ -787,7 +787,7 @@ s_cancelled (mcp_server_t *self, const json_t *params, mcp_sink_t *sink)
     for (call_t *call = zlistx_first (self->calls); call; call = zlistx_next (self->calls)) {
         if (!json_equal (call->id, request_id) || !s_same_client (call, sink))
             continue;
-        gw_log ("mcp_cancelled", "{s:O, s:s}", "request", request_id, "tool", call->tool);
+        gw_log_limited ("mcp/cancelled", "mcp_cancelled", "{s:O, s:s}", "request", request_id, "tool", call->tool);
         /* the spec: no response for a cancelled request */
         s_call_drop (call, true);
         return;
@@ -880,7 +880,8 @@ mcp_server_abandon (mcp_server_t *self, mcp_sink_t *sink)
         if (call->sink == sink)
             zlistx_add_end (gone, call);
     if (zlistx_size (gone))
-        gw_log ("mcp_client_gone", "{s:s, s:i}", "scope", sink->scope ?: "", "running", (int) zlistx_size (gone));
+        gw_log_limited ("mcp/client_gone", "mcp_client_gone", "{s:s, s:i}", "scope", sink->scope ?: "", "running",
+                        (int) zlistx_size (gone));
     for (call_t *call = zlistx_first (gone); call; call = zlistx_next (gone))
         s_call_drop (call, false);
     zlistx_destroy (&gone);

@@ -16,6 +16,11 @@
              timers that fired their last time leave the registry.
     gw_linger what lingers ends once: at its time, earlier when more than
              GW_LINGER_MAX would linger (the oldest first), or at destroy.
+    gw_log   a line is bounded whatever its fields hold (a kernel's 5 MiB
+             tool name, 1,000 members, 100 levels, many long strings): each
+             string cut between characters and marked with its size, the
+             line valid JSON of at most ~20 KiB; a line within the bounds
+             is written as packed.
     gw_zmtp_guard  between a ROUTER bound at an ipc path (the kernel) and
              a DEALER (the relay's): messages pass unchanged both ways, a
              3 MiB multipart under the limit included; a symlink at the path
@@ -26,6 +31,7 @@
 */
 #include "gateway/gw_io.h"
 #include "gateway/gw_linger.h"
+#include "gateway/gw_log.h"
 #include "gateway/gw_peek.h"
 #include "gateway/gw_proc.h"
 #include "gateway/gw_timer.h"
@@ -817,6 +823,85 @@ test_zmtp_guard (void)
     zloop_destroy (&loop);
 }
 
+/* Every line of the log file at path, parsed; NULL at the first that is
+   not a JSON object (a check fails then). *longest: its longest line. */
+static json_t *
+log_lines (const char *path, size_t *longest)
+{
+    FILE *f = fopen (path, "r");
+    json_t *lines = json_array ();
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    *longest = 0;
+    while (f && (n = getline (&line, &cap, f)) > 0) {
+        if ((size_t) n > *longest)
+            *longest = (size_t) n;
+        json_t *obj = json_loadb (line, (size_t) n, 0, NULL);
+        CHECK (json_is_object (obj));
+        json_array_append_new (lines, obj ? obj : json_null ());
+    }
+    free (line);
+    if (f)
+        fclose (f);
+    return lines;
+}
+
+static void
+test_log_bounds (void)
+{
+    char path[] = "/tmp/gw_unit_log_XXXXXX";
+    int fd = mkstemp (path);
+    CHECK (fd >= 0);
+    close (fd);
+    CHECK (gw_log_open (path) == 0);
+    /* a kernel's tool name of 5 MiB, with a character across the cut */
+    size_t big = 5 << 20;
+    char *name = wire_xmalloc (big + 1);
+    memset (name, 'n', big);
+    memcpy (name + 2040, "\xc3\xa9\xc3\xa9\xc3\xa9", 6);
+    name[big] = 0;
+    gw_log ("tool_call", "{s:s, s:s}", "tool", name, "status", "refused");
+    json_t *wide = json_object (), *deep = json_object (), *many = json_array ();
+    for (int i = 0; i < 1000; i++) {
+        char key[16];
+        snprintf (key, sizeof key, "k%d", i);
+        json_object_set_new (wide, key, json_integer (i));
+        json_array_append_new (many, json_string (name + big - 4000)); /* 4,000 bytes each */
+    }
+    for (int i = 0; i < 100; i++)
+        deep = json_pack ("{s:o}", "d", deep);
+    gw_log ("arguments", "{s:o, s:o, s:o}", "wide", wide, "deep", deep, "many", many);
+    gw_log ("plain", "{s:s, s:i}", "conversation", "c-1", "n", 7);
+    gw_log_close ();
+    size_t longest;
+    json_t *lines = log_lines (path, &longest);
+    CHECK (json_array_size (lines) == 3);
+    CHECK (longest < 24 * 1024);
+    const char *tool = json_string_value (json_object_get (json_array_get (lines, 0), "tool"));
+    CHECK (tool && strlen (tool) <= 2048 && strstr (tool, "...[cut: 5242880 bytes]"));
+    json_t *valid = tool ? json_string (tool) : NULL; /* NULL unless valid UTF-8 */
+    CHECK (valid != NULL);
+    json_decref (valid);
+    CHECK (streq (json_string_value (json_object_get (json_array_get (lines, 0), "status")) ?: "", "refused"));
+    json_t *args = json_array_get (lines, 1);
+    CHECK (json_object_size (json_object_get (args, "wide")) == 65); /* 64 and the marker */
+    CHECK (strstr (json_string_value (json_object_get (json_object_get (args, "wide"), "...")) ?: "", "936 more"));
+    json_t *d = json_object_get (args, "deep");
+    int levels = 0;
+    while (json_is_object (d)) {
+        d = json_object_get (d, "d");
+        levels++;
+    }
+    CHECK (levels <= 8 && json_is_string (d));
+    json_t *plain = json_array_get (lines, 2);
+    CHECK (streq (json_string_value (json_object_get (plain, "conversation")) ?: "", "c-1"));
+    CHECK (json_integer_value (json_object_get (plain, "n")) == 7);
+    json_decref (lines);
+    free (name);
+    unlink (path);
+}
+
 int
 main (void)
 {
@@ -833,6 +918,7 @@ main (void)
     test_timer_registry ();
     test_linger ();
     test_zmtp_guard ();
+    test_log_bounds ();
     printf ("gw_unit: %s (%d failures)\n", failures ? "FAILED" : "OK", failures);
     return failures ? 1 : 0;
 }

@@ -168,3 +168,44 @@ def test_openai_wrapped_tools_are_unwrapped_and_bad_lists_refused(daemon, open_c
     assert again["evalue"] == "tool 'lookup': declared twice"
     reply, stdout, error = interactive(kc, "print(sorted(tools))", None)
     assert stdout == "['lookup']\n", error
+
+
+def test_a_kernel_cannot_flood_the_daemons_log(daemon, open_client):
+    """t25/t25b: kernel code sends tool_requests naming an undeclared tool
+    of 4 MiB, without waiting for the refusals, then 300 small refused ones.
+    Before: every refusal logged with the name whole, not rate-limited
+    (+204 MiB in 6.4 s, lines of 5 MiB). Now each string of a line is cut
+    (gw_log) and the refusals are rate-limited per conversation; what is
+    held back is counted in log_dropped."""
+    conv, kc = open_client()
+    size_before = daemon.log_file.stat().st_size
+    code = ("import json\n"
+            "sr = ToolError.__init__.__globals__['_stdin_request']\n"
+            "big = 'n' * (4 << 20)\n"
+            "for i in range(20):\n"
+            "    try:\n"
+            "        sr('tool_request', json.dumps({'call_id': 'b%d' % i, 'name': big, 'arguments': {}}), 0.002)\n"
+            "    except TimeoutError:\n"
+            "        pass\n"
+            "for i in range(300):\n"
+            "    try:\n"
+            "        sr('tool_request', json.dumps({'call_id': 's%d' % i, 'name': 'nope', 'arguments': {}}), 0.002)\n"
+            "    except TimeoutError:\n"
+            "        pass\n"
+            "print('sent')")
+    start = time.monotonic()
+    reply, stdout, error = interactive(kc, code, lambda m: None, timeout=120)
+    elapsed = time.monotonic() - start
+    assert stdout == "sent\n", error
+    # what was held back is counted with the next line logged after a second
+    time.sleep(1.1)
+    interactive(kc, "1", lambda m: None)
+    wait_until(lambda: events(daemon, "log_dropped"), 5, "a log_dropped line")
+    grown = daemon.log_file.stat().st_size - size_before
+    assert grown < 256 * 1024, grown
+    longest = max(len(line) for line in daemon.log().splitlines())
+    assert longest < 24 * 1024, longest
+    refused = events(daemon, "tool_call", conversation=conv, status="refused")
+    # a burst of 10, then one a second
+    assert refused and len(refused) <= 10 + elapsed + 2, (len(refused), elapsed)
+    assert "...[cut: 4194304 bytes]" in refused[0]["tool"], refused[0]["tool"][-80:]
