@@ -1,13 +1,17 @@
 /*  gw_exec.c - a conversation's executions: the queue (its head is the one
     running: the kernel runs one at a time, in order) and its bound, the
-    timeout ladder (limit -> SIGINT -> grace -> kill), the output limit, and
-    the answers the gateway gives itself for executions the kernel will
-    never finish (kernel died, conversation closed, queue full).
+    timeout ladder (limit -> SIGINT -> grace -> kill), the output limit
+    (every byte the kernel publishes counts: the running execution's
+    against its output_bytes, the rest against the window between two
+    client requests), and the answers the gateway gives itself for
+    executions the kernel will never finish (kernel died, conversation
+    closed, queue full).
 */
 #include "gw_config.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
+#include "gw_peek.h"
 #include "gw_proc.h"
 #include "gw_relay.h"
 #include "gw_relay_private.h"
@@ -159,72 +163,141 @@ timeout_report (gw_relay_t *self, gw_exec_t *e)
     publish_error (self, e->header, "ExecutionTimeout", evalue);
 }
 
-/* Cuts a stream message's text to at most room bytes (on a UTF-8
-   boundary): the part of the output that still fits goes out. */
-static void
-stream_cut (zmsg_t *msg, int64_t room)
+/* Cuts a stream message's text so that the whole message (bytes now) takes
+   at most room bytes (on a UTF-8 boundary): the part of the output that
+   still fits goes out. false when not even one byte of text fits. */
+static bool
+stream_cut (zmsg_t *msg, int64_t room, int64_t bytes)
 {
     int d = delimiter_index (msg);
     zframe_t *content_frame = frame_at (msg, d + 5);
     json_t *content = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
     const char *text = json_string_value (json_object_get (content, "text"));
+    bool fits = false;
     if (text) {
-        size_t n = strlen (text) < (size_t) room ? strlen (text) : (size_t) room;
-        while (n > 0 && ((unsigned char) text[n] & 0xC0) == 0x80)
-            n--;
-        json_object_set_new (content, "text", json_stringn (text, n));
-        char *dumped = json_dumps (content, JSON_COMPACT);
-        zframe_reset (content_frame, dumped, strlen (dumped));
-        free (dumped);
+        int64_t len = (int64_t) strlen (text);
+        int64_t allowed = room - (bytes - len); /* the rest of the message costs what it costs */
+        if (allowed > 0) {
+            size_t n = len < allowed ? (size_t) len : (size_t) allowed;
+            while (n > 0 && ((unsigned char) text[n] & 0xC0) == 0x80)
+                n--;
+            json_object_set_new (content, "text", json_stringn (text, n));
+            char *dumped = json_dumps (content, JSON_COMPACT);
+            zframe_reset (content_frame, dumped, strlen (dumped));
+            free (dumped);
+            fits = n > 0;
+        }
     }
     json_decref (content);
+    return fits;
 }
 
-/* The bytes an output costs: its content and binary buffers, the frames
-   after metadata. */
+/* What a kernel's message costs: every frame it chose, after the
+   signature (header, parent header, metadata, content, buffers). */
 static int64_t
-output_size (zmsg_t *msg)
+message_size (zmsg_t *msg)
 {
     int64_t bytes = 0;
-    for (zframe_t *f = frame_at (msg, delimiter_index (msg) + 5); f; f = zmsg_next (msg))
+    for (zframe_t *f = frame_at (msg, delimiter_index (msg) + 2); f; f = zmsg_next (msg))
         bytes += (int64_t) zframe_size (f);
     return bytes;
 }
 
-/* Output accounting and truncation for iopub messages of the running
-   request: false = drop. *marker: send the truncation marker after it.
-   Comm messages count (a widget's state, its binary buffers): over the
-   limit they are dropped like display_data. */
+/* A status over the bound still goes (a client waits for its idle), as
+   {"execution_state": S} with empty metadata and no buffers; false
+   (dropped) when that is no status or its header and parent header alone
+   are over STATUS_HEADERS_MAX: a kernel's padding, not a status. */
+#define STATUS_HEADERS_MAX 4096
+static bool
+status_trim (zmsg_t *msg)
+{
+    char state[16];
+    int d = delimiter_index (msg);
+    if (gw_peek_frame (msg, 5, "execution_state", state, sizeof state) < 0
+        || (int64_t) zframe_size (frame_at (msg, d + 2)) + (int64_t) zframe_size (frame_at (msg, d + 3))
+               > STATUS_HEADERS_MAX)
+        return false;
+    zframe_reset (frame_at (msg, d + 4), "{}", 2);
+    json_t *content = json_pack ("{s:s}", "execution_state", state);
+    char *dumped = json_dumps (content, JSON_COMPACT);
+    zframe_reset (frame_at (msg, d + 5), dumped, strlen (dumped));
+    free (dumped);
+    json_decref (content);
+    zframe_t *f;
+    while ((f = frame_at (msg, d + 6))) {
+        zmsg_remove (msg, f);
+        zframe_destroy (&f);
+    }
+    return true;
+}
+
+/* Output outside the running execution (a thread of an ended cell, a
+   comm's answer to a client's message, anything with no or another
+   parent): at most output_bytes from one client request on shell to the
+   next, so a kernel alone cannot renew it. The first message over it is
+   replaced by a stderr stream, with that message's parent, saying so. */
+static bool
+background_admit (gw_relay_t *self, zmsg_t *msg, bool status, int64_t bytes, int64_t limit)
+{
+    self->background_bytes += bytes;
+    if (limit == GW_UNLIMITED || self->background_bytes <= limit)
+        return true;
+    if (status)
+        return status_trim (msg);
+    if (!self->background_truncated) {
+        self->background_truncated = true;
+        json_t *parent = frame_json (msg, 3, NULL);
+        char text[300];
+        snprintf (text, sizeof text,
+                  "\n[kennel: output truncated: output outside a running execution reached its limit of %lld bytes; "
+                  "more is dropped until the client's next request]\n",
+                  (long long) limit);
+        publish (self, "stream", json_is_object (parent) ? parent : NULL,
+                 json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
+        json_decref (parent);
+        gw_log ("output_truncated", "{s:s, s:n, s:I}", "conversation", self->id, "msg_id", "limit",
+                (json_int_t) limit);
+    }
+    return false;
+}
+
+void
+output_window_renew (gw_relay_t *self)
+{
+    self->background_bytes = 0;
+    self->background_truncated = false;
+}
+
+/* Output accounting and truncation for every iopub message of the kernel:
+   false = drop. Its bytes count against the running execution's
+   output_bytes when it is that execution's, else against the window
+   outside executions (background_admit). Over the limit a status is
+   trimmed, never dropped (clients wait for idle), the stream that crosses
+   it is cut, anything else is dropped. *marker: send the running
+   execution's truncation marker after it. */
 bool
 iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
 {
-    static const char *outputs[] = {"stream",    "display_data", "update_display_data", "execute_result", "error",
-                                    "comm_open", "comm_msg",     "comm_close",          NULL};
-    int i;
-    for (i = 0; outputs[i] && !streq (outputs[i], msg_type); i++)
-        ;
-    if (!outputs[i])
-        return true;
     gw_exec_t *e = exec_head (self);
-    bool admit = true;
-    if (e && pid && streq (pid, e->msg_id) && e->timed_out && streq (msg_type, "error"))
-        admit = false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
-    else if (e && pid && streq (pid, e->msg_id)) {
-        int64_t bytes = output_size (msg);
-        int64_t limit = self->owner->policy (self->conv)->output_bytes;
-        int64_t room = limit - e->output_bytes;
-        e->output_bytes += bytes;
-        if (limit != GW_UNLIMITED && e->output_bytes > limit) {
-            admit = !e->truncated && room > 0 && streq (msg_type, "stream");
-            if (admit)
-                stream_cut (msg, room);
-            if (!e->truncated) {
-                e->truncated = true;
-                *marker = true;
-                gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", self->id, "msg_id",
-                        e->msg_id, "limit", (json_int_t) limit);
-            }
-        }
+    bool mine = e && pid && streq (pid, e->msg_id);
+    if (mine && e->timed_out && streq (msg_type, "error"))
+        return false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
+    bool status = streq (msg_type, "status");
+    int64_t bytes = message_size (msg);
+    int64_t limit = self->owner->policy (self->conv)->output_bytes;
+    if (!mine)
+        return background_admit (self, msg, status, bytes, limit);
+    int64_t room = limit - e->output_bytes;
+    e->output_bytes += bytes;
+    if (limit == GW_UNLIMITED || e->output_bytes <= limit)
+        return true;
+    bool admit = status ? status_trim (msg)
+                        : !e->truncated && room > 0 && streq (msg_type, "stream") && stream_cut (msg, room, bytes);
+    if (!e->truncated) {
+        e->truncated = true;
+        *marker = true;
+        gw_log ("output_truncated", "{s:s, s:s, s:I}", "conversation", self->id, "msg_id", e->msg_id, "limit",
+                (json_int_t) limit);
     }
     return admit;
 }

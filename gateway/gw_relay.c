@@ -225,6 +225,7 @@ client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
 static void
 on_client_shell (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header)
 {
+    output_window_renew (self);
     if (streq (msg_type, "execute_request"))
         track_execute (self, msg_p, header);
     else

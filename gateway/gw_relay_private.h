@@ -77,6 +77,10 @@ struct gw_relay {
     zlistx_t *backlog; /* zmsg_t* verified client messages waiting for a kernel, with channel prefix frame */
     zhashx_t *calls;   /* call_id -> gw_call_t*, tool calls waiting for the client */
     int executions;
+    /* output outside a running execution since the last client request on
+       shell (gw_exec.c): at most output_bytes */
+    int64_t background_bytes;
+    bool background_truncated;
     bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */
     char session[WIRE_ID_SIZE];
     gw_answer_to_t answer_to; /* the gateway's own messages: as this session, to the peers */
@@ -148,6 +152,8 @@ void exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *stat
 void *exec_find (gw_relay_t *self, const char *msg_id);
 void timeout_report (gw_relay_t *self, gw_exec_t *e);
 bool iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker);
+/* A client's request on shell: the window for output outside executions starts again. */
+void output_window_renew (gw_relay_t *self);
 void publish_marker (gw_relay_t *self);
 gw_exec_t *exec_new (zmsg_t *msg, json_t *header);
 void track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header);

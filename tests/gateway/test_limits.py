@@ -12,6 +12,7 @@ import zmq
 
 import hostprobe
 from gwtest import Control, built, connect, execute, execute_started, gone, launcher, stdout_of
+from kennel_testlib import stream_text
 from kennel_testlib import serve, setpriv, traversable_dir, wait_until
 
 NOBODY = hostprobe.NOBODY
@@ -105,6 +106,70 @@ def test_output_truncated_with_marker(gateway):
     assert k["output_truncated"] is True and k["output_bytes"] > 10000
     r, out = execute(kc, "print('small')")
     assert stdout_of(out) == "small\n"
+
+
+PUBLISH = "pub = ToolError.__init__.__globals__['_publish']\n"
+
+
+def iopub_bytes(messages):
+    """What reached the client: content and buffers of each message."""
+    return sum(len(json.dumps(m["content"])) + sum(len(b) for b in m.get("buffers") or []) for m in messages)
+
+
+@pytest.mark.parametrize("kind", ["clear_output", "status", "custom"])
+def test_every_iopub_message_counts_against_the_output_limit(gateway, kind):
+    """t20: 8 messages of one iopub type from kernel code (through the
+    kernel's own _publish), 8 x 512 KiB with a 256 KiB limit (the red-team
+    sent 8 x 2 MiB with 1 MiB; this gateway's messages are at most 1 MiB).
+    Before: clear_output, a status with an extra field and a type no one
+    knows passed whole.
+    Now every message of the execution counts; over the limit a status is
+    trimmed to its execution_state (never dropped: a client waits for its
+    idle) and anything else dropped, after one truncation marker."""
+    _, kc = gateway.open_client(f"count-{kind}", policy={"output_bytes": 256 << 10})
+    pad = "'x' * (512 << 10)"
+    call = {"clear_output": f"pub('clear_output', {{'wait': False, 'pad': {pad}}})",
+            "status": f"pub('status', {{'execution_state': 'busy', 'pad': {pad}}})",
+            "custom": f"pub('kennel_custom', {{'pad': {pad}}})"}[kind]
+    r, out = execute(kc, PUBLISH + f"for i in range(8):\n    {call}", timeout=120)
+    assert r["content"]["status"] == "ok"
+    k = r["metadata"]["kennel"]
+    assert k["output_truncated"] is True and k["output_bytes"] > 4 << 20, k
+    assert iopub_bytes(out) < (256 << 10) + 4096, iopub_bytes(out)
+    assert "output truncated" in stream_text(out, "stderr")
+
+
+def test_output_after_its_cell_counts_too(gateway):
+    """t20b: a thread that prints 24 x 64 KiB after its cell ended, with a
+    256 KiB limit (the red-team: 24 x 1 MiB past 1 MiB). Before: all of it
+    reached the client. Now output outside the running execution has
+    output_bytes from one client request to the next: at most 256 KiB,
+    then a marker in that cell and nothing more; the client's next request
+    opens the window again."""
+    _, kc = gateway.open_client("after", policy={"output_bytes": 256 << 10})
+    code = ("import threading, time\n"
+            "def later():\n"
+            "    time.sleep(0.5)\n"
+            "    for i in range(24):\n"
+            "        print('y' * (64 << 10), flush=True)\n"
+            "        time.sleep(0.05)\n"
+            "threading.Thread(target=later).start()")
+    r, out = execute(kc, code)
+    cell = r["parent_header"]["msg_id"]
+    late = []
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        try:
+            late.append(kc.get_iopub_msg(timeout=0.5))
+        except Exception:
+            continue
+    assert all(m["parent_header"].get("msg_id") == cell for m in late if m["msg_type"] == "stream")
+    got = sum(len(m["content"]["text"]) for m in late if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+    assert 0 < got <= 256 << 10, got
+    markers = [m for m in late if m["msg_type"] == "stream" and "outside a running execution" in m["content"]["text"]]
+    assert len(markers) == 1, [m["content"]["text"][:80] for m in late if m["msg_type"] == "stream"][:5]
+    r, out = execute(kc, "print('next')")
+    assert stdout_of(out) == "next\n"
 
 
 def test_queue_bound(make_gateway):
