@@ -35,6 +35,7 @@ exec_destroy (gw_exec_t **self_p)
     free (self->msg_id);
     json_decref (self->header);
     zmsg_destroy (&self->ids);
+    zmsg_destroy (&self->request);
     zmsg_destroy (&self->reply);
     free (self);
     *self_p = NULL;
@@ -81,6 +82,44 @@ exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
     e->timer_id = e->grace_timer_id = e->idle_timer_id = 0;
 }
 
+/* The head goes to the kernel once it is the head: executions wait in the
+   gateway, never in the kernel's queue, so what waits is the gateway's to
+   answer (an abort after an error, below; the kernel's death). */
+static void
+exec_send_head (gw_relay_t *self)
+{
+    gw_exec_t *e = exec_head (self);
+    if (e && e->request)
+        to_kernel (self, WIRE_SHELL, &e->request);
+}
+
+/* The Jupyter rule of stop_on_error (ipykernel 6.17: _abort_queues): after
+   an execution that failed with stop_on_error (and not silent), every
+   execute_request waiting at that moment is answered "aborted" without
+   running; one that arrives later runs. Requests of other types are not
+   held here: they went to the kernel and are answered as usual. */
+static void
+execs_abort_queued (gw_relay_t *self)
+{
+    gw_exec_t *e;
+    while ((e = exec_head (self))) {
+        json_t *cost = exec_cost (self, e, "kept");
+        publish_status (self, e->header, "busy");
+        wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
+        wire_msg_set_content (reply, json_pack ("{s:s}", "status", "aborted"));
+        json_object_set_new (reply->metadata, "status", json_string ("aborted"));
+        json_object_set_new (reply->metadata, "kennel", cost);
+        client_send_own (self, reply, WIRE_SHELL);
+        wire_msg_destroy (&reply);
+        publish_status (self, e->header, "idle");
+        gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id, "status",
+                "aborted", "reason", "an execution before it failed (stop_on_error)");
+        gw_metrics_execution ("aborted", -1);
+        self->executions++;
+        zlistx_delete (self->execs, zlistx_cursor (self->execs));
+    }
+}
+
 /* Ends the head (or any) execution: log, drop, start the next one. */
 void
 exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
@@ -92,7 +131,15 @@ exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
     gw_metrics_execution (status, e->started ? gw_clock_mono () - e->started_at : -1);
     self->executions++;
     calls_end (self, e->msg_id, "abandoned");
+    bool abort_queued = e->failed && e->stop_on_error && !e->silent;
+    if (abort_queued)
+        /* what the clients sent before this moment and the fronts have not
+           read yet waits too: read it now, behind this head */
+        gw_peers_event (self->peers, GW_EVENT_SHELL_FLUSH, NULL);
     zlistx_delete (self->execs, handle);
+    if (abort_queued)
+        execs_abort_queued (self);
+    exec_send_head (self);
     exec_start_head (self);
 }
 
@@ -330,6 +377,8 @@ exec_new (zmsg_t *msg, json_t *header)
     json_t *content = frame_json (msg, 5, NULL);
     json_t *allow = json_object_get (content, "allow_stdin");
     e->allow_stdin = !json_is_false (allow);
+    e->silent = json_is_true (json_object_get (content, "silent"));
+    e->stop_on_error = !json_is_false (json_object_get (content, "stop_on_error"));
     json_decref (content);
     /* a client that understands tool_cancel says so (docs/PROTOCOL.md §8) */
     json_t *metadata = frame_json (msg, 4, NULL);
@@ -356,7 +405,12 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
         return;
     }
     zlistx_add_end (self->execs, e);
-    to_kernel (self, WIRE_SHELL, msg_p);
+    if (exec_head (self) == e)
+        to_kernel (self, WIRE_SHELL, msg_p);
+    else {
+        e->request = *msg_p; /* until the ones before it finished: exec_send_head */
+        *msg_p = NULL;
+    }
     exec_start_head (self);
 }
 

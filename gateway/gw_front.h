@@ -60,6 +60,12 @@ typedef enum {
     GW_EVENT_KERNEL_DIED,     /* detail: the cause, as the failed executions' evalue */
     GW_EVENT_CLOSING,         /* detail: the cause told to clients, as the executions' evalue */
     GW_EVENT_CLOSED,          /* the last call for this peer; detail: why ("close_request", "idle", ...) */
+    /* submit now, from inside this call, what the peer's clients have sent
+       on shell and the front has not read yet: an execution failed with
+       stop_on_error, and what waits at that moment is aborted (ipykernel
+       flushes its shell stream the same way); detail: NULL. A front that
+       submits as it reads (a websocket, the MCP core peer) ignores it. */
+    GW_EVENT_SHELL_FLUSH,
 } gw_event_t;
 
 typedef struct {

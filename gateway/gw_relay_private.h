@@ -27,7 +27,10 @@ typedef struct {
     char *msg_id;
     json_t *header; /* the request's header: parent of what we send */
     zmsg_t *ids;    /* the peer's token and route frames */
+    zmsg_t *request; /* the execute_request, held here until it is the head (then sent to the kernel) */
     bool silent;
+    bool stop_on_error; /* the request's (default true): a failure aborts the executions queued behind it */
+    bool failed;        /* its reply is an error */
     bool started;
     double started_at;
     gw_proc_watch_t usage; /* the kernel's /proc/PID/stat while it runs */

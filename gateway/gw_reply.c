@@ -137,6 +137,10 @@ reply_hold (gw_relay_t *self, void *handle, zmsg_t *msg)
     gw_exec_t *e = zlistx_handle_item (handle);
     zmsg_destroy (&e->reply);
     e->reply = msg;
+    char status[8];
+    /* an error (an ExecutionTimeout's interrupt included) aborts what waits behind it */
+    e->failed = e->timed_out
+                || (gw_peek_frame (msg, 5, "status", status, sizeof status) == 5 && streq (status, "error"));
     if (e->idle_seen)
         reply_complete (self, handle, e);
     else if (!e->idle_timer_id)

@@ -269,6 +269,8 @@ zmq_event (void *arg, gw_event_t event, const char *detail)
     gw_zmq_t *self = arg;
     if (event == GW_EVENT_CLOSING)
         closing (self, detail);
+    else if (event == GW_EVENT_SHELL_FLUSH)
+        drain_shell (self);
     else if (event == GW_EVENT_CLOSED) {
         self->peer = NULL; /* detached by the core */
         linger_start (self);

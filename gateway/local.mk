@@ -35,7 +35,7 @@ gateway_kennel_LDADD = confine/libconfine.la $(WIRE_LIBS) $(XML2_LIBS) -lm
 EXTRA_DIST += gateway/README.md \
 	tests/gateway/conftest.py tests/gateway/gwtest.py tests/gateway/dev_launch.py \
 	tests/gateway/test_control.py tests/gateway/test_conversation.py \
-	tests/gateway/test_limits.py tests/gateway/test_kernelspec.py tests/gateway/test_notebook.py tests/gateway/test_corpus.py \
+	tests/gateway/test_limits.py tests/gateway/test_stop_on_error.py tests/gateway/test_kernelspec.py tests/gateway/test_notebook.py tests/gateway/test_corpus.py \
 	tests/gateway/test_scale.py tests/gateway/test_selftest.py tests/gateway/test_tools.py \
 	tests/gateway/test_pool.py tests/gateway/test_capacity.py tests/gateway/test_fork_server.py \
 	tests/gateway/test_relay_load.py tests/gateway/test_local_user.py tests/gateway/hot_path.py \
