@@ -74,9 +74,19 @@ rlimits_setup (confine_ctx_t *ctx)
         struct rlimit rl = { limits[i].value, limits[i].value };
         if (setrlimit (limits[i].resource, &rl) < 0) {
             int err = errno;
+            char lower[128] = "";
+            if (!limits[i].always)
+                snprintf (lower, sizeof lower, ", or lower the policy's rlimits.%s (the gateway config's "
+                          "\"confine\": {\"rlimits\": {\"%s\": N}})", limits[i].name, limits[i].name);
+            char upper[16];
+            size_t n = 0;
+            for (; limits[i].name[n] && n < sizeof upper - 1; n++)
+                upper[n] = (char) (limits[i].name[n] - 'a' + 'A');
+            upper[n] = 0;
             confine_error_set (ctx->error, "rlimits", err, "setrlimit(RLIMIT_%s, %llu): %s (a hard limit "
-                               "inherited from the caller is lower)", limits[i].name,
-                               (unsigned long long) limits[i].value, strerror (err));
+                               "inherited from the caller is lower: raise the caller's, with ulimit -H or "
+                               "systemd's Limit%s=%s)", upper, (unsigned long long) limits[i].value,
+                               strerror (err), upper, lower);
             return -1;
         }
         if (used < sizeof summary)

@@ -375,6 +375,25 @@ gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *p)
     return policy;
 }
 
+bool
+gw_config_allows_degraded (const gw_config_t *config, const char *layer)
+{
+    size_t i;
+    json_t *name;
+    json_array_foreach (json_object_get (config->confine, "allow_degraded"), i, name)
+        if (json_is_string (name) && streq (json_string_value (name), layer))
+            return true;
+    return false;
+}
+
+char *
+gw_config_degrade_fix (const char *layer)
+{
+    return wire_xasprintf ("or let kennel run without it: \"confine\": {\"allow_degraded\": [\"%s\"]} in its config "
+                           "(kennel.conf(5); with the layers already named there)",
+                           layer);
+}
+
 json_t *
 gw_config_limits_json (const gw_config_t *c)
 {

@@ -105,6 +105,14 @@ json_t *gw_policy_to_json (const gw_policy_t *policy);
    settings with the policy's memory_bytes, pids, workspace_bytes,
    workspace_files, network. */
 json_t *gw_confine_policy_json (const gw_config_t *config, const gw_policy_t *policy);
+/* Whether the config's confine.allow_degraded names layer ("cgroup",
+   "quota", ...): the operator lets it run without that layer. */
+bool gw_config_allows_degraded (const gw_config_t *config, const char *layer);
+/* The sentence naming the setting that lets layer run degraded, in the
+   config's own words (malloc'd): `or let kennel run without it:
+   "confine": {"allow_degraded": ["cgroup"]} in its config ...`. For a
+   layer confine lets degrade (confine_layer_degradable). */
+char *gw_config_degrade_fix (const char *layer);
 /* A timer's delay in ms for a finite limit in seconds: at least 1, so that
    no value arms "no timer". */
 size_t gw_limit_ms (double seconds);

@@ -19,10 +19,12 @@
     SIGKILL. It is read when the launcher's exit is seen.
 */
 #include "gw_launch.h"
+#include "gw_config.h"
 #include "gw_io.h"
 #include "gw_timer.h"
 #include "gw_util.h"
 #include "wire.h"
+#include "confine/confine.h"
 #include "kernel-launcher/kennel_launch.h"
 
 #include <errno.h>
@@ -284,7 +286,14 @@ status_parse (gw_launch_t *self)
     if (status && streq (status, LAUNCH_STATUS_ERROR)) {
         const char *stage = json_string_value (json_object_get (obj, LAUNCH_STATUS_STAGE));
         const char *message = json_string_value (json_object_get (obj, LAUNCH_STATUS_MESSAGE));
-        self->error = wire_xasprintf ("confinement failed at %s: %s", stage ? stage : "?", message ? message : "?");
+        /* a layer the operator may let degrade: the refusal names that
+           setting too, in the config's words */
+        int layer = stage ? confine_layer_from_name (stage) : -1;
+        char *fix = layer >= 0 && confine_layer_degradable ((confine_layer_t) layer) ? gw_config_degrade_fix (stage)
+                                                                                     : NULL;
+        self->error = wire_xasprintf ("confinement failed at %s: %s%s%s", stage ? stage : "?", message ? message : "?",
+                                      fix ? "; " : "", fix ? fix : "");
+        free (fix);
     }
     else if (!len || (status && streq (status, LAUNCH_STATUS_ENDED))) {
         char c[sizeof self->cause], tail[GW_LAUNCH_TAIL_SIZE];

@@ -185,27 +185,16 @@ quota_mount (const char *dir, int64_t bytes, int64_t files, char **errmsg)
     return 0;
 }
 
-static bool
-quota_degradable (const gw_config_t *config)
-{
-    size_t i;
-    json_t *layer;
-    json_array_foreach (json_object_get (config->confine, "allow_degraded"), i, layer)
-    {
-        if (json_is_string (layer) && streq (json_string_value (layer), "quota"))
-            return true;
-    }
-    return false;
-}
-
 int
 gw_quota_apply (const gw_config_t *config, const char *dir, int64_t bytes, int64_t files, char **errmsg)
 {
     char *why = NULL;
     if (quota_mount (dir, bytes, files, &why) == 0)
         return 0;
-    if (!quota_degradable (config)) {
-        *errmsg = wire_xasprintf ("%s (or allow_degraded \"quota\" in the config's confine settings)", why);
+    if (!gw_config_allows_degraded (config, "quota")) {
+        char *fix = gw_config_degrade_fix ("quota");
+        *errmsg = wire_xasprintf ("%s; %s", why, fix);
+        free (fix);
         free (why);
         return -1;
     }

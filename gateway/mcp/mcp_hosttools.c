@@ -146,21 +146,6 @@ s_config (const mcp_hosttools_t *self)
     return self->core ? gw_server_config (self->core) : self->config;
 }
 
-/* Whether the operator lets a command run without a cgroup of its own:
-   the sandbox's own setting, confine.allow_degraded. */
-static bool
-s_cgroup_may_degrade (const gw_config_t *config)
-{
-    size_t i;
-    json_t *layer;
-    json_array_foreach (json_object_get (config->confine, "allow_degraded"), i, layer)
-        if (streq (json_string_value (layer) ?: "", "cgroup"))
-            return true;
-    return false;
-}
-
-#define MCP_CGROUP_FIX "or let host commands run without one: \"confine\": {\"allow_degraded\": [\"cgroup\"]} in the config"
-
 /* At load: whether this host gives commands a cgroup, said once. */
 static void
 s_cgroup_report (const mcp_hosttools_t *self, const char *path, size_t tools)
@@ -169,16 +154,18 @@ s_cgroup_report (const mcp_hosttools_t *self, const char *path, size_t tools)
     confine_error_t err = {0};
     confine_cgroup_t *probe
         = confine_cgroup_new ((uint64_t) config->mcp_command_memory_bytes, (uint64_t) config->mcp_command_pids, &err);
+    bool degrade = gw_config_allows_degraded (config, "cgroup");
+    char *fix = gw_config_degrade_fix ("cgroup");
+    char *refused = wire_xasprintf ("every call of a host command is refused (ToolUnavailable); %s", fix);
     if (probe)
         gw_log ("mcp_host_tools", "{s:s, s:i, s:i, s:s, s:s}", "file", path, "tools", (int) tools, "max_commands",
                 config->mcp_max_commands, "cgroup", "active", "reason", confine_cgroup_describe (probe));
     else
         gw_log ("mcp_host_tools", "{s:s, s:i, s:i, s:s, s:s, s:s}", "file", path, "tools", (int) tools,
-                "max_commands", config->mcp_max_commands, "cgroup",
-                s_cgroup_may_degrade (config) ? "degraded" : "unsupported", "reason", err.message, "consequence",
-                s_cgroup_may_degrade (config) ? "commands run without a cgroup (confine.allow_degraded)"
-                                              : "every call of a host command is refused (ToolUnavailable); "
-                                                MCP_CGROUP_FIX);
+                "max_commands", config->mcp_max_commands, "cgroup", degrade ? "degraded" : "unsupported", "reason",
+                err.message, "consequence", degrade ? "commands run without a cgroup (confine.allow_degraded)" : refused);
+    free (refused);
+    free (fix);
     confine_cgroup_destroy (&probe);
 }
 
@@ -510,12 +497,14 @@ mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, 
     confine_error_t err = {0};
     confine_cgroup_t *cgroup
         = confine_cgroup_new ((uint64_t) config->mcp_command_memory_bytes, (uint64_t) config->mcp_command_pids, &err);
-    if (!cgroup && !s_cgroup_may_degrade (config)) {
+    if (!cgroup && !gw_config_allows_degraded (config, "cgroup")) {
+        char *fix = gw_config_degrade_fix ("cgroup");
         char *evalue = wire_xasprintf ("the host command of tool '%s' was not started: it runs in a cgroup of its own "
-                                       "(mcp.command_memory_bytes, mcp.command_pids) and this host gives none: %s; "
-                                       MCP_CGROUP_FIX, name, err.message);
+                                       "(mcp.command_memory_bytes, mcp.command_pids) and this host gives none: %s; %s",
+                                       name, err.message, fix);
         s_refuse (name, done, arg, "ToolUnavailable", evalue);
         free (evalue);
+        free (fix);
         return true;
     }
     run_t *run = wire_xcalloc (1, sizeof *run);

@@ -366,6 +366,38 @@ def test_unprivileged_gateway_without_allow_degraded_refuses(tmp_path):
         stop_nobody(proc, d, control)
 
 
+def test_each_refusal_names_a_fix_that_works(tmp_path):
+    """Issue 24 point 11: an unprivileged gateway on a host that lacks a
+    layer for it (cgroup on cgroup v1) refused every open, and the message
+    named no setting the operator could apply (only "start as root, or use
+    a host with cgroup v2 delegation"). Now a degradable layer's refusal
+    names `"confine": {"allow_degraded": ["<layer>"]}`: applying exactly
+    what each refusal names, one after the other, makes the gateway ready
+    and a conversation opens and runs."""
+    allowed = []
+    for _ in range(5):
+        proc, d, control = serve_as_nobody({"confine": {"allow_degraded": list(allowed)}})
+        try:
+            info = control.request("gateway_info_request")["content"]
+            if info["ready"]:
+                reply = control.request("conversation_open_request", {"conversation_id": "fixed"})["content"]
+                assert reply["status"] == "ok", reply
+                break
+            layer, reason = info["startup_error"]["layer"], info["startup_error"]["reason"]
+            named = f'"confine": {{"allow_degraded": ["{layer}"]}}'
+            assert named in reason, reason
+            c = control.request("conversation_open_request", {"conversation_id": "u"})["content"]
+            assert c["ename"] == "ConfinementUnavailable" and named in c["evalue"], c
+            assert layer not in allowed
+            allowed.append(layer)
+        finally:
+            stop_nobody(proc, d, control)
+    else:
+        pytest.fail(f"not ready after applying the fixes named: {allowed}")
+    print(f"uid 65534 here needs allow_degraded {allowed} (probed: {hostprobe.lacking_layers(NOBODY)})")
+    assert set(allowed) <= set(hostprobe.lacking_layers(NOBODY)) | {"quota"}, allowed
+
+
 def test_reopen_after_kernel_death_gets_a_fresh_kernel(gateway):
     reply, kc = gateway.open_client("reopen-dead")
     pid = kernel_pid(gateway, "reopen-dead")
@@ -506,3 +538,25 @@ def test_operator_config_limits_are_checked(tmp_path, config, needle):
     out = subprocess.run([str(built("gateway/kennel")), "serve", "--state-dir", str(tmp_path / "s"),
                           "--config", str(cfg)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and needle in out.stderr, out.stderr
+
+
+def test_an_rlimits_refusal_names_a_fix_that_works(make_gateway):
+    """A daemon under a hard RLIMIT_NOFILE of 1000 (below the sandbox's 1024)
+    starts, and its probe is refused at rlimits. Before, the refusal said
+    only "a hard limit inherited from the caller is lower". Now it names
+    both fixes: the caller's limit (ulimit -H, systemd's LimitNOFILE=) and
+    the policy's, in the config's words; the second, applied, makes the
+    same daemon ready and a conversation runs."""
+    gw = make_gateway(name="low", prefix=["prlimit", "--nofile=1000:1000", "--"])
+    info = gw.control.request("gateway_info_request")["content"]
+    assert info["ready"] is False and info["startup_error"]["layer"] == "rlimits", info
+    reason = info["startup_error"]["reason"]
+    assert "LimitNOFILE=" in reason and '"confine": {"rlimits": {"nofile": N}}' in reason, reason
+    gw.stop()
+    gw = make_gateway(name="fixed", prefix=["prlimit", "--nofile=1000:1000", "--"],
+                      config={"confine": {"rlimits": {"nofile": 512}}})
+    info = gw.control.request("gateway_info_request")["content"]
+    assert info["ready"] is True, info
+    _, kc = gw.open_client("runs")
+    r, out = execute(kc, "import resource\nprint(resource.getrlimit(resource.RLIMIT_NOFILE))")
+    assert stdout_of(out) == "(512, 512)\n", out
