@@ -1,7 +1,8 @@
 /*  gw_config_test.c - gw_config on its own (make check): the operator's
     config file (gw_config_load) and a request's policy lowered against it
     (gw_policy_lower), with the values that come out and the errors that
-    name the field. tests/fuzz/gw_policy_fuzz.c feeds the same functions
+    name the field; the bounds of tool calls and host commands and the
+    degrade fix a refusal names. tests/fuzz/gw_policy_fuzz.c feeds the same functions
     arbitrary bytes; this states what they must answer to known ones.
 
     Exit 0 when every check passed; each failure prints one line.
@@ -194,11 +195,43 @@ test_shard (void)
     free (errmsg);
 }
 
+/* The bounds of tool calls and host commands: built-in values, the
+   file's, refusals naming the key; allow_degraded and the fix it names. */
+static void
+test_tool_bounds (void)
+{
+    char *errmsg = NULL;
+    gw_config_t *config = config_from_text ("{}", &errmsg);
+    CHECK (config && config->max_concurrent_tool_calls == 16 && config->mcp_max_commands == 64);
+    CHECK (config && config->mcp_command_memory_bytes == ((int64_t) 1 << 30) && config->mcp_command_pids == 64);
+    CHECK (config && !gw_config_allows_degraded (config, "cgroup"));
+    gw_config_destroy (&config);
+    config = config_from_text ("{\"max_concurrent_tool_calls\": 3, \"mcp\": {\"max_commands\": 2, "
+                               "\"command_memory_bytes\": 2097152, \"command_pids\": 5}, "
+                               "\"confine\": {\"allow_degraded\": [\"quota\", \"cgroup\"]}}",
+                               &errmsg);
+    CHECK (config && config->max_concurrent_tool_calls == 3 && config->mcp_max_commands == 2);
+    CHECK (config && config->mcp_command_memory_bytes == 2097152 && config->mcp_command_pids == 5);
+    CHECK (config && gw_config_allows_degraded (config, "cgroup") && !gw_config_allows_degraded (config, "landlock"));
+    gw_config_destroy (&config);
+    CHECK (config_refused ("{\"max_concurrent_tool_calls\": 0}", "max_concurrent_tool_calls"));
+    CHECK (config_refused ("{\"mcp\": {\"max_commands\": 0}}", "mcp.max_commands must be a whole number"));
+    CHECK (config_refused ("{\"mcp\": {\"max_commands\": 1.5}}", "mcp.max_commands"));
+    CHECK (config_refused ("{\"mcp\": {\"command_memory_bytes\": 1000}}", "mcp.command_memory_bytes"));
+    CHECK (config_refused ("{\"mcp\": {\"command_pids\": \"many\"}}", "mcp.command_pids"));
+    CHECK (config_refused ("{\"mcp\": {\"commands\": 1}}", "unknown key \"mcp.commands\""));
+    char *fix = gw_config_degrade_fix ("landlock");
+    CHECK (holds (fix, "\"confine\": {\"allow_degraded\": [\"landlock\"]}"));
+    free (fix);
+    free (errmsg);
+}
+
 int
 main (void)
 {
     test_builtin_defaults ();
     test_shard ();
+    test_tool_bounds ();
     char *errmsg = NULL;
     gw_config_t *config = config_from_text (OPERATOR, &errmsg);
     CHECK (config && !errmsg);
