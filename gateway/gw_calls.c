@@ -14,9 +14,9 @@
     without the client's reply (timeout, its execution ended, the kernel
     ended, the conversation closed) is told to that client in a
     tool_cancel when it asked for them, so that the host stops its work (a
-    host command is killed). Each call is logged once (event tool_call, rate-limited per
-    conversation), without argument values unless the operator's config
-    asks for them.
+    host command is killed). Each call is logged once (event tool_call,
+    rate-limited per conversation), without argument values unless the
+    operator's config asks for them.
 */
 #include "gw_config.h"
 #include "gw_log.h"
