@@ -315,6 +315,10 @@ output_window_renew (gw_relay_t *self)
     self->background_truncated = false;
 }
 
+/* What an execute_input may take beyond its request (a header of its own,
+   the execution count) and still be the echo of the client's code. */
+#define ECHO_ALLOWANCE 1024
+
 /* Output accounting and truncation for every iopub message of the kernel:
    false = drop. Its bytes count against the running execution's
    output_bytes when it is that execution's, else against the window
@@ -334,6 +338,8 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
     int64_t limit = self->owner->policy (self->conv)->output_bytes;
     if (!mine)
         return background_admit (self, msg, status, bytes, limit);
+    if (streq (msg_type, "execute_input") && bytes <= e->request_bytes + ECHO_ALLOWANCE)
+        return true; /* the client's own code echoed: its bytes, not the kernel's output */
     int64_t room = limit - e->output_bytes;
     e->output_bytes += bytes;
     if (limit == GW_UNLIMITED || e->output_bytes <= limit)
@@ -373,6 +379,7 @@ exec_new (zmsg_t *msg, json_t *header)
     e->msg_id = wire_xstrdup (json_string_value (json_object_get (header, "msg_id")));
     e->header = json_incref (header);
     e->ids = ids;
+    e->request_bytes = message_size (msg);
     /* the protocol's default is true; false means no client answers stdin */
     json_t *content = frame_json (msg, 5, NULL);
     json_t *allow = json_object_get (content, "allow_stdin");

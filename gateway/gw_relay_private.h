@@ -31,6 +31,7 @@ typedef struct {
     bool silent;
     bool stop_on_error; /* the request's (default true): a failure aborts the executions queued behind it */
     bool failed;        /* its reply is an error */
+    int64_t request_bytes; /* the request's frames: what its execute_input may echo without cost */
     bool started;
     double started_at;
     gw_proc_watch_t usage; /* the kernel's /proc/PID/stat while it runs */

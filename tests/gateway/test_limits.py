@@ -139,6 +139,29 @@ def test_every_iopub_message_counts_against_the_output_limit(gateway, kind):
     assert "output truncated" in stream_text(out, "stderr")
 
 
+def test_a_cells_own_code_echoed_is_not_its_output(gateway):
+    """execute_input echoes the client's code: up to the request's own size
+    it costs nothing, so a cell bigger than output_bytes still gets its
+    execute_input (JupyterLab waits for it; tests/http's interrupt test
+    hung without). What a kernel publishes as execute_input beyond that
+    counts like any output."""
+    _, kc = gateway.open_client("echo", policy={"output_bytes": 64 << 10})
+    code = "_ = [\n" + "1,\n" * 40000 + "]\nprint('ran')"
+    msg_id = kc.execute(code)
+    seen = []
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        seen.append(m["msg_type"])
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            break
+    assert "execute_input" in seen and "stream" in seen, seen
+    r, out = execute(kc, PUBLISH + "pub('execute_input', {'code': 'x' * (256 << 10), 'execution_count': 1})")
+    k = r["metadata"]["kennel"]
+    assert k["output_truncated"] is True and k["output_bytes"] > 256 << 10, k
+
+
 def test_output_after_its_cell_counts_too(gateway):
     """t20b: a thread that prints 24 x 64 KiB after its cell ended, with a
     256 KiB limit (the red-team: 24 x 1 MiB past 1 MiB). Before: all of it
