@@ -84,22 +84,61 @@ make_cgroup (char *dir)
     return mkdir (dir, 0755);
 }
 
-/* Removes cgroups "kennel-<pid>" (a sandbox's) and "kennel-<pid>-<n>"
-   (confine_cgroup_new's) beside ours whose maker is gone (a waiter or a
-   gateway SIGKILLed, so it could not). rmdir fails on one in use. */
+/* The inode of our pid namespace, which every cgroup name of ours
+   carries beside our pid: a pid means something only in its namespace.
+   Gateways in other pid namespaces (containers given the host's
+   /sys/fs/cgroup, a gateway as a container's PID 1) share the cgroup tree
+   and may make cgroups beside ours; 0 when /proc cannot tell. */
+static unsigned long
+pid_namespace (void)
+{
+    struct stat st;
+    return stat ("/proc/self/ns/pid", &st) == 0 ? (unsigned long) st.st_ino : 0;
+}
+
+/* Our cgroup's name: "kennel-p<pid namespace>-<pid>" for a sandbox,
+   "...-<serial>" when serial is not 0 (confine_cgroup_new's). */
+static void
+cgroup_name (char *out, size_t size, unsigned serial)
+{
+    int n = snprintf (out, size, "kennel-p%lu-%d", pid_namespace (), (int) getpid ());
+    if (serial && n > 0 && (size_t) n < size)
+        snprintf (out + n, size - n, "-%u", serial);
+}
+
+/* Whether a cgroup beside ours was made by a process of our pid namespace
+   that is gone (a waiter or a gateway SIGKILLed, so it could not remove
+   it). One named by another namespace's process is never ours to judge:
+   its pid may be alive there, between its mkdir and its move into it
+   (the cgroup still empty, so rmdir would take it). "kennel-<pid>", the
+   names of older versions, are judged by the pid alone, as they were. */
+static bool
+stale (const char *name, unsigned long ns)
+{
+    unsigned long their_ns;
+    int pid;
+    unsigned serial;
+    char tail;
+    int got = sscanf (name, "kennel-p%lu-%d-%u%c", &their_ns, &pid, &serial, &tail);
+    if (got == 2 || got == 3) {
+        if (their_ns != ns || ns == 0)
+            return false;
+    }
+    else if (sscanf (name, "kennel-%d%c", &pid, &tail) != 1)
+        return false;
+    return pid > 0 && kill (pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Removes the cgroups beside ours that stale() says were left behind.
+   rmdir fails on one in use. */
 static void
 remove_stale (const char *parent)
 {
+    unsigned long ns = pid_namespace ();
     DIR *d = opendir (parent);
     struct dirent *entry;
     while (d && (entry = readdir (d))) {
-        int pid;
-        unsigned n;
-        char tail;
-        int got = sscanf (entry->d_name, "kennel-%d-%u%c", &pid, &n, &tail);
-        if ((got != 1 && got != 2) || pid <= 0)
-            continue;
-        if (kill (pid, 0) < 0 && errno == ESRCH) {
+        if (stale (entry->d_name, ns)) {
             char path[PATH_MAX];
             snprintf (path, sizeof path, "%s/%s", parent, entry->d_name);
             rmdir (path);
@@ -272,8 +311,8 @@ cgroup_prepare (confine_ctx_t *ctx)
     }
     cg_limits_t lim = { p->memory_bytes, p->pids, p->cpus };
     cg_failure_t why;
-    char name[32], desc[320];
-    snprintf (name, sizeof name, "kennel-%d", (int) getpid ());
+    char name[64], desc[320];
+    cgroup_name (name, sizeof name, 0);
     if (cg_make (ctx->cgroup_dirs, name, &lim, ctx->root, &why, desc, sizeof desc) < 0)
         return confine_layer_fail (ctx, CONFINE_LAYER_CGROUP, CONFINE_UNSUPPORTED, why.err,
                                    "%s %s: %s; %s; memory is then bounded by rlimits only", why.what, why.path,
@@ -368,8 +407,8 @@ confine_cgroup_new (uint64_t memory_bytes, uint64_t pids, confine_error_t *error
 {
     static unsigned s_serial;
     char (*dirs)[PATH_MAX] = confine_xcalloc (CONFINE_CGROUP_CONTROLLERS, PATH_MAX);
-    char name[48], desc[320];
-    snprintf (name, sizeof name, "kennel-%d-%u", (int) getpid (), ++s_serial);
+    char name[64], desc[320];
+    cgroup_name (name, sizeof name, ++s_serial);
     cg_limits_t lim = { memory_bytes, pids, 0 };
     cg_failure_t why;
     confine_cgroup_t *self = NULL;

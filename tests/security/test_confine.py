@@ -296,15 +296,13 @@ def test_a_missing_workspace_is_refused_at_the_mount_stage(launcher):
     assert "/nonexistent/ws" in res.stderr and res.stderr.count("\n") == 1, res.stderr
 
 
-def test_stale_cgroup_of_a_killed_launcher_is_removed(scratch):
-    # A launcher killed with SIGKILL cannot remove its cgroup; the next one
-    # removes cgroups of launchers that no longer exist (beside its own:
-    # v1 in the pids hierarchy, v2 in the unified one).
+def launcher_cgroup_parent():
+    """Where a root launcher makes its cgroups (v1: the pids hierarchy, v2:
+    the unified one, below this process's own cgroup); None (with the probe's
+    reason) where it makes none."""
     probe = hostprobe.cgroup_limits(0)
     if not probe.ok:
-        pytest.skip(f"{probe.detail}: the launcher makes no cgroup here, so none is left to remove "
-                    "(test_report_says_every_layer_is_active asserts the layer is reported unsupported)")
-    root = Launcher("root", scratch, str(scratch))
+        return None, probe.detail
     if hostprobe.cgroup_version() == 1:
         own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup")
                    if "pids" in line.split(":")[1].split(","))
@@ -312,13 +310,62 @@ def test_stale_cgroup_of_a_killed_launcher_is_removed(scratch):
     else:
         own = next(line.split(":", 2)[2].strip() for line in open("/proc/self/cgroup") if line.startswith("0::"))
         hierarchy = "/sys/fs/cgroup"
+    return f"{hierarchy}{'' if own == '/' else own}", None
+
+
+def pid_namespace():
+    """This process's pid namespace's inode, which a launcher's cgroup name
+    carries (kennel-p<namespace>-<pid>, confine/cgroup.c)."""
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def test_stale_cgroup_of_a_killed_launcher_is_removed(scratch):
+    # A launcher killed with SIGKILL cannot remove its cgroup; the next one
+    # removes cgroups of launchers of its pid namespace that no longer
+    # exist, and those of older versions' names (kennel-<pid>).
+    parent, why = launcher_cgroup_parent()
+    if parent is None:
+        pytest.skip(f"{why}: the launcher makes no cgroup here, so none is left to remove "
+                    "(test_report_says_every_layer_is_active asserts the layer is reported unsupported)")
+    root = Launcher("root", scratch, str(scratch))
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = f"{hierarchy}{'' if own == '/' else own}/kennel-{dead.pid}"
-    os.mkdir(stale)
+    stale = [f"{parent}/kennel-p{pid_namespace()}-{dead.pid}", f"{parent}/kennel-p{pid_namespace()}-{dead.pid}-3",
+             f"{parent}/kennel-{dead.pid}"]
+    for path in stale:
+        os.mkdir(path)
     try:
         assert root.run(["/bin/true"]).returncode == 0
-        assert not os.path.exists(stale)
+        assert [p for p in stale if os.path.exists(p)] == []
     finally:
-        if os.path.exists(stale):
-            os.rmdir(stale)
+        for path in stale:
+            if os.path.exists(path):
+                os.rmdir(path)
+
+
+def test_a_cgroup_made_in_another_pid_namespace_is_left_alone(scratch):
+    """Gateways in other pid namespaces (a container given the host's
+    /sys/fs/cgroup, a gateway as a container's PID 1) share the cgroup tree.
+    A launcher of another namespace sees none of this one's pids, so it once
+    took any empty cgroup beside its own for a dead launcher's: also one a
+    live launcher here had just made and not yet moved into (names carried
+    the pid alone). Seen when such runs met: 'KernelStartFailed: confinement
+    failed at cgroup: move pid N into .../kennel-M/cgroup.procs: No such file
+    or directory'. Here: a live process's cgroup, empty, then a launcher in
+    a pid namespace of its own; the cgroup stays."""
+    parent, why = launcher_cgroup_parent()
+    if parent is None:
+        pytest.skip(f"{why}: the launcher makes no cgroup here")
+    root = Launcher("root", scratch, str(scratch))
+    alive = subprocess.Popen(["sleep", "60"])
+    mine = f"{parent}/kennel-p{pid_namespace()}-{alive.pid}"
+    os.mkdir(mine)
+    try:
+        res = root.run(["/bin/true"], wrapper=["unshare", "--pid", "--fork", "--mount-proc"])
+        assert res.returncode == 0, res.stderr
+        assert os.path.isdir(mine), "a launcher of another pid namespace removed a live launcher's cgroup"
+    finally:
+        alive.kill()
+        alive.wait()
+        if os.path.exists(mine):
+            os.rmdir(mine)
