@@ -95,14 +95,15 @@ exec_send_head (gw_relay_t *self)
 
 /* The Jupyter rule of stop_on_error (ipykernel 6.17: _abort_queues): after
    an execution that failed with stop_on_error (and not silent), every
-   execute_request waiting at that moment is answered "aborted" without
-   running; one that arrives later runs. Requests of other types are not
-   held here: they went to the kernel and are answered as usual. */
+   execute_request waiting when its reply went out (gw_reply.c's end_seen,
+   n of them) is answered "aborted" without running; one that arrives later runs.
+   Requests of other types are not held here: they went to the kernel and
+   are answered as usual. */
 static void
-execs_abort_queued (gw_relay_t *self)
+execs_abort_queued (gw_relay_t *self, size_t n)
 {
     gw_exec_t *e;
-    while ((e = exec_head (self))) {
+    while (n-- > 0 && (e = exec_head (self))) {
         json_t *cost = exec_cost (self, e, "kept");
         publish_status (self, e->header, "busy");
         wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
@@ -131,14 +132,9 @@ exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
     gw_metrics_execution (status, e->started ? gw_clock_mono () - e->started_at : -1);
     self->executions++;
     calls_end (self, e->msg_id, "abandoned");
-    bool abort_queued = e->failed && e->stop_on_error && !e->silent;
-    if (abort_queued)
-        /* what the clients sent before this moment and the fronts have not
-           read yet waits too: read it now, behind this head */
-        gw_peers_event (self->peers, GW_EVENT_SHELL_FLUSH, NULL);
+    size_t aborted = e->failed && e->stop_on_error && !e->silent ? e->waiting_at_end : 0;
     zlistx_delete (self->execs, handle);
-    if (abort_queued)
-        execs_abort_queued (self);
+    execs_abort_queued (self, aborted);
     exec_send_head (self);
     exec_start_head (self);
 }

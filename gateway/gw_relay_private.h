@@ -31,6 +31,11 @@ typedef struct {
     bool silent;
     bool stop_on_error; /* the request's (default true): a failure aborts the executions queued behind it */
     bool failed;        /* its reply is an error */
+    /* how many executions waited behind it when its reply went out (after
+       or with its idle): if it failed (stop_on_error), exec_finish answers
+       those aborted */
+    size_t waiting_at_end;
+    bool end_seen;      /* waiting_at_end is set */
     int64_t request_bytes; /* the request's frames: what its execute_input may echo without cost */
     bool started;
     double started_at;

@@ -75,10 +75,29 @@ reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
     }
 }
 
+/* e's reply is about to go out, its idle with it or before it: which
+   executions wait behind e now, with what the clients sent before this
+   moment read first (the fronts read their shell sockets). Should e have
+   failed with stop_on_error, those are the ones aborted (exec_finish), as
+   ipykernel 6.17 flushes its shell stream and aborts right after the
+   reply. A request a client sends once it has the reply and the idle
+   (jupyter_client's execute_interactive and nbclient send the next cell
+   then, JupyterLab once its future is done) comes later and runs. */
+static void
+end_seen (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->end_seen || !e->stop_on_error || e->silent)
+        return;
+    gw_peers_event (self->peers, GW_EVENT_SHELL_FLUSH, NULL);
+    e->waiting_at_end = zlistx_size (self->execs) - 1; /* e is the head */
+    e->end_seen = true;
+}
+
 /* The request's reply and idle are both in: send the reply with its cost. */
 static void
 reply_send (gw_relay_t *self, gw_exec_t *e)
 {
+    end_seen (self, e);
     zmsg_t *msg = e->reply;
     e->reply = NULL;
     reply_rewrite (self, msg, e);
