@@ -2,7 +2,7 @@
 noinst_LTLIBRARIES += confine/libconfine.la
 confine_libconfine_la_SOURCES = \
 	confine/confine.h confine/confine_paths.h confine/private.h \
-	confine/alloc.c confine/confine.c confine/policy.c confine/report.c confine/userns.c \
+	confine/alloc.c confine/confine.c confine/msg.c confine/policy.c confine/report.c confine/userns.c \
 	confine/mounts.c confine/pid.c confine/net.c confine/uts.c confine/ipc.c \
 	confine/cgroup.c confine/rlimits.c confine/caps.c confine/seccomp.c \
 	confine/landlock.c confine/env.c confine/fds.c confine/guard.c confine/selftest.c
