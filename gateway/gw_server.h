@@ -16,11 +16,4 @@ void gw_server_destroy (gw_server_t **self_p);
 int gw_server_listen (gw_server_t *self, const char *connection_file, char **errmsg);
 int gw_server_run (gw_server_t *self);
 
-/* A gateway process's set-up (main.c): SIGPIPE ignored, the fd limit
-   lifted, the mount namespace of its own where it mounts workspaces
-   (gw_quota_prepare, before ZeroMQ's threads), ZeroMQ, the log opened
-   (exit 2 when it cannot be). `kennel serve`, `kennel kernel`, `kennel
-   selftest` and `kennel mcp` (its embedded gateway) alike. */
-void gw_process_setup (const char *log_file);
-
 #endif

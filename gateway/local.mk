@@ -27,7 +27,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_files.h gateway/gw_files.c gateway/gw_base64.c gateway/gw_control_files.c \
 	gateway/gw_ops.h gateway/gw_signal.c gateway/gw_drain.c gateway/gw_reload.c \
 	gateway/gw_metrics.h gateway/gw_metrics.c gateway/gw_metrics_private.h gateway/gw_metrics_visit.c \
-	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_reaper.h gateway/gw_reaper.c gateway/gw_reach.c \
+	gateway/gw_notebook.h gateway/gw_notebook.c gateway/gw_process.h gateway/gw_process.c gateway/gw_reaper.h gateway/gw_reaper.c gateway/gw_reach.c \
 	gateway/gw_markup.c gateway/gw_sanitize.c
 gateway_kennel_CPPFLAGS = $(AM_CPPFLAGS) -DPREFIX_DIR='"$(prefix)"' -DKENNEL_DATA_DIR='"$(pkgdatadir)"' $(XML2_CFLAGS)
 gateway_kennel_LDADD = confine/libconfine.la $(WIRE_LIBS) $(XML2_LIBS) -lm

@@ -20,6 +20,7 @@
 #include "gw_curve.h"
 #include "gw_log.h"
 #include "gw_notebook.h"
+#include "gw_process.h"
 #include "gw_reaper.h"
 #include "gw_ops.h"
 #include "gw_quota.h"
@@ -154,36 +155,6 @@ refuse_tools (const serve_opts_t *o, const char *cmd)
         return 0;
     fprintf (stderr, "kennel %s: --tools is for `kennel kernel`; a host declares tools in conversation_open\n", cmd);
     return -1;
-}
-
-void
-gw_process_setup (const char *log_file)
-{
-    /* a kernel that dies mid-write must not kill the gateway */
-    signal (SIGPIPE, SIG_IGN);
-    /* about ten sockets per conversation, each with its fds: lift the
-       soft fd limit to the hard one and ZeroMQ's socket cap to its maximum */
-    struct rlimit nofile;
-    if (getrlimit (RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-        nofile.rlim_cur = nofile.rlim_max;
-        setrlimit (RLIMIT_NOFILE, &nofile);
-    }
-    char *errmsg = NULL;
-    if (gw_capacity_start_check (&errmsg) < 0) {
-        fprintf (stderr, "kennel: %s\n", errmsg);
-        free (errmsg);
-        exit (2);
-    }
-    /* the mount namespace of its workspaces: before zsys_init starts
-       ZeroMQ's threads (unshare needs one thread) */
-    gw_quota_prepare ();
-    zsys_set_max_sockets (0);
-    zsys_init ();
-    zsys_set_logstream (NULL);
-    if (gw_log_open (log_file) < 0) {
-        fprintf (stderr, "kennel: cannot open the log file %s: %s\n", log_file, strerror (errno));
-        exit (2);
-    }
 }
 
 static int

@@ -19,6 +19,7 @@
 */
 #include "mcp.h"
 #include "gateway/gw_ops.h"
+#include "gateway/gw_process.h"
 #include "gateway/gw_reaper.h"
 
 #include <errno.h>
