@@ -205,8 +205,11 @@ guard_prepare (confine_ctx_t *ctx)
         return 0;
     }
     if (st.st_uid == 0) {
+        /* stage "workspace", not the guard layer: a guard let degrade would
+           not show root's directory to the sandbox either, so the refusal
+           names no allow_degraded (gw_launch.c names it for a layer) */
         close (dir);
-        confine_error_set (ctx->error, "guard", err,
+        confine_error_set (ctx->error, "workspace", err,
                            "the notebook directory %s belongs to root and cannot be shown to the sandbox's uid %u: "
                            "%s: %s; %s; the sandbox never runs as host root: run Jupyter as the user whose files "
                            "these are, or give them the directory (chown)",

@@ -287,7 +287,7 @@ def test_a_directory_of_roots_that_cannot_be_idmapped_is_refused_at_once(tmp_pat
     kind, seconds = out.stdout.split()
     assert kind == "RuntimeError" and float(seconds) < 30, out
     lines = [l for l in out.stderr.splitlines() if l.startswith("kennel")]
-    assert lines == [f"kennel: the kernel could not be started: confinement failed at guard: the notebook "
+    assert lines == [f"kennel: the kernel could not be started: confinement failed at workspace: the notebook "
                      f"directory {path} belongs to root and cannot be shown to the sandbox's uid 2000000000: "
                      "mount_setattr(MOUNT_ATTR_IDMAP): Invalid argument; its filesystem cannot be idmapped (ext4, "
                      "xfs, btrfs and tmpfs can; NFS and most FUSE cannot); the sandbox never runs as host root: run "
