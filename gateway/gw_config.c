@@ -407,10 +407,19 @@ gw_config_limits_json (const gw_config_t *c)
                       "max_concurrent_tool_calls", c->max_concurrent_tool_calls);
 }
 
-/* The launcher next to our own binary (build tree or prefix/bin), else PATH. */
-static char *
-default_launcher (void)
+/* The launcher next to our own binary (build tree or prefix/bin), else
+   PATH: found once per process, at the first call, which gw_process_setup
+   makes before it unshares its mount namespace. After that unshare
+   /proc/self/exe names the binary relative to the root of the mount it
+   lies on when that mount is not / (a bind-mounted tree, a separate /usr
+   or /opt), a path that does not exist; a reload (SIGHUP) would then fall
+   back to PATH. */
+const char *
+gw_config_default_launcher (void)
 {
+    static char *launcher;
+    if (launcher)
+        return launcher;
     char self[4096];
     ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {
@@ -419,16 +428,16 @@ default_launcher (void)
         if (slash) {
             *slash = 0;
             const char *candidates[] = {"%s/" LAUNCH_PROGRAM, "%s/../kernel-launcher/" LAUNCH_PROGRAM};
-            for (size_t i = 0; i < 2; i++) {
+            for (size_t i = 0; i < 2 && !launcher; i++) {
                 char path[GW_PATH_MAX];
                 snprintf (path, sizeof path, candidates[i], self);
-                char *real = access (path, X_OK) == 0 ? realpath (path, NULL) : NULL;
-                if (real)
-                    return real;
+                launcher = access (path, X_OK) == 0 ? realpath (path, NULL) : NULL;
             }
         }
     }
-    return wire_xstrdup (LAUNCH_PROGRAM);
+    if (!launcher)
+        launcher = wire_xstrdup (LAUNCH_PROGRAM);
+    return launcher;
 }
 
 /* A top-level number from min to max: max keeps the value within the int
@@ -876,7 +885,7 @@ gw_config_load (const char *path, char **errmsg)
     self->warm_pool = 2;
     self->fork_server = true;
     self->fork_preload = json_array ();
-    self->launcher = default_launcher ();
+    self->launcher = wire_xstrdup (gw_config_default_launcher ());
     /* every layer fails closed unless the operator's config names it */
     self->confine = json_pack ("{s:[]}", "allow_degraded");
     self->kernels = json_object ();

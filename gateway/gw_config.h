@@ -79,6 +79,13 @@ typedef struct {
     int refs;        /* the server and each conversation opened under it (gw_conv_config) */
 } gw_config_t;
 
+/* The launcher a config without "launcher" runs: kennel-launch beside
+   this process's binary (or in the build tree's kernel-launcher/), else
+   the name alone, for PATH. Found at the first call and kept: the first
+   must come before the process unshares its mount namespace
+   (gw_process_setup). */
+const char *gw_config_default_launcher (void);
+
 /* Defaults, then the file (NULL = none). NULL with *errmsg (malloc'd) on error. */
 GW_MUST_CHECK gw_config_t *gw_config_load (const char *path, char **errmsg);
 /* One holder less; freed with the last. */

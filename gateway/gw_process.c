@@ -2,6 +2,7 @@
     command that runs a gateway in this process does first.
 */
 #include "gw_capacity.h"
+#include "gw_config.h"
 #include "gw_log.h"
 #include "gw_process.h"
 #include "gw_quota.h"
@@ -32,8 +33,11 @@ gw_process_setup (const char *log_file)
         free (errmsg);
         exit (2);
     }
-    /* the mount namespace of its workspaces: before zsys_init starts
-       ZeroMQ's threads (unshare needs one thread) */
+    /* the launcher beside this binary, while /proc/self/exe still names
+       it (gw_config_default_launcher), then the mount namespace of its
+       workspaces: before zsys_init starts ZeroMQ's threads (unshare needs
+       one thread) */
+    (void) gw_config_default_launcher ();
     gw_quota_prepare ();
     zsys_set_max_sockets (0);
     zsys_init ();
