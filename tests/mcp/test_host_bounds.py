@@ -80,11 +80,30 @@ def make_gateway(tmp_path, mcp=None, config=None, user=None):
     return HttpGateway(tmp_path, config=cfg, user=user)
 
 
+def mcp_post(gw, msg, timeout=120, session=None):
+    headers = {"Authorization": f"Bearer {gw.token}", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    return requests.post(gw.url + "mcp", headers=headers, json=msg, timeout=timeout)
+
+
+def mcp_session(gw):
+    """The test's MCP session on gw, initialized at first need: its default
+    conversation is what a call naming none runs in."""
+    if getattr(gw, "mcp_session", None) is None:
+        r = mcp_post(gw, {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "pytest", "version": "0"}}})
+        assert r.status_code == 200 and r.headers.get("mcp-session-id"), r.text
+        gw.mcp_session = r.headers["mcp-session-id"]
+        r = mcp_post(gw, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session=gw.mcp_session)
+        assert r.status_code == 202, r.text
+    return gw.mcp_session
+
+
 def mcp_call(gw, name, arguments, timeout=120):
-    r = requests.post(gw.url + "mcp", headers={"Authorization": f"Bearer {gw.token}",
-                                              "Accept": "application/json, text/event-stream"},
-                      json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                            "params": {"name": name, "arguments": arguments}}, timeout=timeout)
+    r = mcp_post(gw, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}}, timeout=timeout, session=mcp_session(gw))
     assert r.status_code == 200, r.text
     return r.json()["result"]
 
