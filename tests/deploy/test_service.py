@@ -130,8 +130,9 @@ def test_limit_nofile_covers_the_socket_cap(unit_props):
 
     def by_fds(nofile):
         # reserve: the daemon's own 64 + 2 x 64, the lingering closed
-        # conversations' 32 x 12 (gw_linger.h), 4 per parallel launch
-        return (nofile - 64 - 2 * 64 - 32 * 12 - 4 * 4) // 35 - 2
+        # conversations' 32 x 12 (gw_linger.h), 4 per parallel launch, 3 per
+        # host tool command (mcp.max_commands 64) and 3 for one being started
+        return (nofile - 64 - 2 * 64 - 32 * 12 - 4 * 4 - 3 * 64 - 3) // 35 - 2
     assert capacity["by_fds"] == by_fds(capacity["rlimit_nofile"]), \
         f"gw_capacity.c's formula changed: recompute the unit's LimitNOFILE ({capacity})"
     assert by_fds(unit_props["LimitNOFILE"]) >= capacity["by_sockets"], capacity
