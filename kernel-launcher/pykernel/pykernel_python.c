@@ -1,10 +1,11 @@
 /*  pykernel_python.c - the embedded CPython: start-up, the `_kennel` builtin
     module (Python → C) and calls into kernel.py (C → Python).
 
-    kernel.py is compiled into the binary (kernel_py.h, generated at build
-    time) and runs as a module object that is never put in sys.modules. The
-    `_kennel` functions reach the kernel's state through C statics only, so no
-    key, socket or message object is ever a Python object. */
+    The kernel package (the kernel/ folder) is compiled into the binary
+    (kernel_py.h, generated at build time) and runs as module objects that
+    are in sys.modules only while it loads. The `_kennel` functions reach the
+    kernel's state through C statics only, so no key, socket or message
+    object is ever a Python object. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <marshal.h>
@@ -27,7 +28,8 @@ static struct {
     zsock_t *stdin_sock;
     wire_replay_t *stdin_replay;
     const wire_msg_t *request; /* the shell request being served */
-    PyObject *module;          /* kernel.py's private module */
+    PyObject *modules;         /* the kernel package's modules (not in sys.modules) */
+    PyObject *module;          /* its entry module, kernel.py */
     PyObject *dispatch;
     PyObject *configure;
     PyThreadState *main_state; /* saved while the GIL is released */
@@ -442,53 +444,129 @@ s_initialize (void)
     return 0;
 }
 
-/* kernel.py's code object: the bytecode compiled at build time when this
+/* The kernel package's code objects, one per module in the order of
+   pykernel_kernel_modules: the bytecode compiled at build time when this
    interpreter reads that bytecode format (same magic number), else the
-   source compiled now. */
+   sources compiled now. */
 static PyObject *
-s_kernel_code (void)
+s_kernel_codes (void)
 {
+    const size_t count = sizeof pykernel_kernel_modules / sizeof pykernel_kernel_modules[0];
     const unsigned char *pyc = pykernel_kernel_pyc;
     size_t len = sizeof pykernel_kernel_pyc - 1; /* the generator's final 0 */
     long magic = PyImport_GetMagicNumber ();
     if (len > 4 && magic != -1
         && (long) (pyc[0] | pyc[1] << 8 | (unsigned long) pyc[2] << 16 | (unsigned long) pyc[3] << 24) == magic) {
-        PyObject *code = PyMarshal_ReadObjectFromString ((const char *) pyc + 4, (Py_ssize_t) (len - 4));
-        if (code && PyCode_Check (code))
-            return code;
-        Py_XDECREF (code);
+        PyObject *codes = PyMarshal_ReadObjectFromString ((const char *) pyc + 4, (Py_ssize_t) (len - 4));
+        bool whole = codes && PyTuple_Check (codes) && (size_t) PyTuple_GET_SIZE (codes) == count;
+        for (size_t i = 0; whole && i < count; i++)
+            whole = PyCode_Check (PyTuple_GET_ITEM (codes, (Py_ssize_t) i));
+        if (whole)
+            return codes;
+        Py_XDECREF (codes);
         PyErr_Clear ();
     }
     else
         PyErr_Clear ();
-    pykernel_log ("kernel.py's bytecode is not for this Python; compiling the source");
-    PyObject *code = Py_CompileStringExFlags ((const char *) pykernel_kernel_py, "<kennel>", Py_file_input,
-                                              NULL, -1);
-    if (!code)
-        s_log_exception ("compiling kernel.py");
-    return code;
+    pykernel_log ("the kernel package's bytecode is not for this Python; compiling the sources");
+    PyObject *codes = PyTuple_New ((Py_ssize_t) count);
+    for (size_t i = 0; codes && i < count; i++) {
+        PyObject *code = Py_CompileStringExFlags ((const char *) pykernel_kernel_modules[i].source, "<kennel>",
+                                                  Py_file_input, NULL, -1);
+        if (!code) {
+            s_log_exception (pykernel_kernel_modules[i].name);
+            Py_CLEAR (codes);
+            break;
+        }
+        PyTuple_SET_ITEM (codes, (Py_ssize_t) i, code);
+    }
+    return codes;
 }
 
+/* Runs one module of the package. Every module is named "kennel_kernel"
+   (what its classes' reprs show, whichever file defines them) and is in
+   sys.modules, as "kennel_kernel.NAME", only while the package loads: the
+   modules after it import from it (`from .base import ...`). */
+static PyObject *
+s_run_module (const char *name, PyObject *code, PyObject *sys_modules)
+{
+    PyObject *module = PyModule_New ("kennel_kernel");
+    PyObject *globals = module ? PyModule_GetDict (module) : NULL;
+    PyObject *package = PyUnicode_FromString ("kennel_kernel");
+    if (!globals || !package || PyDict_SetItemString (globals, "__builtins__", PyEval_GetBuiltins ()) != 0
+        || PyDict_SetItemString (globals, "__package__", package) != 0) {
+        Py_XDECREF (package);
+        Py_XDECREF (module);
+        return NULL;
+    }
+    Py_DECREF (package);
+    PyObject *key = PyUnicode_FromFormat ("kennel_kernel.%s", name);
+    if (!key || PyDict_SetItem (sys_modules, key, module) != 0) {
+        Py_XDECREF (key);
+        Py_DECREF (module);
+        return NULL;
+    }
+    Py_DECREF (key);
+    PyObject *result = PyEval_EvalCode (code, globals, globals);
+    if (!result) {
+        Py_DECREF (module);
+        return NULL;
+    }
+    Py_DECREF (result);
+    return module;
+}
+
+/* Takes every module of the package out of sys.modules again: user code
+   can neither find nor import them (no finder knows the names). */
+static void
+s_unregister_modules (PyObject *sys_modules)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch (&type, &value, &tb);
+    for (size_t i = 0; i < sizeof pykernel_kernel_modules / sizeof pykernel_kernel_modules[0]; i++) {
+        PyObject *key = PyUnicode_FromFormat ("kennel_kernel.%s", pykernel_kernel_modules[i].name);
+        if (key && PyDict_DelItem (sys_modules, key) != 0)
+            PyErr_Clear ();
+        Py_XDECREF (key);
+    }
+    PyErr_Restore (type, value, tb);
+}
+
+/* Loads the kernel package (kernel/, module by module in the order each
+   imports only from those before it) and takes the C side's entry points
+   from its last module, kernel.py. */
 static int
 s_load_kernel (void)
 {
-    PyObject *code = s_kernel_code ();
-    if (!code)
-        return -1;
-    s_py.module = PyModule_New ("kennel_kernel");
-    PyObject *globals = s_py.module ? PyModule_GetDict (s_py.module) : NULL;
-    if (!globals || PyDict_SetItemString (globals, "__builtins__", PyEval_GetBuiltins ()) != 0) {
-        Py_DECREF (code);
-        s_log_exception ("creating kernel.py's module");
+    PyObject *codes = s_kernel_codes ();
+    PyObject *sys_modules = PySys_GetObject ("modules"); /* borrowed */
+    s_py.modules = codes && sys_modules ? PyList_New (0) : NULL;
+    if (!s_py.modules) {
+        Py_XDECREF (codes);
+        s_log_exception ("loading the kernel package");
         return -1;
     }
-    PyObject *result = PyEval_EvalCode (code, globals, globals);
-    Py_DECREF (code);
-    if (!result) {
-        s_log_exception ("running kernel.py");
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE (codes); i++) {
+        const char *name = pykernel_kernel_modules[i].name;
+        PyObject *module = s_run_module (name, PyTuple_GET_ITEM (codes, i), sys_modules);
+        if (!module || PyList_Append (s_py.modules, module) != 0) {
+            Py_XDECREF (module);
+            s_unregister_modules (sys_modules);
+            Py_DECREF (codes);
+            s_log_exception (name);
+            return -1;
+        }
+        Py_DECREF (module);
+    }
+    s_unregister_modules (sys_modules);
+    Py_DECREF (codes);
+    if (PyList_GET_SIZE (s_py.modules) == 0) {
+        pykernel_log ("the kernel package has no modules");
         return -1;
     }
-    Py_DECREF (result);
+    s_py.module = PyList_GET_ITEM (s_py.modules, PyList_GET_SIZE (s_py.modules) - 1);
+    Py_INCREF (s_py.module);
+    PyObject *globals = PyModule_GetDict (s_py.module);
     s_py.dispatch = PyDict_GetItemString (globals, "dispatch");
     s_py.configure = PyDict_GetItemString (globals, "configure");
     if (!s_py.dispatch || !s_py.configure) {
@@ -745,6 +823,7 @@ pykernel_python_stop (void)
     Py_CLEAR (s_py.dispatch);
     Py_CLEAR (s_py.configure);
     Py_CLEAR (s_py.module);
+    Py_CLEAR (s_py.modules);
     if (Py_IsInitialized () && Py_FinalizeEx () != 0)
         pykernel_log ("Python finalization reported an error (buffered output lost?)");
     wire_replay_destroy (&s_py.stdin_replay);
