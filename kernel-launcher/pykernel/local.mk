@@ -84,6 +84,10 @@ kernel-launcher/pykernel/kernel_py.h: $(PYKERNEL_PY)
 # BUILT_SOURCES belongs to the top Makefile.am: name the users instead
 $(kernel_launcher_pykernel_libpykernel_la_OBJECTS): kernel-launcher/pykernel/kernel_py.h
 
+# the package's imports one-way in that order, no module over 800 lines
+TESTS += tests/pykernel_modules.py
+EXTRA_DIST += tests/pykernel_modules.py
+
 # the C self-tests (utf8, iopub, output, beat) under the sanitizers
 check_PROGRAMS += tests/unit/pykernel_test
 TESTS += tests/unit/pykernel_test
