@@ -18,7 +18,6 @@ _PIP_WHEELS_ENV = {"PIP_FIND_LINKS": "/workspace/wheels", "PIP_NO_INDEX": "1",
 _PIP_SOURCE_ARGS = ("--find-links", "-f", "--index-url", "-i", "--no-index", "--extra-index-url")
 
 
-
 def _escape_refusal(cmd):
     """Why a shell escape may not run here, or None."""
     if not _state.shell_escapes:

@@ -5,13 +5,12 @@ shell's events."""
 
 import sys
 
-from .base import _SESSION, _ipython, _lazy, _state
-# A cell's calling frame (_run_code's) has the raw channel functions among
-# its globals: tests/gateway/test_sockets.py and tests/tools/test_arguments.py
-# play code that takes them from there, to check what the gateway does with
-# what it sends. Leaving them out would hide nothing: any kernel function's
-# __globals__ leads to base's.
-from .base import _publish_raw, _stdin_request  # noqa: F401
+# _publish_raw and _stdin_request are not used here: a cell's calling frame
+# (_run_code's) has them among its globals, and tests/gateway/test_sockets.py
+# and tests/tools/test_arguments.py play code that takes them from there, to
+# check what the gateway does with what it sends. Leaving them out would hide
+# nothing: any kernel function's __globals__ leads to base's.
+from .base import _SESSION, _ipython, _lazy, _publish_raw, _state, _stdin_request  # noqa: F401
 from .streams import _publish, _write_payload
 from .display import _format, _show_figures_at_cell_end, _show_result
 from .policy import _autocall_exit

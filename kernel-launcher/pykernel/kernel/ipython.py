@@ -303,6 +303,8 @@ def _load_extension(load, name):
     return load(name)
 
 
+# ---- building the shell, and IPython's import -----------------------------------
+
 def _build_shell():
     """Builds the shell and gives it the conversation (once configured)."""
     _state.shell_building = True

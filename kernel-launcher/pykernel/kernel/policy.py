@@ -11,14 +11,6 @@ from .tools import ToolError, tools
 from .display import display
 
 
-def _ask_exit(keep_kernel):
-    """exit / quit in the notebook profile: the reply asks the front end to
-    close (an `ask_exit` payload, as ipykernel's); jupyter console then
-    quits, and shuts the kernel down unless keepkernel. The kernel itself
-    goes on until its front end or gateway stops it."""
-    _write_payload({"source": "ask_exit", "keepkernel": keep_kernel})
-
-
 # Every refusal names a fix that can be applied: a conversation's policy
 # (the gateway's fields, gateway/gw_config.c; the same keys are a launch
 # spec's kernel settings), written as the JSON to send, which
@@ -44,6 +36,14 @@ class _Disabled:
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(self._message)
+
+
+def _ask_exit(keep_kernel):
+    """exit / quit in the notebook profile: the reply asks the front end to
+    close (an `ask_exit` payload, as ipykernel's); jupyter console then
+    quits, and shuts the kernel down unless keepkernel. The kernel itself
+    goes on until its front end or gateway stops it."""
+    _write_payload({"source": "ask_exit", "keepkernel": keep_kernel})
 
 
 class _Exit:

@@ -274,6 +274,8 @@ class _StdinReader:
         pass
 
 
+# ---- a reply's payloads -------------------------------------------------------
+
 def _write_payload(payload):
     """A payload of the running request's reply (page, set_next_input,
     ask_exit): one of each source, the latest in the place of the first, as
