@@ -76,9 +76,19 @@ def module_of(files, edges):
 
 
 def cycles(nodes, edges):
-    """One path per strongly connected component with more than one node
-    (Tarjan's algorithm, iterative)."""
-    succ = {n: sorted(b for a, b in edges if a == n) for n in nodes}
+    """One path per strongly connected component with more than one node."""
+    succ = successors(nodes, edges)
+    return [loop_in(component, succ) for component in components(nodes, edges)]
+
+
+def successors(nodes, edges):
+    return {n: sorted(b for a, b in edges if a == n) for n in nodes}
+
+
+def components(nodes, edges):
+    """The strongly connected components with more than one node (Tarjan's
+    algorithm, iterative), each a set."""
+    succ = successors(nodes, edges)
     index, low, on_stack, stack, found = {}, {}, set(), [], []
     for root in sorted(nodes):
         if root in index:
@@ -107,16 +117,16 @@ def cycles(nodes, edges):
                     if member == node:
                         break
                 if len(component) > 1:
-                    found.append(loop_in(set(component), succ))
+                    found.append(set(component))
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
     return found
 
 
-def loop_in(component, succ):
-    """A shortest path from the component's first node back to it."""
-    start = min(component)
+def loop_in(component, succ, start=None):
+    """A shortest path from start (the component's first node) back to it."""
+    start = start or min(component)
     paths = {start: [start]}
     frontier = [start]
     while frontier:

@@ -42,6 +42,21 @@ include-graph:
 	$(PYTHON_BIN) $(srcdir)/tests/include_graph.py --modules --report --edges wire confine kernel-launcher gateway
 .PHONY: include-graph
 
+# No loop of calls between the files of one folder, and no function declared
+# in one module's header but defined in another module's file, read from the
+# built objects with nm: tests/call_graph.py. A folder named with
+# --report-in is printed, not failing. `make call-graph` prints every folder's
+# edges with their functions, and what it finds, without failing.
+CALL_GRAPH_ARGS = --report-in gateway --report-in gateway/http --report-in kernel-launcher \
+	--report-in kernel-launcher/pykernel wire confine kernel-launcher gateway
+TESTS += tests/call_graph.py
+EXTRA_DIST += tests/call_graph.py
+AM_TESTS_ENVIRONMENT += CALL_GRAPH_ARGS='$(CALL_GRAPH_ARGS)'; export CALL_GRAPH_ARGS;
+call-graph: all
+	KENNEL_BUILDDIR=$(abs_top_builddir) $(PYTHON_BIN) $(srcdir)/tests/call_graph.py --report --edges \
+	  wire confine kernel-launcher gateway
+.PHONY: call-graph
+
 # JupyterLab's @jupyterlab/services for tests/httpclients, from the npm
 # registry at the versions package-lock.json pins, into this build's node/
 # (never the source tree). ./quickstart check runs it.
