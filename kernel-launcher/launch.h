@@ -32,9 +32,15 @@ char *launch_spec_read_text (int fd, char *err, size_t errlen);
 int launch_spec_parse (const char *text, confine_policy_t *policy, launch_kernel_t *kernel, int *status_fd,
                        char *err, size_t errlen);
 
-/* Confines this process with policy and runs kernel in it (main.c); never
-   returns. status_fd (or -1) gets the status line. Takes both. */
+/* ---- confinement and the kernel (run.c): where main.c and the zygote's
+   child both end ---- */
+
+/* Confines this process with policy and runs kernel in it; never returns.
+   status_fd (or -1) gets the status line. Takes both. */
 _Noreturn void launch_confine_and_run (confine_policy_t *policy, launch_kernel_t *kernel, int status_fd);
+/* The development mode: the built-in Python kernel with no sandbox at all,
+   after a warning on stderr. Returns the exit status. */
+int launch_run_unconfined (const char *connection_file);
 
 /* ---- the fork server (zygote.c) and its client (zygote_client.c) ---- */
 

@@ -17,8 +17,8 @@ kernel_launcher_kennel_launch_LDADD = confine/libconfine.la $(JANSSON_LIBS)
 EXTRA_kernel_launcher_kennel_launch_DEPENDENCIES = kernel-launcher/kennel-launch-full$(EXEEXT)
 
 kernel_launcher_kennel_launch_full_SOURCES = \
-	kernel-launcher/launch.h kernel-launcher/kennel_launch.h kernel-launcher/main.c kernel-launcher/spec.c kernel-launcher/status.c \
-	kernel-launcher/logpump.c kernel-launcher/waiter.c \
+	kernel-launcher/launch.h kernel-launcher/kennel_launch.h kernel-launcher/main.c kernel-launcher/run.c \
+	kernel-launcher/spec.c kernel-launcher/status.c kernel-launcher/logpump.c kernel-launcher/waiter.c \
 	kernel-launcher/zygote.h kernel-launcher/zygote.c kernel-launcher/zygote_client.c \
 	kernel-launcher/zygote_wire.c kernel-launcher/zygote_python.c kernel-launcher/zygote_heap.c
 kernel_launcher_kennel_launch_full_CFLAGS = $(AM_CFLAGS) $(PYTHON_CFLAGS)

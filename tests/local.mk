@@ -47,8 +47,8 @@ include-graph:
 # built objects with nm: tests/call_graph.py. A folder named with
 # --report-in is printed, not failing. `make call-graph` prints every folder's
 # edges with their functions, and what it finds, without failing.
-CALL_GRAPH_ARGS = --report-in gateway --report-in gateway/http --report-in kernel-launcher \
-	--report-in kernel-launcher/pykernel wire confine kernel-launcher gateway
+CALL_GRAPH_ARGS = --report-in gateway --report-in gateway/http --report-in kernel-launcher/pykernel \
+	wire confine kernel-launcher gateway
 TESTS += tests/call_graph.py
 EXTRA_DIST += tests/call_graph.py
 AM_TESTS_ENVIRONMENT += CALL_GRAPH_ARGS='$(CALL_GRAPH_ARGS)'; export CALL_GRAPH_ARGS;
