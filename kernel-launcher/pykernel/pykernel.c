@@ -30,15 +30,6 @@ typedef struct {
     bool python_started;
 } kernel_t;
 
-void
-pykernel_shared_stop (pykernel_shared_t *shared)
-{
-    if (!atomic_exchange (&shared->stopping, true)) {
-        ssize_t rc = write (shared->wake_fd[1], "x", 1);
-        (void) rc;
-    }
-}
-
 static zsock_t *
 s_socket (kernel_t *self, wire_channel_t channel)
 {

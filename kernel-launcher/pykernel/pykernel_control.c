@@ -58,7 +58,7 @@ s_handle (pykernel_control_t *self, wire_msg_t *request)
     else if (strcmp (type, "shutdown_request") == 0) {
         int restart = json_is_true (json_object_get (request->content, "restart"));
         s_reply (self, request, "shutdown_reply", json_pack ("{ss sb}", "status", "ok", "restart", restart));
-        pykernel_shared_stop (self->shared);
+        pykernel_shell_stop (self->shared);
         /* a running cell would delay the exit until it ends: stop it */
         s_interrupt_main (self->shared);
     }

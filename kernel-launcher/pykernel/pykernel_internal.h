@@ -147,14 +147,11 @@ typedef struct {
     atomic_bool busy;
     /* shutdown_request received: the main loop ends after its request. */
     atomic_bool stopping;
-    /* written once by pykernel_shared_stop(): wakes the main loop */
+    /* written once by pykernel_shell_stop(): wakes the shell loop */
     int wake_fd[2];
     /* kernel_info_reply content, prepared once at start (read-only after) */
     char *kernel_info;
 } pykernel_shared_t;
-
-/* Asks the main loop to end (after the running request). Thread-safe. */
-void pykernel_shared_stop (pykernel_shared_t *shared);
 
 /* ---- control ------------------------------------------------------------ */
 
@@ -198,6 +195,9 @@ void pykernel_python_stop (void);
 
 /* Serves shell requests on the main thread until shutdown. */
 int pykernel_shell_run (pykernel_shared_t *shared, zsock_t *shell);
+/* Asks the shell loop to end (after the running request): a shutdown
+   request on either channel, or a failed poll. Thread-safe. */
+void pykernel_shell_stop (pykernel_shared_t *shared);
 
 /* ---- self-tests --------------------------------------------------------- */
 

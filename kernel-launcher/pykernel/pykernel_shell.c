@@ -118,7 +118,7 @@ s_handle (shell_t *self, wire_msg_t *request, bool aborting)
         /* deprecated on shell since 5.4, still honoured */
         int restart = json_is_true (json_object_get (request->content, "restart"));
         s_send_reply (self, request, "shutdown_reply", json_pack ("{ss sb}", "status", "ok", "restart", restart), NULL);
-        pykernel_shared_stop (self->shared);
+        pykernel_shell_stop (self->shared);
     }
     else
         s_run_in_python (self, request);
@@ -149,7 +149,7 @@ s_next (shell_t *self, bool *aborting)
             continue; /* SIGINT while idle: consumed before the next request */
         if (rc < 0) {
             pykernel_log ("shell: polling failed: %s", zmq_strerror (errno));
-            pykernel_shared_stop (self->shared);
+            pykernel_shell_stop (self->shared);
             break;
         }
         if (items[0].revents) {
@@ -159,6 +159,15 @@ s_next (shell_t *self, bool *aborting)
         }
     }
     return NULL;
+}
+
+void
+pykernel_shell_stop (pykernel_shared_t *shared)
+{
+    if (!atomic_exchange (&shared->stopping, true)) {
+        ssize_t rc = write (shared->wake_fd[1], "x", 1);
+        (void) rc;
+    }
 }
 
 int
