@@ -38,10 +38,10 @@ Prints per folder its files and edges (--edges: each edge with its
 functions), then each loop and each misplaced declaration; any of them fails
 (exit 1) unless --report, or unless it lies in a folder given with
 --report-in (printed, marked "report only", not failing). A folder's .c file
-without an object (a part this configuration does not build) is named, not
-checked. With no argument at all it takes them from $CALL_GRAPH_ARGS:
-`make check` runs it so (tests/local.mk); `make call-graph` reports every
-folder with its edges."""
+without an object (a part this configuration does not build), or with only
+older ones, is named, not checked. With no argument at all it takes them
+from $CALL_GRAPH_ARGS: `make check` runs it so (tests/local.mk); `make
+call-graph` reports every folder with its edges."""
 import argparse
 import collections
 import os
@@ -224,7 +224,8 @@ def main():
         mode = mode_of([folder])
         print(f"call_graph: {rel(folder)}: {len(nodes)} files, {len(graph)} edges{mode}")
         if mine - nodes:
-            print(f"call_graph: {rel(folder)}: not built here, not checked: {' '.join(sorted(map(rel, mine - nodes)))}")
+            print(f"call_graph: {rel(folder)}: no object (or only older ones), not checked: "
+                  + " ".join(sorted(map(rel, mine - nodes))))
         if args.edges:
             for (a, b), names in sorted(graph.items()):
                 print(f"  {rel(a)} -> {rel(b)}: {' '.join(sorted(names))}")
