@@ -47,7 +47,7 @@ include-graph:
 # built objects with nm: tests/call_graph.py. A folder named with
 # --report-in is printed, not failing. `make call-graph` prints every folder's
 # edges with their functions, and what it finds, without failing.
-CALL_GRAPH_ARGS = --report-in gateway --report-in gateway/http \
+CALL_GRAPH_ARGS = --report-in gateway \
 	wire confine kernel-launcher gateway
 TESTS += tests/call_graph.py
 EXTRA_DIST += tests/call_graph.py

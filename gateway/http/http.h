@@ -234,10 +234,17 @@ void http_peer (struct lws *wsi, char *out, size_t size);
    401 (token) or 403 (origin). */
 const char *http_auth_refusal (struct lws *wsi, const http_settings_t *settings, int *status);
 
-/* ---- http_api: the REST routes ----------------------------------------- */
+/* ---- http_route: a request to its route -------------------------------- */
 
 /* The request is complete (headers and body): answer it now or later. */
-int http_api_dispatch (struct lws *wsi, http_req_t *req);
+int http_route_dispatch (struct lws *wsi, http_req_t *req);
+
+/* ---- http_api: kernelspecs and kernels --------------------------------- */
+
+/* /api/kernelspecs (rest: "" or "/NAME"), GET only. */
+int http_api_kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest);
+/* /api/kernels (rest: "", "/ID" or "/ID/ACTION"). */
+int http_api_kernels_route (struct lws *wsi, http_req_t *req, const char *rest);
 /* Whether GET /api/kernelspecs may answer 200: a kernel can be started. */
 bool http_api_ready (const http_front_t *front, const char **why);
 
@@ -249,6 +256,11 @@ bool http_api_ready (const http_front_t *front, const char **why);
 /* /api/contents/<kernel or conversation id>/<path>: GET, PUT, DELETE,
    PATCH, POST, and a file's checkpoints. */
 int http_contents_route (struct lws *wsi, http_req_t *req, const char *rest);
+
+/* ---- http_contents_reply: what every Contents route answers with -------- */
+
+/* A file service error's HTTP status (README.md, "Contents"). */
+int http_contents_status (const char *ename);
 /* The answer to a file service error: its status, {"reason", "message":
    "ename: evalue"}. */
 int http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err);
@@ -285,7 +297,7 @@ int http_files_route (struct lws *wsi, http_req_t *req, const char *rest);
 /* Whether the request's body is streamed into a file (PUT /files/...):
    then upload_begin at the headers (length: Content-Length, -1 none),
    upload_body for each part, upload_end at its end; each answers or
-   returns 0 as http_api_dispatch does. */
+   returns 0 as http_route_dispatch does. */
 bool http_files_streams_body (const http_req_t *req);
 int http_files_upload_begin (struct lws *wsi, http_req_t *req, long long length);
 int http_files_upload_body (http_req_t *req, const void *in, size_t len);

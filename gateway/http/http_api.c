@@ -1,7 +1,7 @@
 /*  http_api.c - the REST routes of the Jupyter Kernel Gateway API:
-    /api, /api/kernelspecs[/NAME], /api/kernels[/ID[/interrupt|/restart]]
-    (/api/sessions in http_sessions.c). Errors are JSON {"reason",
-    "message"}; anything else is 404.
+    /api/kernelspecs[/NAME], /api/kernels[/ID[/interrupt|/restart]], and
+    the opening of a kernel that /api/sessions (http_sessions.c) shares.
+    Errors are JSON {"reason", "message"}.
 
     Opening, closing, restarting and interrupting a kernel are the core's
     (gw_core.h), so their checks and errors are conversation_open's; the
@@ -9,7 +9,6 @@
 */
 #include "http.h"
 #include "gateway/gw_ops.h"
-#include "config.h"
 
 #include <string.h>
 
@@ -85,8 +84,8 @@ spec_lookup (http_front_t *front, const char *name, bool *spec)
     return *spec || json_object_get (config->kernels, name) ? name : NULL;
 }
 
-static int
-kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest)
+int
+http_api_kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest)
 {
     const char *why;
     if (!http_api_ready (req->front, &why)) {
@@ -388,8 +387,8 @@ kernel_route (struct lws *wsi, http_req_t *req, const char *rest)
     return http_reply_error (wsi, req, 404, "no such path");
 }
 
-static int
-kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
+int
+http_api_kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
 {
     if (*rest)
         return kernel_route (wsi, req, rest + 1);
@@ -402,52 +401,4 @@ kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
     for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
         json_array_append_new (list, http_kernel_model (req->front, conv));
     return http_reply_write (wsi, req, 200, list, NULL);
-}
-
-/* rest after prefix when path is prefix or prefix/..., else NULL */
-static const char *
-under (const char *path, const char *prefix)
-{
-    size_t n = strlen (prefix);
-    if (strncmp (path, prefix, n) != 0 || (path[n] && path[n] != '/'))
-        return NULL;
-    return path + n;
-}
-
-int
-http_api_dispatch (struct lws *wsi, http_req_t *req)
-{
-    if (req->wait || req->status || req->mcp)
-        return 0; /* answered already, or waiting for the gateway */
-    size_t n = strlen (req->path);
-    /* every route, its messages and its log line take the path as text:
-       a %FF in the URL is refused here, as tornado refuses it (400
-       "Invalid unicode in path") */
-    if (!wire_utf8_valid ((const unsigned char *) req->path, n))
-        return http_reply_error (wsi, req, 400, "InvalidPath: the path is not UTF-8 text (each %XX of the URL must "
-                                                "encode UTF-8)");
-    while (n > 1 && req->path[n - 1] == '/')
-        req->path[--n] = 0; /* jupyter_server accepts a trailing slash */
-    const char *rest;
-    if (streq (req->path, "/api"))
-        return req->method == LWSHUMETH_GET
-                   ? http_reply_write (wsi, req, 200, json_pack ("{s:s, s:s}", "version", PACKAGE_VERSION,
-                                                                 "implementation", "kennel"), NULL)
-                   : http_reply_error (wsi, req, 405, "GET only");
-    if ((rest = under (req->path, "/api/kernelspecs")))
-        return req->method == LWSHUMETH_GET ? kernelspecs_route (wsi, req, rest)
-                                            : http_reply_error (wsi, req, 405, "GET only");
-    if ((rest = under (req->path, "/api/kernels")))
-        return kernels_route (wsi, req, rest);
-    if ((rest = under (req->path, "/api/sessions")))
-        return http_sessions_route (wsi, req, rest);
-    if (streq (req->path, "/metrics"))
-        return http_ops_metrics (wsi, req);
-    if ((rest = under (req->path, "/api/contents")))
-        return http_contents_route (wsi, req, rest);
-    if ((rest = under (req->path, "/files")))
-        return http_files_route (wsi, req, rest);
-    if ((rest = under (req->path, "/mcp")))
-        return http_mcp_route (wsi, req, rest);
-    return http_reply_error (wsi, req, 404, "no such path");
 }

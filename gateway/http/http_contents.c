@@ -1,7 +1,8 @@
 /*  http_contents.c - a conversation's files on the HTTP front:
     /api/contents/<id>/<path>, the Jupyter Contents API's shape (GET, PUT,
     DELETE here; PATCH and POST in http_contents_edit.c, checkpoints in
-    http_checkpoints.c; models with type, format, content, ...), and
+    http_checkpoints.c; models with type, format, content, ..., and errors
+    in http_contents_reply.c), and
     /files/<id>/<path>, the raw bytes streamed both ways (jupyter_server's
     /files is a raw download too). <id> is a kernel id or a conversation id.
 
@@ -52,38 +53,6 @@ http_file_end (http_file_t **self_p)
     *self_p = NULL;
 }
 
-static int
-status_of (const char *ename)
-{
-    static const struct {
-        const char *ename;
-        int status;
-    } map[] = {{"NoSuchFile", 404},        {"NoSuchConversation", 404}, {"NoSuchCheckpoint", 404}, {"SymlinkRefused", 403},
-               {"HardlinkRefused", 403},   {"NotARegularFile", 403},    {"PermissionDenied", 403},
-               {"IsADirectory", 400},      {"NotADirectory", 400},      {"DirectoryNotEmpty", 409},
-               {"FileExists", 409},        {"WorkspaceFull", 507},      {"FileApiUnavailable", 503},
-               {"FileError", 500},         {"TooLarge", 413}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (streq (map[i].ename, ename))
-            return map[i].status;
-    return 400; /* InvalidPath, InvalidRequest, InvalidOffset, UnreadableNotebook */
-}
-
-int
-http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err)
-{
-    char message[400];
-    snprintf (message, sizeof message, "%s: %s", err->ename, err->evalue);
-    return http_reply_error (wsi, req, status_of (err->ename), message);
-}
-
-void
-http_contents_fail (gw_files_error_t *err, const char *ename, const char *evalue)
-{
-    err->ename = ename;
-    snprintf (err->evalue, sizeof err->evalue, "%s", evalue);
-}
-
 /* "<id>[/<path>]": the conversation (by kernel id, else conversation id)
    and the normalized path (malloc'd); NULL + err. */
 static gw_conv_t *
@@ -117,20 +86,6 @@ query (struct lws *wsi, const char *name_eq, char *buf, int size)
 }
 
 /* ---- /api/contents ------------------------------------------------------ */
-
-json_t *
-http_contents_model (json_t *model, const char *type)
-{
-    const char *name = json_string_value (json_object_get (model, "name"));
-    size_t n = strlen (name);
-    bool file = streq (json_string_value (json_object_get (model, "type")), "file");
-    if (file && (type ? streq (type, "notebook") : n > 6 && streq (name + n - 6, ".ipynb")))
-        json_object_set_new (model, "type", json_string ("notebook"));
-    json_object_set_new (model, "content", json_null ());
-    json_object_set_new (model, "format", json_null ());
-    json_object_set_new (model, "mimetype", json_null ());
-    return model;
-}
 
 /* A file of at most one chunk read whole (malloc'd, *len); NULL + err. */
 static char *
@@ -459,7 +414,7 @@ upload_on_event (void *arg, gw_event_t event, const char *detail)
     snprintf (message, sizeof message, "NoSuchConversation: the conversation closed during the upload, after %lld "
               "bytes; nothing more was written", (long long) f->offset);
     http_file_end (&req->file); /* f is freed */
-    http_reply_error_later (wsi, req, status_of ("NoSuchConversation"), message);
+    http_reply_error_later (wsi, req, http_contents_status ("NoSuchConversation"), message);
     http_loop_run_soon (req->front->uv);
 }
 

@@ -138,7 +138,7 @@ on_http (struct lws *wsi, http_req_t *req, const char *uri)
                      || (req->method == LWSHUMETH_PUT && length > 0);
     if (with_body && length >= 0)
         return 0; /* answered at LWS_CALLBACK_HTTP_BODY_COMPLETION */
-    return http_api_dispatch (wsi, req);
+    return http_route_dispatch (wsi, req);
 }
 
 static int
@@ -254,7 +254,7 @@ callback (struct lws *wsi, enum lws_callback_reasons reason, void *user, void *i
             break; /* the body of a request answered already (413, 411) */
         rc = req->file ? http_files_upload_end (wsi, req)
              : req->body_too_large ? body_too_large (wsi, req)
-                                   : http_api_dispatch (wsi, req);
+                                   : http_route_dispatch (wsi, req);
         break;
     case LWS_CALLBACK_HTTP_WRITEABLE:
         rc = req->file ? http_files_download_more (wsi, req) : req->mcp ? http_mcp_writable (wsi, req) : http_reply_flush (wsi, req);

@@ -3,9 +3,10 @@
 gateway_kennel_SOURCES += \
 	gateway/http/http.h gateway/http/http_settings.c gateway/http/http_loop.c \
 	gateway/http/http_server.c gateway/http/http_clients.c gateway/http/http_reply.c \
-	gateway/http/http_auth.c gateway/http/http_api.c gateway/http/http_kernel.c \
+	gateway/http/http_auth.c gateway/http/http_route.c gateway/http/http_api.c gateway/http/http_kernel.c \
 	gateway/http/http_sessions.c gateway/http/http_mcp.c gateway/http/ws_codec.c gateway/http/ws_conn.c gateway/http/http_ops.c \
-	gateway/http/http_contents.c gateway/http/http_contents_edit.c gateway/http/http_checkpoints.c
+	gateway/http/http_contents.c gateway/http/http_contents_reply.c gateway/http/http_contents_edit.c \
+	gateway/http/http_checkpoints.c
 gateway_kennel_CPPFLAGS += $(LWS_CFLAGS) $(UV_CFLAGS)
 gateway_kennel_LDADD += $(LWS_LIBS) $(UV_LIBS)
 

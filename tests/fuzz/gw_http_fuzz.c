@@ -1,5 +1,5 @@
 /*  gw_http_fuzz.c - libFuzzer target: the HTTP front's routes through the
-    real handlers (gateway/http: http_api_dispatch and what it routes to,
+    real handlers (gateway/http: http_route_dispatch and what it routes to,
     the Contents API, /files both ways, checkpoints, sessions, kernels).
 
     A token holder is authenticated but untrusted: every request here has
@@ -229,7 +229,7 @@ s_request (struct lws *wsi, char m, bool close_midway, const char *path, const c
         if (rc == 0 && req->file && body_len > half)
             rc = http_files_upload_body (req, body + half, body_len - half);
         if (rc == 0 && body_len && !req->status && !wsi->heads)
-            rc = req->file ? http_files_upload_end (wsi, req) : http_api_dispatch (wsi, req);
+            rc = req->file ? http_files_upload_end (wsi, req) : http_route_dispatch (wsi, req);
         /* an upload ends when its conversation closes: nothing of the
            body's second half reached the file */
         struct stat st;
@@ -252,7 +252,7 @@ s_request (struct lws *wsi, char m, bool close_midway, const char *path, const c
         if (req->body)
             req->body[body_len] = 0;
         req->body_len = body_len;
-        rc = http_api_dispatch (wsi, req);
+        rc = http_route_dispatch (wsi, req);
     }
     if (rc < 0)
         __builtin_trap ();

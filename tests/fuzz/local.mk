@@ -71,7 +71,8 @@ tests_fuzz_gw_markup_fuzz_corpus_LDADD = $(WIRE_LIBS) $(XML2_LIBS)
 # the HTTP front's routes (gateway/http) on the same gateway; libwebsockets
 # replaced at its API (in the target). Every automatic variable starts as
 # a pattern: an error struct read unset crashes (gcc 12 and clang).
-GW_FUZZ_HTTP_GW = gateway/http/http_api.c gateway/http/http_clients.c gateway/http/http_contents.c gateway/http/http_contents_edit.c \
+GW_FUZZ_HTTP_GW = gateway/http/http_route.c gateway/http/http_api.c gateway/http/http_clients.c gateway/http/http_contents.c \
+	gateway/http/http_contents_reply.c gateway/http/http_contents_edit.c \
 	gateway/http/http_checkpoints.c gateway/http/http_sessions.c gateway/http/http_kernel.c gateway/http/http_reply.c \
 	gateway/http/http_ops.c gateway/gw_metrics.c gateway/gw_metrics_visit.c gateway/gw_id.c $(GW_FUZZ_GATEWAY)
 GW_FUZZ_PATTERN_INIT = -ftrivial-auto-var-init=pattern
@@ -94,8 +95,9 @@ GW_FUZZ_GATEWAY_SRC = $(srcdir)/tests/fuzz/fuzz_gateway.c $(srcdir)/tests/fuzz/f
 	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/gateway/gw_control.c \
 	$(srcdir)/gateway/gw_control_files.c $(GW_FUZZ_GATEWAY_SRC)
-GW_FUZZ_HTTP_SRC = $(srcdir)/tests/fuzz/gw_http_fuzz.c $(srcdir)/gateway/http/http_api.c $(srcdir)/gateway/http/http_clients.c $(srcdir)/gateway/http/http_contents.c \
-	$(srcdir)/gateway/http/http_contents_edit.c $(srcdir)/gateway/http/http_checkpoints.c \
+GW_FUZZ_HTTP_SRC = $(srcdir)/tests/fuzz/gw_http_fuzz.c $(srcdir)/gateway/http/http_route.c $(srcdir)/gateway/http/http_api.c \
+	$(srcdir)/gateway/http/http_clients.c $(srcdir)/gateway/http/http_contents.c \
+	$(srcdir)/gateway/http/http_contents_reply.c $(srcdir)/gateway/http/http_contents_edit.c $(srcdir)/gateway/http/http_checkpoints.c \
 	$(srcdir)/gateway/http/http_sessions.c $(srcdir)/gateway/http/http_kernel.c $(srcdir)/gateway/http/http_reply.c \
 	$(srcdir)/gateway/http/http_ops.c $(srcdir)/gateway/gw_metrics.c $(srcdir)/gateway/gw_metrics_visit.c \
 	$(srcdir)/gateway/gw_id.c $(GW_FUZZ_GATEWAY_SRC)
