@@ -161,14 +161,16 @@ def misplaced(files, include_edges, defines):
             source = definer[name]
             if module[source] == module[h]:
                 continue
-            if module[source] in with_header or "main" in defines[source]:
-                found.append((h, name, source, "a module of its own"))
+            if module[source] in with_header:
+                found.append((h, name, source, "which has a header of its own"))
+            elif "main" in defines[source]:
+                found.append((h, name, source, "a program's main file"))
             else:
                 part_of[source][module[h]].append((h, name))
     for source, owners in sorted(part_of.items()):
         if len(owners) > 1:
             for h, name in sorted(d for decls in owners.values() for d in decls):
-                found.append((h, name, source, "a part of " + " and ".join(
+                found.append((h, name, source, "a file without a header of its own, declared by " + " and ".join(
                     os.path.relpath(m, TOP) for m in sorted(owners))))
     return found
 
