@@ -57,6 +57,10 @@ TOP = include_graph.TOP
 DEFINED = {"T", "W"}
 
 
+def rel(path):
+    return os.path.relpath(path, TOP)
+
+
 def objects_by_source(build, files):
     """Source file -> its objects in the build (automake's names)."""
     found = collections.defaultdict(list)
@@ -171,7 +175,7 @@ def misplaced(files, include_edges, defines):
         if len(owners) > 1:
             for h, name in sorted(d for decls in owners.values() for d in decls):
                 found.append((h, name, source, "a file without a header of its own, declared by " + " and ".join(
-                    os.path.relpath(m, TOP) for m in sorted(owners))))
+                    rel(m) for m in sorted(owners))))
     return found
 
 
@@ -189,7 +193,6 @@ def loops(nodes, graph):
 
 
 def print_loop(path, graph, mode):
-    rel = lambda f: os.path.relpath(f, TOP)  # noqa: E731
     steps = "".join(f"{rel(a)} -({', '.join(sorted(graph[(a, b)]))})-> " for a, b in zip(path, path[1:]))
     print(f"call_graph: LOOP{mode}: {' -> '.join(rel(f) for f in path)}")
     print(f"    {steps}{rel(path[-1])}")
@@ -214,9 +217,10 @@ def main():
     objects = objects_by_source(build, sources)
     defines, calls = symbols(objects)
     edges = call_edges(defines, calls)
-    rel = lambda f: os.path.relpath(f, TOP)  # noqa: E731
     lenient = {os.path.realpath(os.path.join(TOP, d)) for d in args.report_in}
-    mode_of = lambda folders: " (report only)" if set(folders) & lenient else ""  # noqa: E731
+
+    def mode_of(folders):
+        return " (report only)" if set(folders) & lenient else ""
     failed = reported = False
 
     for folder in sorted({os.path.dirname(f) for f in sources}):
@@ -248,7 +252,7 @@ def main():
     if not reported:
         print("call_graph: no loop, no misplaced declaration")
     elif not failed:
-        print("call_graph: only in the folders reported, not checked: " + " ".join(args.report_in))
+        print("call_graph: nothing failing: all of the above lies in the report-only folders (" + " ".join(args.report_in) + ")")
     return 1 if failed and not args.report else 0
 
 
