@@ -89,7 +89,7 @@ info_content (gw_server_t *self)
         "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
         "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
         startup_error == NULL, "confinement", layers, "confinement_taken", gw_server_layers_taken (self), "limits",
-        gw_config_limits_json (config), "conversations", gw_core_count (self), "transport", gw_server_transport (self),
+        gw_config_limits_json (config), "conversations", gw_core_count (gw_server_core (self)), "transport", gw_server_transport (self),
         "curve", gw_server_curve (self), "warm_pool", pool_info, "capacity", gw_capacity_json (gw_server_capacity (self)),
         "fork_server", gw_zygote_info (gw_server_zygote (self), config));
     json_object_set_new (content, "draining", json_boolean (gw_drain_active (self)));
@@ -131,7 +131,7 @@ on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         reply_error (p->server, p->req, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
         /* nothing stays behind a refused conversation */
         if (p->created)
-            gw_core_close_later (p->server, gw_conv_id (conv), "start failed");
+            gw_core_close_later (gw_server_core (p->server), gw_conv_id (conv), "start failed");
     }
     wire_msg_destroy (&p->req);
     free (p);
@@ -183,7 +183,7 @@ do_open (gw_server_t *self, wire_msg_t **req_p)
         return;
     bool created;
     gw_core_error_t err;
-    gw_conv_t *conv = gw_core_open (self, id, req->content, gw_zmq_open, NULL, &created, &err);
+    gw_conv_t *conv = gw_core_open (gw_server_core (self), id, req->content, gw_zmq_open, NULL, &created, &err);
     if (!conv) {
         reply_error (self, req, err.ename, err.evalue);
         free (err.evalue);
@@ -206,7 +206,7 @@ do_close (gw_server_t *self, wire_msg_t *req)
     const char *id = conversation_id (self, req);
     if (!id)
         return;
-    if (!gw_core_find (self, id)) {
+    if (!gw_core_find (gw_server_core (self), id)) {
         reply_error (self, req, "NoSuchConversation", "no conversation has this id");
         return;
     }
@@ -215,7 +215,7 @@ do_close (gw_server_t *self, wire_msg_t *req)
         reply_error (self, req, "InvalidRequest", "keep_workspace must be true or false");
         return;
     }
-    gw_core_close (self, id, json_is_true (keep), "close_request");
+    gw_core_close (gw_server_core (self), id, json_is_true (keep), "close_request");
     reply_send (self, req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", id));
 }
 
@@ -225,7 +225,7 @@ do_restart (gw_server_t *self, wire_msg_t **req_p)
     const char *id = conversation_id (self, *req_p);
     if (!id)
         return;
-    gw_conv_t *conv = gw_core_find (self, id);
+    gw_conv_t *conv = gw_core_find (gw_server_core (self), id);
     if (!conv) {
         reply_error (self, *req_p, "NoSuchConversation", "no conversation has this id");
         return;
@@ -241,7 +241,7 @@ do_restart (gw_server_t *self, wire_msg_t **req_p)
 static void
 do_list (gw_server_t *self, wire_msg_t *req)
 {
-    json_t *list = gw_core_list (self);
+    json_t *list = gw_core_list (gw_server_core (self));
     reply_send (self, req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", list));
 }
 

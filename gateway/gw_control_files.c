@@ -14,6 +14,7 @@
 #include "gw_conv.h"
 #include "gw_core.h"
 #include "gw_files.h"
+#include "gw_server_access.h"
 #include "gw_util.h"
 #include "wire.h"
 
@@ -263,7 +264,7 @@ gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, 
     if (!id || !gw_conv_id_valid (id))
         return refuse (&c, "InvalidConversationId",
                        "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
-    gw_conv_t *conv = gw_core_find (server, id);
+    gw_conv_t *conv = gw_core_find (gw_server_core (server), id);
     if (!conv)
         return refuse (&c, "NoSuchConversation", "no conversation has this id");
     json_t *path = json_object_get (req->content, "path");

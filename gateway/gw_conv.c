@@ -78,6 +78,7 @@ struct gw_conv {
     bool claimed;    /* the kernel starting is a claimed pooled one */
     bool pooled;     /* kernel is a claimed pooled one, adopted by gw_conv_start */
     gw_conv_close_fn *close_later; /* the table's (gw_core.c) */
+    void *table;                   /* its argument */
 };
 
 /* What the relay asks of its conversation (gw_relay_owner_t). */
@@ -525,12 +526,13 @@ static const gw_relay_owner_t relay_owner = {
 
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             bool pooled, gw_conv_close_fn *close_later, char **errmsg)
+             bool pooled, gw_conv_close_fn *close_later, void *table, char **errmsg)
 {
     gw_conv_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
     self->config = gw_config_ref (gw_server_config (server));
     self->close_later = close_later;
+    self->table = table;
     self->id = wire_xstrdup (id);
     self->kernel_name = wire_xstrdup (kernel ? kernel : "python");
     self->tools = tools ? json_incref (tools) : json_array ();
@@ -640,7 +642,7 @@ static void
 gw_conv_request_close (gw_conv_t *self)
 {
     /* after the handler that asked returns: it still uses the relay */
-    self->close_later (self->server, self->id, "shutdown_request");
+    self->close_later (self->table, self->id, "shutdown_request");
 }
 
 /* Why the client's executions end, in its words: the close request's

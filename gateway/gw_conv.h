@@ -14,14 +14,16 @@ typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 typedef struct gw_conv gw_conv_t;
 
-/* How a conversation asks the table that made it to close it once the
-   current handler has returned (gw_core_close_later). */
-typedef void (gw_conv_close_fn) (gw_server_t *server, const char *id, const char *why);
+/* How a conversation asks the table that made it (table: the arg it was
+   made with) to close it once the current handler has returned
+   (gw_core_close_later). */
+typedef void (gw_conv_close_fn) (void *table, const char *id, const char *why);
 /* Creates the directories (claims a warm-pool kernel when pooled and the
    pool has one that fits). NULL + *errmsg. Only the table (gw_core.c)
    makes conversations. */
 gw_conv_t *gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
-                        const gw_policy_t *policy, bool pooled, gw_conv_close_fn *close_later, char **errmsg);
+                        const gw_policy_t *policy, bool pooled, gw_conv_close_fn *close_later, void *table,
+                        char **errmsg);
 /* Starts its kernel (or adopts the claimed one). */
 void gw_conv_start (gw_conv_t *self);
 /* Stops the kernel, closes the sockets, removes the directories (the

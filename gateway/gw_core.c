@@ -1,6 +1,7 @@
-/*  gw_core.c - the conversation table (gw_core.h): open with the request's
-    checks, find by conversation or kernel id, close, restart, interrupt,
-    list. The fronts call these; the table itself is the server's.
+/*  gw_core.c - the core (gw_core.h): the conversation table, private to
+    this file, open with the request's checks, find by conversation or
+    kernel id, close, restart, interrupt, count, list, visit. The fronts
+    and the ops files call these; the server only makes and ends it.
 */
 #include "gw_core.h"
 #include "gw_capacity.h"
@@ -16,6 +17,38 @@
 
 #include <string.h>
 
+struct gw_core {
+    gw_server_t *server;     /* the services a conversation uses */
+    zhashx_t *conversations; /* id -> gw_conv_t* (not owning: closed by gw_core_close) */
+    zhashx_t *kernel_ids;    /* kernel id -> gw_conv_t* */
+};
+
+gw_core_t *
+gw_core_new (gw_server_t *server)
+{
+    gw_core_t *self = wire_xcalloc (1, sizeof *self);
+    self->server = server;
+    self->conversations = zhashx_new ();
+    self->kernel_ids = zhashx_new ();
+    return self;
+}
+
+void
+gw_core_destroy (gw_core_t **self_p)
+{
+    gw_core_t *self = *self_p;
+    if (!self)
+        return;
+    zlistx_t *ids = zhashx_keys (self->conversations);
+    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
+        gw_core_close (self, id, false, "shutdown");
+    zlistx_destroy (&ids);
+    zhashx_destroy (&self->conversations);
+    zhashx_destroy (&self->kernel_ids);
+    free (self);
+    *self_p = NULL;
+}
+
 static void
 error_set (gw_core_error_t *err, const char *ename, char *evalue)
 {
@@ -24,35 +57,62 @@ error_set (gw_core_error_t *err, const char *ename, char *evalue)
 }
 
 gw_conv_t *
-gw_core_find (gw_server_t *server, const char *id)
+gw_core_find (gw_core_t *self, const char *id)
 {
-    return zhashx_lookup (gw_server_table (server), id);
+    return zhashx_lookup (self->conversations, id);
 }
 
 gw_conv_t *
-gw_core_find_kernel (gw_server_t *server, const char *kernel_id)
+gw_core_find_kernel (gw_core_t *self, const char *kernel_id)
 {
-    return zhashx_lookup (gw_server_kernel_table (server), kernel_id);
+    return zhashx_lookup (self->kernel_ids, kernel_id);
 }
 
 int
-gw_core_count (const gw_server_t *server)
+gw_core_count (const gw_core_t *self)
 {
-    return (int) zhashx_size (gw_server_table (server));
+    return (int) zhashx_size (self->conversations);
+}
+
+void
+gw_core_visit (gw_core_t *self, gw_core_visit_fn *fn, void *arg)
+{
+    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
+        fn (conv, arg);
+}
+
+void
+gw_core_close_idle (gw_core_t *self, double now)
+{
+    zlistx_t *expired = zlistx_new ();
+    zlistx_set_destructor (expired, (zlistx_destructor_fn *) zstr_free);
+    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
+        if (gw_conv_idle_expired (conv, now))
+            zlistx_add_end (expired, wire_xstrdup (gw_conv_id (conv)));
+    for (char *id = zlistx_first (expired); id; id = zlistx_next (expired))
+        gw_core_close (self, id, false, "idle");
+    zlistx_destroy (&expired);
+}
+
+/* A conversation's way to ask for its close (gw_conv_close_fn). */
+static void
+close_later_fn (void *core, const char *id, const char *why)
+{
+    gw_core_close_later (core, id, why);
 }
 
 gw_conv_t *
-gw_core_open_checked (gw_server_t *server, const char *id, const char *kernel, json_t *tools,
+gw_core_open_checked (gw_core_t *self, const char *id, const char *kernel, json_t *tools,
                       const gw_policy_t *policy, bool pooled, gw_core_attach_fn *attach, void *arg,
                       char **errmsg)
 {
-    gw_conv_t *conv = gw_conv_new (server, id, kernel, tools, policy, pooled, gw_core_close_later, errmsg);
+    gw_conv_t *conv = gw_conv_new (self->server, id, kernel, tools, policy, pooled, close_later_fn, self, errmsg);
     if (conv && attach && attach (conv, arg, errmsg) < 0)
         gw_conv_destroy (&conv, false);
     if (!conv)
         return NULL;
-    zhashx_insert (gw_server_table (server), id, conv);
-    zhashx_insert (gw_server_kernel_table (server), gw_conv_kernel_id (conv), conv);
+    zhashx_insert (self->conversations, id, conv);
+    zhashx_insert (self->kernel_ids, gw_conv_kernel_id (conv), conv);
     gw_conv_start (conv);
     return conv;
 }
@@ -86,16 +146,17 @@ reattach (gw_conv_t *conv, const json_t *tools, gw_core_error_t *err)
 
 /* Whether one more conversation fits the config and the process's limits. */
 static bool
-room_left (gw_server_t *server, gw_core_error_t *err)
+room_left (gw_core_t *self, gw_core_error_t *err)
 {
-    if (gw_core_count (server) >= gw_server_config (server)->max_conversations) {
+    gw_server_t *server = self->server;
+    if (gw_core_count (self) >= gw_server_config (server)->max_conversations) {
         error_set (err, "TooManyConversations",
                    wire_xasprintf ("the gateway already holds its maximum of %d conversations",
                                    gw_server_config (server)->max_conversations));
         return false;
     }
     char *full = NULL;
-    if (gw_capacity_check (gw_server_capacity (server), gw_core_count (server), &full) < 0) {
+    if (gw_capacity_check (gw_server_capacity (server), gw_core_count (self), &full) < 0) {
         error_set (err, "CapacityError", full ? full : wire_xstrdup ("no room for another conversation"));
         return false;
     }
@@ -103,14 +164,15 @@ room_left (gw_server_t *server, gw_core_error_t *err)
 }
 
 gw_conv_t *
-gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_core_attach_fn *attach, void *arg,
+gw_core_open (gw_core_t *self, const char *id, const json_t *request, gw_core_attach_fn *attach, void *arg,
               bool *created, gw_core_error_t *err)
 {
+    gw_server_t *server = self->server;
     err->ename = NULL;
     err->evalue = NULL;
     *created = false;
     const json_t *tools = json_object_get (request, "tools");
-    gw_conv_t *conv = gw_core_find (server, id);
+    gw_conv_t *conv = gw_core_find (self, id);
     if (conv)
         return reattach (conv, tools, err);
     if (gw_drain_active (server)) {
@@ -152,12 +214,12 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
         return NULL;
     gw_policy_t policy;
     char *errmsg = NULL;
-    if (!room_left (server, err))
+    if (!room_left (self, err))
         conv = NULL;
     else if (gw_policy_lower_spec (config, spec_name, json_object_get (request, "policy"), &policy, &errmsg) < 0)
         error_set (err, "PolicyError", errmsg ? errmsg : wire_xstrdup ("bad policy"));
     else {
-        conv = gw_core_open_checked (server, id, kname, checked, &policy, true, attach, arg, &errmsg);
+        conv = gw_core_open_checked (self, id, kname, checked, &policy, true, attach, arg, &errmsg);
         gw_policy_clear (&policy);
         if (!conv)
             error_set (err, "OpenFailed", errmsg ? errmsg : wire_xstrdup ("the conversation could not be created"));
@@ -168,13 +230,14 @@ gw_core_open (gw_server_t *server, const char *id, const json_t *request, gw_cor
 }
 
 void
-gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, const char *why)
+gw_core_close (gw_core_t *self, const char *id, bool keep_workspace, const char *why)
 {
-    gw_conv_t *conv = gw_core_find (server, id);
+    gw_conv_t *conv = gw_core_find (self, id);
     if (!conv)
         return;
-    zhashx_delete (gw_server_kernel_table (server), gw_conv_kernel_id (conv));
-    zhashx_delete (gw_server_table (server), id);
+    gw_server_t *server = self->server;
+    zhashx_delete (self->kernel_ids, gw_conv_kernel_id (conv));
+    zhashx_delete (self->conversations, id);
     gw_log ("close", "{s:s, s:s, s:b}", "conversation", id, "reason", why, "keep_workspace", keep_workspace);
     if (gw_server_kernel_mode (server))
         gw_server_stop (server); /* first: what the close tells waiters is not a failure */
@@ -183,7 +246,7 @@ gw_core_close (gw_server_t *server, const char *id, bool keep_workspace, const c
 }
 
 typedef struct {
-    gw_server_t *server;
+    gw_core_t *core;
     char *id;
     char *why;
 } close_later_t;
@@ -192,7 +255,7 @@ static int
 on_close_later (zloop_t *loop, int timer_id, void *arg)
 {
     close_later_t *c = arg;
-    gw_core_close (c->server, c->id, false, c->why);
+    gw_core_close (c->core, c->id, false, c->why);
     free (c->id);
     free (c->why);
     free (c);
@@ -200,13 +263,13 @@ on_close_later (zloop_t *loop, int timer_id, void *arg)
 }
 
 void
-gw_core_close_later (gw_server_t *server, const char *id, const char *why)
+gw_core_close_later (gw_core_t *self, const char *id, const char *why)
 {
     close_later_t *c = wire_xcalloc (1, sizeof *c);
-    c->server = server;
+    c->core = self;
     c->id = wire_xstrdup (id);
     c->why = wire_xstrdup (why);
-    gw_timer_start (gw_server_loop (server), 1, 1, on_close_later, c);
+    gw_timer_start (gw_server_loop (self->server), 1, 1, on_close_later, c);
 }
 
 const char *
@@ -227,11 +290,16 @@ gw_core_interrupt (gw_conv_t *conv)
     return gw_conv_interrupt (conv);
 }
 
+static void
+list_append (gw_conv_t *conv, void *list)
+{
+    json_array_append_new (list, gw_conv_list_entry (conv));
+}
+
 json_t *
-gw_core_list (gw_server_t *server)
+gw_core_list (gw_core_t *self)
 {
     json_t *list = json_array ();
-    for (gw_conv_t *conv = zhashx_first (gw_server_table (server)); conv; conv = zhashx_next (gw_server_table (server)))
-        json_array_append_new (list, gw_conv_list_entry (conv));
+    gw_core_visit (self, list_append, list);
     return list;
 }

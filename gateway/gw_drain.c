@@ -18,20 +18,36 @@
 #include "gw_util.h"
 
 /* How often the drain looks for executions still running: a check is a
-   walk of the table, cheap beside an execution's own length. */
+   visit of the table, cheap beside an execution's own length. */
 #define CHECK_MS 50
 /* Between the last status and the stop: the fronts' queues are written
    (a websocket's close would drop what is still queued). */
 #define FLUSH_MS 100
 
+static void
+busy_add (gw_conv_t *conv, void *busy)
+{
+    *(int *) busy += gw_conv_pending (conv) > 0;
+}
+
 static int
 busy_count (gw_server_t *server)
 {
     int busy = 0;
-    zhashx_t *table = gw_server_table (server);
-    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
-        busy += gw_conv_pending (conv) > 0;
+    gw_core_visit (gw_server_core (server), busy_add, &busy);
     return busy;
+}
+
+static void
+announce_stopping (gw_conv_t *conv, void *arg)
+{
+    gw_conv_announce_stopping (conv);
+}
+
+static void
+announce_draining (gw_conv_t *conv, void *grace)
+{
+    gw_conv_announce_draining (conv, *(double *) grace);
 }
 
 static int
@@ -44,9 +60,7 @@ on_flushed (zloop_t *loop, int timer_id, void *arg)
 static void
 drain_finish (gw_server_t *server, const char *why, int busy)
 {
-    zhashx_t *table = gw_server_table (server);
-    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
-        gw_conv_announce_stopping (conv);
+    gw_core_visit (gw_server_core (server), announce_stopping, NULL);
     gw_log ("drained", "{s:s, s:i, s:f}", "reason", why, "busy_cut", busy, "seconds",
             gw_clock_mono () - gw_server_drain_started (server));
     gw_timer_start (gw_server_loop (server), FLUSH_MS, 1, on_flushed, server);
@@ -68,7 +82,7 @@ on_check (zloop_t *loop, int timer_id, void *arg)
 }
 
 void
-gw_drain_start (gw_server_t *server)
+gw_drain_start (gw_server_t *server, gw_pool_renew_fn *renew)
 {
     if (gw_drain_active (server) || !gw_server_ready (server)) {
         gw_log ("stop_now", "{s:s}", "reason", gw_drain_active (server) ? "a second signal during the drain"
@@ -77,12 +91,10 @@ gw_drain_start (gw_server_t *server)
         return;
     }
     gw_server_set_drain_started (server, gw_clock_mono ());
-    gw_server_pool_renew (server, 0); /* no conversation will claim its kernels */
+    renew (server, 0); /* no conversation will claim its kernels */
     double grace = gw_server_config (server)->drain_grace;
-    gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (server), "busy",
+    gw_log ("draining", "{s:i, s:i, s:f}", "conversations", gw_core_count (gw_server_core (server)), "busy",
             busy_count (server), "drain_grace", grace);
-    zhashx_t *table = gw_server_table (server);
-    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
-        gw_conv_announce_draining (conv, grace);
+    gw_core_visit (gw_server_core (server), announce_draining, &grace);
     gw_timer_start (gw_server_loop (server), CHECK_MS, 0, on_check, server);
 }

@@ -22,14 +22,19 @@ gauge_emit (gw_metric_fn *fn, void *arg, const char *name, const char *help, dou
     fn (&m, arg);
 }
 
+static const char *states[] = {"starting", "idle", "busy", "dead"};
+
+static void
+state_count (gw_conv_t *conv, void *counts)
+{
+    ((uint64_t *) counts)[gw_metrics_label (states, 4, gw_conv_state (conv))]++;
+}
+
 static void
 conversations_emit (gw_server_t *server, gw_metric_fn *fn, void *arg)
 {
-    static const char *states[] = {"starting", "idle", "busy", "dead"};
     uint64_t counts[4] = {0};
-    zhashx_t *table = gw_server_table (server);
-    for (gw_conv_t *conv = zhashx_first (table); conv; conv = zhashx_next (table))
-        counts[gw_metrics_label (states, 4, gw_conv_state (conv))]++;
+    gw_core_visit (gw_server_core (server), state_count, counts);
     gw_sample_t samples[4];
     for (int i = 0; i < 4; i++)
         samples[i] = (gw_sample_t){"state", states[i], (double) counts[i], NULL};
@@ -81,7 +86,7 @@ gw_metrics_visit (gw_server_t *server, gw_metric_fn *fn, void *arg)
 {
     conversations_emit (server, fn, arg);
     gw_capacity_t *cap = gw_server_capacity (server);
-    int left = cap->conversations - gw_core_count (server);
+    int left = cap->conversations - gw_core_count (gw_server_core (server));
     gauge_emit (fn, arg, "kennel_capacity_conversations_left",
                 "Conversations that may still be opened: the least of max_conversations and what fds and ZeroMQ "
                 "sockets allow, less the open ones.",

@@ -26,12 +26,17 @@ typedef struct gw_signals gw_signals_t;
 gw_signals_t *gw_signals_new (zloop_t *loop, gw_signal_fn *fn, void *arg);
 void gw_signals_destroy (gw_signals_t **self_p);
 
+/* A fresh warm pool of size kernels (0: none), the old one's stopped:
+   false when the gateway runs none (not ready, cannot confine, kernelspec
+   mode). The server's, handed to the drain and the reload. */
+typedef bool (gw_pool_renew_fn) (gw_server_t *server, int size);
+
 /* ---- gw_drain: SIGTERM's graceful stop --------------------------------- */
 
 /* No new conversation from now; the executions running or queued may end
    within the config's drain_grace, then the gateway stops (exit 0). A
    second call stops at once. */
-void gw_drain_start (gw_server_t *server);
+void gw_drain_start (gw_server_t *server, gw_pool_renew_fn *renew);
 /* Whether new conversations are refused for a drain. */
 bool gw_drain_active (const gw_server_t *server);
 /* What every front tells a client refused by the drain (ename
@@ -51,8 +56,9 @@ bool gw_drain_active (const gw_server_t *server);
    to conversations opened from now (each open one keeps the config it was
    opened under), and every key that needs a restart and changed is
    logged; a bad file is logged with its error and the old config kept.
-   0 or -1. */
-int gw_reload (gw_server_t *server);
+   0 or -1. renew refills the warm pool when what it was made with
+   changed. */
+int gw_reload (gw_server_t *server, gw_pool_renew_fn *renew);
 /* A front that serves a section of the config the core does not read
    (/mcp's "mcp": its tools file) is shown a reloaded config before it
    replaces the old: 0 when the front took its part (applied), -1 with
@@ -68,10 +74,6 @@ const char *gw_server_config_path (const gw_server_t *self);
 /* The config for conversations opened from now (taken); the old one lives
    on in the conversations that hold it. */
 void gw_server_replace_config (gw_server_t *self, gw_config_t **config_p);
-/* A fresh warm pool of size kernels (0: none), the old one's stopped:
-   false when the gateway runs none (not ready, cannot confine, kernelspec
-   mode). */
-bool gw_server_pool_renew (gw_server_t *self, int size);
 /* The drain's start (monotonic), or 0 when none. */
 double gw_server_drain_started (const gw_server_t *self);
 void gw_server_set_drain_started (gw_server_t *self, double started);

@@ -49,6 +49,8 @@ typedef struct {
 
 struct gw_pool {
     gw_server_t *server;
+    gw_pool_count_fn *count; /* the open conversations */
+    void *count_arg;
     int size;
     zlistx_t *kernels; /* gw_warm_t*, owned */
     int timer;
@@ -233,7 +235,7 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
         || gw_clock_mono () < self->retry_at
         || gw_clock_mono () < self->claimed_at + POOL_QUIET_S
         || gw_slots_busy (gw_server_slots (server))
-        || !gw_capacity_fds_room (gw_server_capacity (server), (int) zhashx_size (gw_server_table (server))))
+        || !gw_capacity_fds_room (gw_server_capacity (server), self->count (self->count_arg)))
         return 0;
     for (gw_warm_t *w = zlistx_first (self->kernels); w; w = zlistx_next (self->kernels))
         if (!w->ready)
@@ -243,10 +245,12 @@ on_pool_check (zloop_t *loop, int timer_id, void *arg)
 }
 
 gw_pool_t *
-gw_pool_new (gw_server_t *server, int size)
+gw_pool_new (gw_server_t *server, int size, gw_pool_count_fn *count, void *count_arg)
 {
     gw_pool_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
+    self->count = count;
+    self->count_arg = count_arg;
     self->size = size;
     self->kernels = zlistx_new ();
     self->timer = gw_timer_start (gw_server_loop (server), POOL_CHECK_MS, 0, on_pool_check, self);

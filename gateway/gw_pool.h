@@ -10,9 +10,12 @@
 typedef struct gw_server gw_server_t; /* gw_server_access.h */
 typedef struct gw_kernel gw_kernel_t; /* gw_kernel.h */
 typedef struct gw_pool gw_pool_t;
+/* How many conversations are open (the pool fills only while their fds
+   leave room): the table's count, handed by who makes the pool. */
+typedef int (gw_pool_count_fn) (void *arg);
 /* Starts filling in the background (one launch at a time, after the
    conversations' own launches). */
-gw_pool_t *gw_pool_new (gw_server_t *server, int size);
+gw_pool_t *gw_pool_new (gw_server_t *server, int size, gw_pool_count_fn *count, void *count_arg);
 void gw_pool_destroy (gw_pool_t **self_p);
 /* Whether a conversation of this kernel and policy can take a pooled kernel:
    the sandbox and settings fixed at pool time must be the defaults. */

@@ -20,7 +20,6 @@
 */
 #include "gw_capacity.h"
 #include "gw_config.h"
-#include "gw_core.h"
 #include "gw_log.h"
 #include "gw_ops.h"
 #include "gw_server_access.h"
@@ -130,7 +129,7 @@ pool_stale (const gw_config_t *old, const gw_config_t *fresh)
 }
 
 int
-gw_reload (gw_server_t *server)
+gw_reload (gw_server_t *server, gw_pool_renew_fn *renew)
 {
     const char *path = gw_server_config_path (server);
     char *errmsg = NULL;
@@ -150,7 +149,7 @@ gw_reload (gw_server_t *server)
     const gw_config_t *now = gw_server_config (server);
     gw_capacity_init (gw_server_capacity (server), now);
     if (refill)
-        refill = gw_server_pool_renew (server, now->warm_pool);
+        refill = renew (server, now->warm_pool);
     gw_log ("reload", "{s:s, s:o, s:b, s:o}", "config", path ? path : "(none)", "limits",
             gw_config_limits_json (now), "pool_refilled", refill, "needs_restart", restart);
     return 0;

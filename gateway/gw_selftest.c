@@ -335,7 +335,7 @@ gw_selftest_run (const char *config_path)
     gw_policy_t policy;
     gw_policy_copy (&policy, &gw_server_config (server)->defaults);
     gw_conv_t *conv
-        = gw_core_open_checked (server, "selftest", "python", NULL, &policy, false, gw_zmq_open, NULL, &errmsg);
+        = gw_core_open_checked (gw_server_core (server), "selftest", "python", NULL, &policy, false, gw_zmq_open, NULL, &errmsg);
     gw_policy_clear (&policy);
     if (!conv) {
         report (&self, false, "conversation", errmsg);

@@ -1,6 +1,7 @@
 /*  gw_server.c - the daemon's loop: control socket, connection file, the
-    start-up probe, idle culling, clean shutdown. The conversation table it
-    holds is gw_core.c's to change.
+    start-up probe, idle culling, clean shutdown: the process host. It
+    makes the core (gw_core.h), which holds the conversation table, and
+    hands it its services.
 
     Signals come from the loop (gw_signal.c): SIGTERM or SIGINT drains
     (gw_drain.c), a second one stops at once, SIGHUP reloads the config
@@ -135,8 +136,7 @@ gw_server_new (gw_config_t **config_p, const char *state_dir, const char *ip, co
     self->replay = wire_replay_new (GW_REPLAY_CAPACITY);
     self->limits.max_frame_bytes = self->config->max_message_bytes;
     self->limits.max_message_bytes = self->config->max_message_bytes;
-    self->conversations = zhashx_new ();
-    self->kernel_ids = zhashx_new ();
+    self->core = gw_core_new (self);
     self->slots = gw_slots_new (self->config->max_parallel_launches);
     wire_id_new (self->session);
     gw_capacity_init (&self->capacity, self->config);
@@ -155,15 +155,7 @@ static int
 on_cull_check (zloop_t *loop, int timer_id, void *arg)
 {
     gw_server_t *self = arg;
-    double now = gw_clock_mono ();
-    zlistx_t *expired = zlistx_new ();
-    zlistx_set_destructor (expired, (zlistx_destructor_fn *) zstr_free);
-    for (gw_conv_t *conv = zhashx_first (self->conversations); conv; conv = zhashx_next (self->conversations))
-        if (gw_conv_idle_expired (conv, now))
-            zlistx_add_end (expired, wire_xstrdup (gw_conv_id (conv)));
-    for (char *id = zlistx_first (expired); id; id = zlistx_next (expired))
-        gw_core_close (self, id, false, "idle");
-    zlistx_destroy (&expired);
+    gw_core_close_idle (self->core, gw_clock_mono ());
     return 0;
 }
 
@@ -402,13 +394,38 @@ probe_cleanup (gw_server_t *self)
     }
 }
 
+/* The warm pool's measure of the table (gw_pool_count_fn). */
+static int
+conversations_count (void *core)
+{
+    return gw_core_count (core);
+}
+
+static gw_pool_t *
+pool_new (gw_server_t *self, int size)
+{
+    return gw_pool_new (self, size, conversations_count, self->core);
+}
+
 static void
 zygote_and_pool_start (gw_server_t *self)
 {
     if (self->config->fork_server)
         self->zygote = gw_zygote_new (self);
     if (self->config->warm_pool > 0)
-        self->pool = gw_pool_new (self, self->config->warm_pool);
+        self->pool = pool_new (self, self->config->warm_pool);
+}
+
+/* gw_pool_renew_fn: the drain's and the reload's. */
+static bool
+pool_renew (gw_server_t *self, int size)
+{
+    if (!self->ready || self->startup_error || self->kernel_mode)
+        return false;
+    gw_pool_destroy (&self->pool);
+    if (size > 0)
+        self->pool = pool_new (self, size);
+    return true;
 }
 
 static void
@@ -419,20 +436,9 @@ on_signal (int sig, void *arg)
     if (self->kernel_mode)
         gw_server_stop (self);
     else if (sig == SIGHUP)
-        gw_reload (self);
+        gw_reload (self, pool_renew);
     else
-        gw_drain_start (self);
-}
-
-bool
-gw_server_pool_renew (gw_server_t *self, int size)
-{
-    if (!self->ready || self->startup_error || self->kernel_mode)
-        return false;
-    gw_pool_destroy (&self->pool);
-    if (size > 0)
-        self->pool = gw_pool_new (self, size);
-    return true;
+        gw_drain_start (self, pool_renew);
 }
 
 int
@@ -446,7 +452,7 @@ gw_server_run (gw_server_t *self)
         probe_start (self); /* then the connection file, the zygote, the pool */
     }
     zloop_start (self->loop);
-    gw_log ("stopping", "{s:i, s:b, s:s}", "conversations", (int) zhashx_size (self->conversations), "signal",
+    gw_log ("stopping", "{s:i, s:b, s:s}", "conversations", gw_core_count (self->core), "signal",
             self->last_signal || zsys_interrupted, "by",
             self->last_signal ? strsignal (self->last_signal) : zsys_interrupted ? "interrupt" : "the gateway");
     return self->exit_code;
@@ -458,18 +464,13 @@ gw_server_destroy (gw_server_t **self_p)
     gw_server_t *self = *self_p;
     if (!self)
         return;
-    zlistx_t *ids = zhashx_keys (self->conversations);
-    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
-        gw_core_close (self, id, false, "shutdown");
-    zlistx_destroy (&ids);
+    gw_core_destroy (&self->core); /* every conversation closed, "shutdown" */
     gw_lingers_destroy (&self->lingers); /* before the ZAP handler and the epoll set */
     probe_cleanup (self);
     gw_pool_destroy (&self->pool);
     gw_launch_reap_all (5.0);
     gw_zygote_destroy (&self->zygote); /* after the kernels: it would end them */
     gw_remover_destroy (&self->remover); /* after every conversation was buried */
-    zhashx_destroy (&self->conversations);
-    zhashx_destroy (&self->kernel_ids);
     gw_slots_destroy (&self->slots);
     if (self->control) {
         if (self->ready)

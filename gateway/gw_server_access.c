@@ -124,16 +124,10 @@ gw_server_slots (const gw_server_t *self)
     return self->slots;
 }
 
-zhashx_t *
-gw_server_table (const gw_server_t *self)
+gw_core_t *
+gw_server_core (const gw_server_t *self)
 {
-    return self->conversations;
-}
-
-zhashx_t *
-gw_server_kernel_table (const gw_server_t *self)
-{
-    return self->kernel_ids;
+    return self->core;
 }
 
 bool

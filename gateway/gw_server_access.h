@@ -23,6 +23,7 @@ typedef struct gw_pool gw_pool_t;       /* gw_pool.h */
 typedef struct gw_remover gw_remover_t; /* gw_remove.h */
 typedef struct gw_slots gw_slots_t;     /* gw_slots.h */
 typedef struct gw_lingers gw_lingers_t; /* gw_linger.h */
+typedef struct gw_core gw_core_t;       /* gw_core.h */
 
 /* The server's fields are its own (gw_server_private.h); the rest of the
    gateway reads them through these. */
@@ -55,9 +56,9 @@ gw_remover_t *gw_server_remover (const gw_server_t *self); /* empties state/grav
 gw_slots_t *gw_server_slots (const gw_server_t *self);
 /* Closed conversations' client sockets still answering. */
 gw_lingers_t *gw_server_lingers (const gw_server_t *self);
-/* The conversation table (gw_core.c's): id -> conv, kernel id -> conv. */
-zhashx_t *gw_server_table (const gw_server_t *self);
-zhashx_t *gw_server_kernel_table (const gw_server_t *self);
+/* The core (gw_core.h), for the fronts and ops files above it: the
+   classes below it are handed what they need of it. */
+gw_core_t *gw_server_core (const gw_server_t *self);
 /* The start-up probe ended: the connection file is written, the control
    socket answers. */
 bool gw_server_ready (const gw_server_t *self);

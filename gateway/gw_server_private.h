@@ -32,8 +32,7 @@ struct gw_server {
     wire_limits_t limits;
     zsock_t *control;
     int control_port;
-    zhashx_t *conversations; /* id -> gw_conv_t* (not owning; gw_core.c) */
-    zhashx_t *kernel_ids;    /* kernel id -> gw_conv_t* (not owning; gw_core.c) */
+    gw_core_t *core;         /* the conversation table (gw_core.c) */
     char session[WIRE_ID_SIZE];
     json_t *last_layers; /* the most recent confined layer report, or NULL */
     json_t *layers_taken; /* {taken, by, pid, seconds} of last_layers */

@@ -301,7 +301,7 @@ kernel_serve (gw_server_t *server, const serve_opts_t *o, wire_connection_t *con
     gw_policy_t policy;
     gw_policy_copy (&policy, &gw_server_config (server)->defaults);
     /* declared exactly as conversation_open with these tools would */
-    gw_conv_t *conv = gw_core_open_checked (server, "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);
+    gw_conv_t *conv = gw_core_open_checked (gw_server_core (server), "kernel", "python", tools, &policy, false, gw_zmq_open, conn, &errmsg);
     gw_policy_clear (&policy);
     if (!conv) {
         fprintf (stderr, "kennel kernel: %s\n", errmsg ? errmsg : "cannot start");

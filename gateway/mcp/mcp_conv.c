@@ -555,7 +555,7 @@ s_connect (mcp_conv_t *self, const json_t *open_reply)
 static int
 s_attach (mcp_conv_t *self, gw_server_t *core)
 {
-    gw_conv_t *conv = gw_core_find (core, self->id);
+    gw_conv_t *conv = gw_core_find (gw_server_core (core), self->id);
     if (!conv)
         return -1;
     self->key = wire_key_new (NULL, "", 0, NULL);

@@ -65,7 +65,7 @@ s_on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     }
     /* nothing stays behind a refused conversation, as over the control socket */
     if (req->created)
-        gw_core_close_later (req->server, gw_conv_id (conv), "start failed");
+        gw_core_close_later (gw_server_core (req->server), gw_conv_id (conv), "start failed");
     s_answer (req, s_error ("KernelStartFailed", errmsg ?: "the kernel could not be started"));
 }
 
@@ -80,7 +80,7 @@ static void
 s_open (mcp_core_req_t *req, const char *id)
 {
     gw_core_error_t err;
-    gw_conv_t *conv = gw_core_open (req->server, id, req->content, NULL, NULL, &req->created, &err);
+    gw_conv_t *conv = gw_core_open (gw_server_core (req->server), id, req->content, NULL, NULL, &req->created, &err);
     if (!conv) {
         s_answer (req, s_error (err.ename, err.evalue));
         free (err.evalue);
@@ -119,7 +119,7 @@ s_on_run (zloop_t *loop, int timer_id, void *arg)
         return 0;
     }
     if (streq (type, "conversation_list_request")) {
-        s_answer (req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", gw_core_list (req->server)));
+        s_answer (req, json_pack ("{s:s, s:o}", "status", "ok", "conversations", gw_core_list (gw_server_core (req->server))));
         return 0;
     }
     const char *id = gw_text (json_object_get (req->content, "conversation_id"));
@@ -127,14 +127,14 @@ s_on_run (zloop_t *loop, int timer_id, void *arg)
         s_answer (req, s_error ("InvalidConversationId", "conversation_id must match [A-Za-z0-9._-]{1,128}"));
         return 0;
     }
-    gw_conv_t *conv = gw_core_find (req->server, id);
+    gw_conv_t *conv = gw_core_find (gw_server_core (req->server), id);
     if (streq (type, "conversation_open_request"))
         s_open (req, id);
     else if (!conv)
         s_answer (req, s_error ("NoSuchConversation", "no conversation has this id"));
     else if (streq (type, "conversation_close_request")) {
         char *kept = wire_xstrdup (id);
-        gw_core_close (req->server, kept, false, "mcp_close");
+        gw_core_close (gw_server_core (req->server), kept, false, "mcp_close");
         s_answer (req, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", kept));
         free (kept);
     }

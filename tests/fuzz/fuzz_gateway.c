@@ -62,8 +62,7 @@ s_teardown (void)
     zsock_destroy (&server->control);
     gw_io_destroy (&server->io);
     zloop_destroy (&server->loop);
-    zhashx_destroy (&server->conversations);
-    zhashx_destroy (&server->kernel_ids);
+    gw_core_destroy (&server->core);
     wire_key_destroy (&server->key);
     gw_config_destroy (&server->config);
     free (server->transport);
@@ -85,8 +84,7 @@ fuzz_gateway_new (const char *config_text)
     server->io = gw_io_new (server->loop);
     server->key = wire_key_new (NULL, "fuzz-key", 8, NULL);
     server->limits = wire_limits_default;
-    server->conversations = zhashx_new ();
-    server->kernel_ids = zhashx_new ();
+    server->core = gw_core_new (server);
     server->transport = strdup ("ipc");
     server->ready = true;
     snprintf (server->session, sizeof server->session, "fuzz-gateway");
@@ -131,18 +129,30 @@ fuzz_gateway_open (fuzz_gateway_t *self, const char *id)
     gw_policy_t policy;
     if (gw_policy_lower (self->server->config, NULL, &policy, NULL) < 0)
         __builtin_trap (); /* the defaults alone always lower */
-    gw_conv_t *conv = s_conv_make (id, NULL, &policy);
-    zhashx_insert (self->server->conversations, id, conv);
-    zhashx_insert (self->server->kernel_ids, id, conv);
+    bool new_fails = self->new_fails; /* this one is made whatever the input asks */
+    self->new_fails = false;
+    char *errmsg = NULL;
+    if (!gw_core_open_checked (self->server->core, id, "python", NULL, &policy, false, NULL, NULL, &errmsg))
+        __builtin_trap ();
+    self->new_fails = new_fails;
     gw_policy_clear (&policy);
+}
+
+static void
+s_id_add (gw_conv_t *conv, void *ids)
+{
+    zlistx_add_end (ids, strdup (conv->id));
 }
 
 void
 fuzz_gateway_empty (fuzz_gateway_t *self)
 {
-    gw_conv_t *conv;
-    while ((conv = zhashx_first (self->server->conversations)))
-        gw_core_close (self->server, conv->id, false, "fuzz_reset");
+    zlistx_t *ids = zlistx_new ();
+    zlistx_set_destructor (ids, (zlistx_destructor_fn *) zstr_free);
+    gw_core_visit (self->server->core, s_id_add, ids);
+    for (char *id = zlistx_first (ids); id; id = zlistx_next (ids))
+        gw_core_close (self->server->core, id, false, "fuzz_reset");
+    zlistx_destroy (&ids);
 }
 
 void
@@ -160,10 +170,11 @@ fuzz_gateway_run_timer (fuzz_gateway_t *self)
 
 gw_conv_t *
 gw_conv_new (gw_server_t *server, const char *id, const char *kernel, json_t *tools, const gw_policy_t *policy,
-             bool pooled, gw_conv_close_fn *close_later, char **errmsg)
+             bool pooled, gw_conv_close_fn *close_later, void *table, char **errmsg)
 {
     (void) pooled;
     (void) close_later;
+    (void) table;
     if (!fuzz_gateway_id_ok (id) || (strcmp (kernel, "python") != 0 && !json_object_get (server->config->kernels, kernel)))
         __builtin_trap ();
     json_t *got = gw_policy_to_json (policy);
@@ -216,6 +227,13 @@ gw_conv_server (const gw_conv_t *self)
 {
     (void) self;
     return s_self.server;
+}
+
+bool
+gw_conv_idle_expired (const gw_conv_t *self, double now)
+{
+    (void) self, (void) now;
+    return false; /* no idle cull runs in these targets */
 }
 
 void

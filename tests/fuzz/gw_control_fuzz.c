@@ -42,6 +42,7 @@
 */
 #include "gateway/gw_control.h"
 #include "gateway/gw_conv.h"
+#include "gateway/gw_core.h"
 #include "gateway/gw_files.h"
 #include "gateway/gw_server_private.h"
 #include "gateway/gw_zmq_front.h"
@@ -237,7 +238,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         wire_msg_destroy (&reply);
         replies++;
     }
-    if (replies != (req ? 1 : 0) || (int) zhashx_size (s_server->conversations) > s_server->config->max_conversations)
+    if (replies != (req ? 1 : 0) || gw_core_count (s_server->core) > s_server->config->max_conversations)
         __builtin_trap ();
     wire_msg_destroy (&req);
     fuzz_gateway_empty (s_gw);

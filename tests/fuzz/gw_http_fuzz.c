@@ -224,7 +224,7 @@ s_request (struct lws *wsi, char m, bool close_midway, const char *path, const c
         if (close_midway) {
             char id[130];
             s_target (path, id, sizeof id);
-            gw_core_close (s_gw->server, id, false, "fuzz_close");
+            gw_core_close (s_gw->server->core, id, false, "fuzz_close");
         }
         if (rc == 0 && req->file && body_len > half)
             rc = http_files_upload_body (req, body + half, body_len - half);
@@ -246,7 +246,7 @@ s_request (struct lws *wsi, char m, bool close_midway, const char *path, const c
         if (close_midway) {
             char id[130];
             s_target (path, id, sizeof id);
-            gw_core_close (s_gw->server, id, false, "fuzz_close");
+            gw_core_close (s_gw->server->core, id, false, "fuzz_close");
         }
         req->body = body_len ? memcpy (malloc (body_len + 1), body, body_len) : NULL;
         if (req->body)
@@ -420,9 +420,9 @@ s_step (const char *line, const char *body, size_t body_len, bool decode)
             close (ws);
         }
         else if (m == 'C')
-            gw_core_close (s_gw->server, path, false, "fuzz_close");
-        else if (m == 'N' && fuzz_gateway_id_ok (path) && !gw_core_find (s_gw->server, path)
-                 && gw_core_count (s_gw->server) < 2)
+            gw_core_close (s_gw->server->core, path, false, "fuzz_close");
+        else if (m == 'N' && fuzz_gateway_id_ok (path) && !gw_core_find (s_gw->server->core, path)
+                 && gw_core_count (s_gw->server->core) < 2)
             fuzz_gateway_open (s_gw, path);
         free (path);
         return;
