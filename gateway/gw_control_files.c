@@ -1,6 +1,6 @@
 /*  gw_control_files.c - file_list, file_stat, file_get, file_put,
-    file_delete, file_rename and file_copy on the control socket
-    (docs/PROTOCOL.md §3, "Files").
+    file_delete, file_rename and file_copy: the file requests of the
+    control vocabulary (gw_request.h; docs/PROTOCOL.md §3, "Files").
 
     Each request is one bounded step on the event loop: a listing of at
     most GW_FILES_LIST_MAX entries, or one chunk of at most
@@ -14,7 +14,7 @@
 #include "gw_conv.h"
 #include "gw_core.h"
 #include "gw_files.h"
-#include "gw_server_access.h"
+#include "gw_request.h"
 #include "gw_util.h"
 #include "wire.h"
 
@@ -23,7 +23,8 @@
 #include <unistd.h>
 
 typedef struct {
-    const wire_msg_t *req;
+    const json_t *content;
+    zmsg_t *buffers; /* the request's raw frames, or NULL */
     int root;
     const char *path; /* normalized */
     zmsg_t *out;
@@ -44,7 +45,7 @@ refuse (call_t *c, const char *ename, const char *evalue)
 static bool
 int_field (call_t *c, const char *name, int64_t min, int64_t max, int64_t dflt, int64_t *v)
 {
-    json_t *value = json_object_get (c->req->content, name);
+    json_t *value = json_object_get (c->content, name);
     *v = value ? (int64_t) json_integer_value (value) : dflt;
     if (value && (!json_is_integer (value) || *v < min || *v > max)) {
         c->err->ename = "InvalidRequest";
@@ -59,7 +60,7 @@ int_field (call_t *c, const char *name, int64_t min, int64_t max, int64_t dflt, 
 static const char *
 encoding_field (call_t *c)
 {
-    json_t *value = json_object_get (c->req->content, "encoding");
+    json_t *value = json_object_get (c->content, "encoding");
     const char *enc = value ? gw_text (value) : "base64";
     if (!enc || !(streq (enc, "base64") || streq (enc, "buffer"))) {
         refuse (c, "InvalidRequest", "encoding must be \"base64\" or \"buffer\"");
@@ -127,8 +128,8 @@ do_get (call_t *c)
 static const void *
 put_data (call_t *c, size_t *len, void **owned)
 {
-    json_t *content = json_object_get (c->req->content, "content");
-    zframe_t *frame = zmsg_first (c->req->buffers);
+    json_t *content = json_object_get (c->content, "content");
+    zframe_t *frame = c->buffers ? zmsg_first (c->buffers) : NULL;
     if (frame && content) {
         refuse (c, "InvalidRequest", "content and a raw frame were both given");
         return NULL;
@@ -175,7 +176,7 @@ put_file (call_t *c)
 static json_t *
 do_put (call_t *c)
 {
-    json_t *value = json_object_get (c->req->content, "type");
+    json_t *value = json_object_get (c->content, "type");
     const char *type = value ? gw_text (value) : "file";
     if (!type || !(streq (type, "file") || streq (type, "directory")))
         return refuse (c, "InvalidRequest", "type must be \"file\" or \"directory\"");
@@ -198,7 +199,7 @@ do_delete (call_t *c)
 static char *
 new_path_field (call_t *c)
 {
-    json_t *value = json_object_get (c->req->content, "new_path");
+    json_t *value = json_object_get (c->content, "new_path");
     if (!json_is_string (value)) {
         refuse (c, "InvalidPath", "new_path must be a string");
         return NULL;
@@ -256,18 +257,19 @@ gw_control_files_handles (const char *type)
 }
 
 json_t *
-gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, zmsg_t *out, gw_files_error_t *err)
+gw_control_files (gw_core_t *core, const char *type, const json_t *content, zmsg_t *buffers, zmsg_t *out,
+                  gw_files_error_t *err)
 {
-    call_t c = {.req = req, .out = out, .err = err};
+    call_t c = {.content = content, .buffers = buffers, .out = out, .err = err};
     err->ename = NULL;
-    const char *id = gw_text (json_object_get (req->content, "conversation_id"));
+    const char *id = gw_text (json_object_get (content, "conversation_id"));
     if (!id || !gw_conv_id_valid (id))
         return refuse (&c, "InvalidConversationId",
                        "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
-    gw_conv_t *conv = gw_core_find (gw_server_core (server), id);
+    gw_conv_t *conv = gw_core_find (core, id);
     if (!conv)
         return refuse (&c, "NoSuchConversation", "no conversation has this id");
-    json_t *path = json_object_get (req->content, "path");
+    json_t *path = json_object_get (content, "path");
     if (path && !json_is_string (path))
         return refuse (&c, "InvalidPath", "path must be a string");
     char *normal = gw_files_path (path ? json_string_value (path) : "", path ? json_string_length (path) : 0, err);

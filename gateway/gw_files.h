@@ -1,6 +1,6 @@
 /*  gw_files.h - a conversation's files, as the host reaches them through
-    the file API of every front (ZeroMQ control: gw_control_files.c; HTTP:
-    http/http_contents.c).
+    the file API of every front (the control vocabulary's file requests:
+    gw_control_files.c; HTTP: http/http_contents.c).
 
     Paths are relative to the workspace ("" is its root) and resolved
     beneath it only (gw_files.c says how). Every call works on a workspace
@@ -16,8 +16,6 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
-
-typedef struct gw_server gw_server_t; /* gw_server_access.h */
 
 /* One chunk: a read or write of this much on a tmpfs takes about a
    millisecond (gateway/README.md, "File API"). */
@@ -93,13 +91,5 @@ char *gw_base64_encode (const void *data, size_t len);
 /* Decodes text (whitespace refused); malloc'd bytes, *len; NULL when text
    is no valid base64. */
 void *gw_base64_decode (const char *text, size_t text_len, size_t *len);
-
-/* ---- gw_control_files.c: the file requests of the control socket -------- */
-/* Whether type is one of them (file_list_request, ...). */
-bool gw_control_files_handles (const char *type);
-/* The reply content of req (status ok), *out the raw frames to send after
-   it (an empty zmsg when none); NULL + err when refused. */
-json_t *gw_control_files (gw_server_t *server, const wire_msg_t *req, const char *type, zmsg_t *out,
-                          gw_files_error_t *err);
 
 #endif

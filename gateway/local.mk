@@ -7,7 +7,7 @@ GW_HEADER_FILES = \
 	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_reach.h gateway/gw_relay.h \
 	gateway/gw_remove.h gateway/gw_schema.h gateway/gw_selftest.h gateway/gw_server.h gateway/gw_server_access.h \
 	gateway/gw_slots.h gateway/gw_timer.h gateway/gw_tools.h gateway/gw_util.h gateway/gw_zmtp.h \
-	gateway/gw_zygote.h gateway/gw_markup.h gateway/gw_sanitize.h
+	gateway/gw_zygote.h gateway/gw_markup.h gateway/gw_sanitize.h gateway/gw_request.h
 
 bin_PROGRAMS += gateway/kennel
 gateway_kennel_SOURCES = \
@@ -16,7 +16,7 @@ gateway_kennel_SOURCES = \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_relay_private.h gateway/gw_relay_msg.c \
 	gateway/gw_exec.c gateway/gw_reply.c gateway/gw_calls.c gateway/gw_kernel_link.c gateway/gw_conv.c \
 	gateway/gw_kernel.h gateway/gw_kernel.c gateway/gw_slots.c gateway/gw_server_private.h gateway/gw_server_access.c \
-	gateway/gw_server.c gateway/gw_control.c gateway/gw_selftest.c \
+	gateway/gw_server.c gateway/gw_control.c gateway/gw_request.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
 	gateway/gw_zygote.c gateway/gw_io.c gateway/gw_proc.c gateway/gw_peek.c gateway/gw_meta.c \
 	gateway/gw_clock.c gateway/gw_text.c gateway/gw_curve.c gateway/gw_timer.c \

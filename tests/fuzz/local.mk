@@ -29,7 +29,7 @@ GW_FUZZ_GATEWAY_TESTS = tests/fuzz/fuzz_gateway.c tests/fuzz/fuzz_gateway.h test
 	tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h
 # the control handler with the parts of the gateway it calls, the ZeroMQ
 # front excepted (stubbed in the target)
-GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_control_files.c $(GW_FUZZ_GATEWAY)
+GW_FUZZ_CONTROL_GW = gateway/gw_control.c gateway/gw_request.c gateway/gw_control_files.c $(GW_FUZZ_GATEWAY)
 tests_fuzz_gw_control_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_control_fuzz.c \
 	$(GW_FUZZ_GATEWAY_TESTS) $(GW_FUZZ_CONTROL_GW)
 tests_fuzz_gw_control_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-control"'
@@ -94,7 +94,7 @@ GW_FUZZ_GATEWAY_SRC = $(srcdir)/tests/fuzz/fuzz_gateway.c $(srcdir)/tests/fuzz/f
 	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c $(srcdir)/gateway/gw_peers.c \
 	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/gateway/gw_control.c \
-	$(srcdir)/gateway/gw_control_files.c $(GW_FUZZ_GATEWAY_SRC)
+	$(srcdir)/gateway/gw_request.c $(srcdir)/gateway/gw_control_files.c $(GW_FUZZ_GATEWAY_SRC)
 GW_FUZZ_HTTP_SRC = $(srcdir)/tests/fuzz/gw_http_fuzz.c $(srcdir)/gateway/http/http_route.c $(srcdir)/gateway/http/http_api.c \
 	$(srcdir)/gateway/http/http_clients.c $(srcdir)/gateway/http/http_contents.c \
 	$(srcdir)/gateway/http/http_contents_reply.c $(srcdir)/gateway/http/http_contents_edit.c $(srcdir)/gateway/http/http_checkpoints.c \
