@@ -34,6 +34,7 @@ gw_request_error (const char *ename, const char *evalue)
 /* One request on its way: what its reply needs once the kernel is ready. */
 typedef struct {
     gw_server_t *server;
+    gw_core_t *core;
     const gw_request_front_t *front;
     gw_request_reply_fn *fn;
     void *arg;
@@ -56,8 +57,9 @@ refuse (call_t *c, const char *ename, const char *evalue)
    the start-up probe has ended, so a layer report, or the probe's
    failure, is always there. */
 static json_t *
-info_content (gw_server_t *server)
+info_content (call_t *c)
 {
+    gw_server_t *server = c->server;
     const gw_config_t *config = gw_server_config (server);
     json_t *kernels = json_pack ("[s]", "python");
     const char *name;
@@ -75,7 +77,7 @@ info_content (gw_server_t *server)
         "{s:s, s:s, s:s, s:s, s:o, s:b, s:o, s:O?, s:o, s:i, s:s, s:b, s:o, s:o, s:o}", "status", "ok", "implementation",
         "kennel", "version", PACKAGE_VERSION, "protocol_version", WIRE_PROTOCOL_VERSION, "kernels", kernels, "ready",
         startup_error == NULL, "confinement", layers, "confinement_taken", gw_server_layers_taken (server), "limits",
-        gw_config_limits_json (config), "conversations", gw_core_count (gw_server_core (server)), "transport",
+        gw_config_limits_json (config), "conversations", gw_core_count (c->core), "transport",
         gw_server_transport (server), "curve", gw_server_curve (server), "warm_pool", pool_info, "capacity",
         gw_capacity_json (gw_server_capacity (server)), "fork_server",
         gw_zygote_info (gw_server_zygote (server), config));
@@ -111,7 +113,7 @@ on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     else {
         refuse (c, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
         if (c->created)
-            gw_core_close_later (gw_server_core (c->server), gw_conv_id (conv), "start failed");
+            gw_core_close_later (c->core, gw_conv_id (conv), "start failed");
     }
     free (c);
 }
@@ -149,7 +151,7 @@ do_open (call_t *c, const json_t *content)
         return;
     bool created;
     gw_core_error_t err;
-    gw_conv_t *conv = gw_core_open (gw_server_core (c->server), id, content, c->front->attach, NULL, &created, &err);
+    gw_conv_t *conv = gw_core_open (c->core, id, content, c->front->attach, NULL, &created, &err);
     if (!conv) {
         refuse (c, err.ename, err.evalue);
         free (err.evalue);
@@ -172,8 +174,7 @@ do_close (call_t *c, const json_t *content)
     const char *id = conversation_id (c, content);
     if (!id)
         return;
-    gw_core_t *core = gw_server_core (c->server);
-    if (!gw_core_find (core, id)) {
+    if (!gw_core_find (c->core, id)) {
         refuse (c, "NoSuchConversation", "no conversation has this id");
         return;
     }
@@ -183,7 +184,7 @@ do_close (call_t *c, const json_t *content)
         return;
     }
     char *kept = wire_xstrdup (id); /* content may be the conversation's */
-    gw_core_close (core, kept, json_is_true (keep), c->front->close_why);
+    gw_core_close (c->core, kept, json_is_true (keep), c->front->close_why);
     answer (c, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", kept));
     free (kept);
 }
@@ -194,7 +195,7 @@ do_restart (call_t *c, const json_t *content)
     const char *id = conversation_id (c, content);
     if (!id)
         return;
-    gw_conv_t *conv = gw_core_find (gw_server_core (c->server), id);
+    gw_conv_t *conv = gw_core_find (c->core, id);
     if (!conv) {
         refuse (c, "NoSuchConversation", "no conversation has this id");
         return;
@@ -211,7 +212,7 @@ do_files (call_t *c, const char *type, const json_t *content, zmsg_t *buffers)
 {
     gw_files_error_t err;
     zmsg_t *out = zmsg_new ();
-    json_t *reply = gw_control_files (gw_server_core (c->server), type, content, buffers, out, &err);
+    json_t *reply = gw_control_files (c->core, type, content, buffers, out, &err);
     if (reply)
         c->fn (reply, out, c->arg);
     else {
@@ -224,9 +225,9 @@ void
 gw_request_run (gw_server_t *server, const gw_request_front_t *front, const char *type, const json_t *content,
                 zmsg_t *buffers, gw_request_reply_fn *fn, void *arg)
 {
-    call_t c = {.server = server, .front = front, .fn = fn, .arg = arg};
+    call_t c = {.server = server, .core = gw_server_core (server), .front = front, .fn = fn, .arg = arg};
     if (streq (type, "gateway_info_request"))
-        answer (&c, info_content (server));
+        answer (&c, info_content (&c));
     else if (streq (type, "conversation_open_request"))
         do_open (&c, content);
     else if (streq (type, "conversation_close_request"))
@@ -234,7 +235,7 @@ gw_request_run (gw_server_t *server, const gw_request_front_t *front, const char
     else if (streq (type, "conversation_restart_request"))
         do_restart (&c, content);
     else if (streq (type, "conversation_list_request"))
-        answer (&c, json_pack ("{s:s, s:o}", "status", "ok", "conversations", gw_core_list (gw_server_core (server))));
+        answer (&c, json_pack ("{s:s, s:o}", "status", "ok", "conversations", gw_core_list (c.core)));
     else if (gw_control_files_handles (type))
         do_files (&c, type, content, buffers);
     else

@@ -145,6 +145,7 @@ typedef struct http_mcp_req http_mcp_req_t;
 
 struct http_front {
     gw_server_t *server;
+    gw_core_t *core; /* the server's conversations (gw_core.h) */
     http_settings_t settings;
     http_loop_t *uv;
     struct lws_context *lws;

@@ -245,7 +245,7 @@ http_api_open (http_front_t *front, const json_t *body, bool *created, int *stat
         return NULL;
     }
     gw_core_error_t err;
-    gw_conv_t *conv = gw_core_open (gw_server_core (front->server), id, request, NULL, NULL, created, &err);
+    gw_conv_t *conv = gw_core_open (front->core, id, request, NULL, NULL, created, &err);
     json_decref (request);
     if (!conv) {
         *status = status_of_ename (err.ename);
@@ -263,7 +263,7 @@ http_api_answer_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, bool o
         http_reply_error_later (wsi, req, 500, message);
         free (message);
         if (created) /* nothing stays behind a refused kernel */
-            gw_core_close_later (gw_server_core (req->front->server), gw_conv_id (conv), "start failed");
+            gw_core_close_later (req->front->core, gw_conv_id (conv), "start failed");
         return;
     }
     char location[96];
@@ -367,7 +367,7 @@ kernel_route (struct lws *wsi, http_req_t *req, const char *rest)
     if (!*action && m == LWSHUMETH_GET)
         return http_reply_write (wsi, req, 200, http_kernel_model (req->front, conv), NULL);
     if (!*action && m == LWSHUMETH_DELETE) {
-        gw_core_close (gw_server_core (req->front->server), gw_conv_id (conv), false, "http_delete");
+        gw_core_close (req->front->core, gw_conv_id (conv), false, "http_delete");
         return http_reply_write (wsi, req, 204, NULL, NULL);
     }
     if (streq (action, "interrupt") && m == LWSHUMETH_POST) {
@@ -409,6 +409,6 @@ http_api_kernels_route (struct lws *wsi, http_req_t *req, const char *rest)
     if (req->method != LWSHUMETH_GET)
         return http_reply_error (wsi, req, 405, "GET or POST");
     models_t models = {req->front, json_array ()};
-    gw_core_visit (gw_server_core (req->front->server), model_append, &models);
+    gw_core_visit (req->front->core, model_append, &models);
     return http_reply_write (wsi, req, 200, models.list, NULL);
 }

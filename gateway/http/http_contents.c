@@ -66,7 +66,7 @@ target_of (http_front_t *front, const char *rest, char **path, gw_files_error_t 
         snprintf (id, sizeof id, "%.*s", (int) n, rest);
         conv = http_kernel_conv (front, id);
         if (!conv && gw_conv_id_valid (id))
-            conv = gw_core_find (gw_server_core (front->server), id);
+            conv = gw_core_find (front->core, id);
     }
     if (!conv) {
         http_contents_fail (err, "NoSuchConversation", "no kernel and no conversation has this id");
@@ -458,7 +458,7 @@ upload_answer (struct lws *wsi, http_req_t *req)
 {
     http_file_t *f = req->file;
     gw_files_error_t err = GW_FILES_ERROR_INIT;
-    gw_conv_t *conv = gw_core_find (gw_server_core (req->front->server), f->conversation);
+    gw_conv_t *conv = gw_core_find (req->front->core, f->conversation);
     if (f->failed)
         err = f->err;
     else if (!conv)

@@ -23,7 +23,7 @@ struct http_wait {
 gw_conv_t *
 http_kernel_conv (http_front_t *front, const char *kernel_id)
 {
-    return gw_core_find_kernel (gw_server_core (front->server), kernel_id);
+    return gw_core_find_kernel (front->core, kernel_id);
 }
 
 const char *

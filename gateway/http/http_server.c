@@ -444,6 +444,7 @@ http_front_new (gw_server_t *server, http_settings_t *settings, char **errmsg)
 {
     http_front_t *self = wire_xcalloc (1, sizeof *self);
     self->server = server;
+    self->core = gw_server_core (server);
     self->settings = *settings;
     memset (settings, 0, sizeof *settings);
     self->websockets = zlistx_new ();

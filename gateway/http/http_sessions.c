@@ -75,7 +75,7 @@ session_model (http_front_t *front, session_t *s, gw_conv_t *conv)
 static gw_conv_t *
 session_conv (http_front_t *front, session_t *s)
 {
-    gw_conv_t *conv = gw_core_find (gw_server_core (front->server), s->conv_id);
+    gw_conv_t *conv = gw_core_find (front->core, s->conv_id);
     if (!conv)
         zhashx_delete (front->sessions->table, s->id);
     return conv;
@@ -249,7 +249,7 @@ session_one (struct lws *wsi, http_req_t *req, const char *id, json_t *body)
         return http_reply_write (wsi, req, 200, session_model (front, s, conv), NULL);
     if (req->method == LWSHUMETH_DELETE) {
         zhashx_delete (front->sessions->table, id);
-        gw_core_close (gw_server_core (front->server), gw_conv_id (conv), false, "http_session_delete");
+        gw_core_close (front->core, gw_conv_id (conv), false, "http_session_delete");
         return http_reply_write (wsi, req, 204, NULL, NULL);
     }
     if (req->method == LWSHUMETH_PATCH) {

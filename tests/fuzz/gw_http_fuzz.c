@@ -112,6 +112,7 @@ s_setup (void)
     s_gw = fuzz_gateway_new (config_text);
     s_front = calloc (1, sizeof *s_front);
     s_front->server = s_gw->server;
+    s_front->core = s_gw->server->core;
     s_front->settings.max_connections = 8;
     s_front->settings.max_connections_per_client = 8;
     s_front->settings.max_connections_per_kernel = 8;
