@@ -349,23 +349,10 @@ gw_peek_object (const void *data, size_t size)
     return rc == P_OK ? 1 : rc == P_BAD ? 0 : -1;
 }
 
-zframe_t *
-gw_peek_part (zmsg_t *msg, int offset)
-{
-    int i = 0, d = -1;
-    for (zframe_t *f = zmsg_first (msg); f; f = zmsg_next (msg), i++) {
-        if (d < 0 && zframe_streq (f, WIRE_DELIMITER))
-            d = i;
-        if (d >= 0 && i == d + offset)
-            return f;
-    }
-    return NULL;
-}
-
 int
 gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size)
 {
-    zframe_t *f = gw_peek_part (msg, offset);
+    zframe_t *f = offset < 0 ? NULL : wire_frames_part (msg, (size_t) offset);
     return f ? gw_peek_string (zframe_data (f), zframe_size (f), key, out, out_size) : -1;
 }
 

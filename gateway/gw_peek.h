@@ -24,9 +24,7 @@ GW_MUST_CHECK int gw_peek_check (const void *data, size_t size, int max_depth);
    calls it from some hundreds of frames deep at most. */
 #define GW_JSON_DEPTH_MAX 512
 /* The same on frame delimiter + offset of a wire message (2 header, 3
-   parent header, 4 metadata, 5 content). */
+   parent header, 4 metadata, 5 content: wire_frames_part). */
 GW_MUST_CHECK int gw_peek_frame (zmsg_t *msg, int offset, const char *key, char *out, size_t out_size);
-/* That frame of a wire message, or NULL when it has none. */
-zframe_t *gw_peek_part (zmsg_t *msg, int offset);
 
 #endif

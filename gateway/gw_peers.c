@@ -270,10 +270,9 @@ gw_front_msg_unwrap (zmsg_t **msg_p, zmsg_t **route_p)
 zframe_t *
 gw_front_msg_sign (zmsg_t *msg, const wire_key_t *key)
 {
-    zframe_t *f = zmsg_first (msg);
-    while (f && !zframe_streq (f, WIRE_DELIMITER))
-        f = zmsg_next (msg);
-    zframe_t *sig = f ? zmsg_next (msg) : NULL;
+    zframe_t *sig = wire_frames_part (msg, 1);
+    if (!sig)
+        return NULL;
     zframe_t *parts[4];
     for (int i = 0; i < 4; i++)
         if (!(parts[i] = zmsg_next (msg)))

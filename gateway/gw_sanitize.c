@@ -446,7 +446,7 @@ gw_sanitize_msg (gw_sanitize_t *self, zmsg_t *msg, gw_sanitize_removed_t *remove
     if (n < 0 || n >= (int) sizeof msg_type || !word_in (cleaned_messages, msg_type))
         return GW_SANITIZE_KEPT; /* an absent or unknown type: front ends show nothing of it */
     removed->text[0] = 0;
-    zframe_t *frame = gw_peek_part (msg, 5);
+    zframe_t *frame = wire_frames_part (msg, 5);
     json_t *content = frame ? json_loadb ((const char *) zframe_data (frame), zframe_size (frame), JSON_ALLOW_NUL, NULL)
                             : NULL;
     if (!content) { /* valid for Python's json (the relay checked), not for jansson: a number out of range */

@@ -117,6 +117,15 @@ WIRE_MUST_CHECK wire_error_t wire_frames_verify (zmsg_t *msg, const wire_key_t *
    signature of the same bytes under key_out. On error msg is unchanged. */
 WIRE_MUST_CHECK wire_error_t wire_frames_relay (zmsg_t *msg, const wire_key_t *key_in, wire_replay_t *replay,
                                                 const wire_key_t *key_out, const wire_limits_t *limits);
+/* The delimiter frame of msg, or NULL when it has none, with zmsg's cursor
+   left on it (zmsg_next walks on to the signature, the four JSON parts and
+   the buffers); *before (when not NULL): the number of frames before it.
+   Every reader of the frame layout finds the delimiter here. */
+zframe_t *wire_frames_delimiter (zmsg_t *msg, size_t *before);
+/* The frame at the delimiter + offset (0 the delimiter, 1 the signature,
+   2 header, 3 parent header, 4 metadata, 5 content, 6 on the buffers), or
+   NULL; the cursor is left on it, as wire_frames_delimiter leaves it. */
+zframe_t *wire_frames_part (zmsg_t *msg, size_t offset);
 /* Removes the frames before the delimiter and returns them (possibly an
    empty zmsg), or NULL when there is no delimiter. */
 zmsg_t *wire_frames_pop_identities (zmsg_t *msg);

@@ -16,6 +16,27 @@ s_is_delimiter (zframe_t *frame)
         && memcmp (zframe_data (frame), WIRE_DELIMITER, strlen (WIRE_DELIMITER)) == 0;
 }
 
+zframe_t *
+wire_frames_delimiter (zmsg_t *msg, size_t *before)
+{
+    size_t n = 0;
+    zframe_t *f = zmsg_first (msg);
+    for (; f && !s_is_delimiter (f); f = zmsg_next (msg))
+        n++;
+    if (before)
+        *before = n;
+    return f;
+}
+
+zframe_t *
+wire_frames_part (zmsg_t *msg, size_t offset)
+{
+    zframe_t *f = wire_frames_delimiter (msg, NULL);
+    for (size_t i = 0; f && i < offset; i++)
+        f = zmsg_next (msg);
+    return f;
+}
+
 wire_error_t
 wire_layout_find (zmsg_t *msg, const wire_limits_t *limits, wire_layout_t *layout)
 {
@@ -33,22 +54,16 @@ wire_layout_find (zmsg_t *msg, const wire_limits_t *limits, wire_layout_t *layou
         if (limits->max_message_bytes && total > limits->max_message_bytes)
             return WIRE_ERR_OVERSIZE;
     }
-    for (zframe_t *f = zmsg_first (msg); f; f = zmsg_next (msg)) {
-        if (!layout->delimiter) {
-            if (s_is_delimiter (f))
-                layout->delimiter = f;
-            else
-                layout->n_ids++;
-            continue;
-        }
+    layout->delimiter = wire_frames_delimiter (msg, &layout->n_ids);
+    if (!layout->delimiter)
+        return WIRE_ERR_NO_DELIMITER;
+    for (zframe_t *f = zmsg_next (msg); f; f = zmsg_next (msg)) {
         if (after == 0)
             layout->signature = f;
         else if (after <= 4)
             layout->parts[after - 1] = f;
         after++;
     }
-    if (!layout->delimiter)
-        return WIRE_ERR_NO_DELIMITER;
     if (after < 5)
         return WIRE_ERR_TOO_FEW_FRAMES;
     layout->n_buffers = after - 5;
@@ -99,13 +114,11 @@ wire_frames_relay (zmsg_t *msg, const wire_key_t *key_in, wire_replay_t *replay,
 zmsg_t *
 wire_frames_pop_identities (zmsg_t *msg)
 {
-    bool found = false;
-    for (zframe_t *f = zmsg_first (msg); f && !found; f = zmsg_next (msg))
-        found = s_is_delimiter (f);
-    if (!found)
+    zframe_t *delimiter = wire_frames_delimiter (msg, NULL);
+    if (!delimiter)
         return NULL;
     zmsg_t *ids = zmsg_new ();
-    while (!s_is_delimiter (zmsg_first (msg))) {
+    while (zmsg_first (msg) != delimiter) {
         zframe_t *id = zmsg_pop (msg);
         zmsg_append (ids, &id);
     }
@@ -211,6 +224,14 @@ wire_frames_test (bool verbose)
     WIRE_CHECK (wire_frames_verify (msg, k1, NULL, NULL) == WIRE_ERR_UNSIGNED);
     zmsg_destroy (&before);
 
+    /* The delimiter and the parts after it, found in place. */
+    size_t n_before = 99;
+    WIRE_CHECK (wire_frames_delimiter (msg, &n_before) == wire_frames_part (msg, 0) && n_before == 2);
+    WIRE_CHECK (zframe_streq (zmsg_next (msg), "") && zframe_size (wire_frames_part (msg, 1)) == 0);
+    WIRE_CHECK (zframe_streq (wire_frames_part (msg, 2), s_header));
+    WIRE_CHECK (zframe_streq (zmsg_next (msg), "{}")); /* the cursor stays on the part */
+    WIRE_CHECK (zframe_size (wire_frames_part (msg, 6)) == 2 && !wire_frames_part (msg, 7));
+
     /* Identities: pop, peek without them, push back. */
     zmsg_t *ids = wire_frames_pop_identities (msg);
     WIRE_CHECK (ids && zmsg_size (ids) == 2);
@@ -245,6 +266,8 @@ wire_frames_test (bool verbose)
     zmsg_addstr (msg, "id");
     zmsg_addstr (msg, "sig");
     WIRE_CHECK (wire_frames_verify (msg, k0, NULL, NULL) == WIRE_ERR_NO_DELIMITER);
+    n_before = 99;
+    WIRE_CHECK (!wire_frames_delimiter (msg, &n_before) && n_before == 2 && !wire_frames_part (msg, 0));
     WIRE_CHECK (wire_frames_pop_identities (msg) == NULL);
     WIRE_CHECK (zmsg_size (msg) == 2);
     WIRE_CHECK (wire_frames_peek (msg, 0, &err) == NULL && err == WIRE_ERR_NO_DELIMITER);
