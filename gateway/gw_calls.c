@@ -18,11 +18,11 @@
     rate-limited per conversation), without argument values unless the
     operator's config asks for them.
 */
+#include "gw_calls.h"
 #include "gw_config.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
-#include "gw_relay.h"
-#include "gw_relay_private.h"
+#include "gw_relay_msg.h"
 #include "gw_schema.h"
 #include "gw_server_access.h"
 #include "gw_timer.h"
@@ -62,13 +62,13 @@ tool_answer_error (gw_relay_t *self, const json_t *parent, json_t *call_id, cons
 {
     if (!self->kernel[WIRE_STDIN])
         return;
-    wire_msg_t *reply = own_msg (self, "tool_reply", parent, NULL);
+    wire_msg_t *reply = gw_relay_msg_own (self, "tool_reply", parent, NULL);
     wire_msg_set_content (reply, json_pack ("{s:O?, s:s, s:s, s:s}", "call_id", call_id, "status", "error", "ename",
                                             ename, "evalue", evalue));
     zmsg_t *out = wire_msg_encode (reply, NULL);
     wire_msg_destroy (&reply);
     if (out)
-        kernel_send (self, &out, WIRE_STDIN);
+        gw_relay_msg_kernel_send (self, &out, WIRE_STDIN);
 }
 
 static void
@@ -90,7 +90,7 @@ call_destroy (gw_call_t **self_p)
 }
 
 void
-call_destructor (void **item)
+gw_calls_destructor (void **item)
 {
     call_destroy ((gw_call_t **) item);
 }
@@ -114,9 +114,9 @@ static void
 call_cancel (gw_relay_t *self, gw_call_t *call, const char *status)
 {
     if (call->tell) {
-        wire_msg_t *m = own_msg (self, "tool_cancel", call->header, call->ids);
+        wire_msg_t *m = gw_relay_msg_own (self, "tool_cancel", call->header, call->ids);
         wire_msg_set_content (m, json_pack ("{s:s, s:s}", "call_id", call->call_id, "reason", status));
-        client_send_own (self, m, WIRE_STDIN);
+        gw_relay_msg_send_own (self, m, WIRE_STDIN);
         wire_msg_destroy (&m);
     }
     call_end (self, call, status, status && streq (status, "timeout") ? "ToolTimeout" : NULL, NULL);
@@ -141,7 +141,7 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
 #define NO_STDIN "no client is serving stdin for this execution: the client that sent it went away"
 
 void
-calls_end_peer (void *arg, zframe_t *token)
+gw_calls_end_peer (void *arg, zframe_t *token)
 {
     gw_relay_t *self = arg;
     zlistx_t *ids = zhashx_keys (self->calls);
@@ -160,7 +160,7 @@ calls_end_peer (void *arg, zframe_t *token)
 /* Ends the pending calls of one execution (msg_id) or of all (NULL); their
    clients are told. */
 void
-calls_end (gw_relay_t *self, const char *msg_id, const char *status)
+gw_calls_end (gw_relay_t *self, const char *msg_id, const char *status)
 {
     zlistx_t *ids = zhashx_keys (self->calls);
     for (const char *id = zlistx_first (ids); id; id = zlistx_next (ids)) {
@@ -230,11 +230,10 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
 
 /* true: forward to the client (the call is now pending). */
 bool
-tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
+gw_calls_request_admit (gw_relay_t *self, gw_exec_t *e, zmsg_t *msg, json_t *header)
 {
     size_t bytes;
-    json_t *content = frame_json (msg, 5, &bytes);
-    gw_exec_t *e = exec_head (self);
+    json_t *content = gw_relay_msg_json (msg, 5, &bytes);
     const char *ename = NULL;
     char why[512];
     const char *name = json_string_value (json_object_get (content, "name"));
@@ -270,10 +269,10 @@ tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header)
 /* A client's tool_reply reaches the kernel only for a pending call of this
    conversation; anything else is dropped and logged. */
 bool
-tool_reply_admit (gw_relay_t *self, zmsg_t *msg)
+gw_calls_reply_admit (gw_relay_t *self, zmsg_t *msg)
 {
     size_t bytes;
-    json_t *content = frame_json (msg, 5, &bytes);
+    json_t *content = gw_relay_msg_json (msg, 5, &bytes);
     const char *call_id = json_string_value (json_object_get (content, "call_id"));
     gw_call_t *call = call_id ? zhashx_lookup (self->calls, call_id) : NULL;
     if (!call) {

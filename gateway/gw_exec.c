@@ -3,18 +3,22 @@
     timeout ladder (limit -> SIGINT -> grace -> kill), the output limit
     (every byte the kernel publishes counts: the running execution's
     against its output_bytes, the rest against the window between two
-    client requests), and the answers the gateway gives itself for
-    executions the kernel will never finish (kernel died, conversation
-    closed, queue full).
+    client requests), an execution's end (its execute_reply held until its
+    idle arrived on iopub: only then are all its outputs counted; then it
+    goes out, rewritten by gw_reply.c), and the answers the gateway gives
+    itself for executions the kernel will never finish (kernel died,
+    conversation closed, queue full).
 */
+#include "gw_exec.h"
+#include "gw_calls.h"
 #include "gw_config.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
 #include "gw_peek.h"
 #include "gw_proc.h"
-#include "gw_relay.h"
-#include "gw_relay_private.h"
+#include "gw_relay_msg.h"
+#include "gw_reply.h"
 #include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
@@ -42,22 +46,22 @@ exec_destroy (gw_exec_t **self_p)
 }
 
 void
-exec_destructor (void **item)
+gw_exec_destructor (void **item)
 {
     exec_destroy ((gw_exec_t **) item);
 }
 
 gw_exec_t *
-exec_head (gw_relay_t *self)
+gw_exec_head (gw_relay_t *self)
 {
     return zlistx_first (self->execs);
 }
 
 /* The head starts running: clock, cpu, timeout. Only while a kernel is attached. */
 void
-exec_start_head (gw_relay_t *self)
+gw_exec_start_head (gw_relay_t *self)
 {
-    gw_exec_t *e = exec_head (self);
+    gw_exec_t *e = gw_exec_head (self);
     if (!e || e->started || !self->kernel_ready)
         return;
     e->started = true;
@@ -71,7 +75,7 @@ exec_start_head (gw_relay_t *self)
 }
 
 void
-exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
+gw_exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
 {
     if (e->timer_id)
         gw_timer_end (gw_server_loop (self->server), e->timer_id);
@@ -88,9 +92,9 @@ exec_stop_timers (gw_relay_t *self, gw_exec_t *e)
 static void
 exec_send_head (gw_relay_t *self)
 {
-    gw_exec_t *e = exec_head (self);
+    gw_exec_t *e = gw_exec_head (self);
     if (e && e->request)
-        to_kernel (self, WIRE_SHELL, &e->request);
+        gw_relay_msg_to_kernel (self, WIRE_SHELL, &e->request);
 }
 
 /* The Jupyter rule of stop_on_error (ipykernel 6.17: _abort_queues): after
@@ -103,16 +107,16 @@ static void
 execs_abort_queued (gw_relay_t *self, size_t n)
 {
     gw_exec_t *e;
-    while (n-- > 0 && (e = exec_head (self))) {
-        json_t *cost = exec_cost (self, e, "kept");
-        publish_status (self, e->header, "busy");
-        wire_msg_t *reply = own_msg (self, "execute_reply", e->header, e->ids);
+    while (n-- > 0 && (e = gw_exec_head (self))) {
+        json_t *cost = gw_reply_cost (self, e, "kept");
+        gw_relay_msg_status (self, e->header, "busy");
+        wire_msg_t *reply = gw_relay_msg_own (self, "execute_reply", e->header, e->ids);
         wire_msg_set_content (reply, json_pack ("{s:s}", "status", "aborted"));
         json_object_set_new (reply->metadata, "status", json_string ("aborted"));
         json_object_set_new (reply->metadata, "kennel", cost);
-        client_send_own (self, reply, WIRE_SHELL);
+        gw_relay_msg_send_own (self, reply, WIRE_SHELL);
         wire_msg_destroy (&reply);
-        publish_status (self, e->header, "idle");
+        gw_relay_msg_status (self, e->header, "idle");
         gw_log ("execute_end", "{s:s, s:s, s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id, "status",
                 "aborted", "reason", "an execution before it failed (stop_on_error)");
         gw_metrics_execution ("aborted", -1);
@@ -123,24 +127,24 @@ execs_abort_queued (gw_relay_t *self, size_t n)
 
 /* Ends the head (or any) execution: log, drop, start the next one. */
 void
-exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
+gw_exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status)
 {
-    exec_stop_timers (self, e);
+    gw_exec_stop_timers (self, e);
     gw_log ("execute_end", "{s:s, s:s, s:s, s:f, s:I, s:b}", "conversation", self->id, "msg_id", e->msg_id, "status",
             status, "duration", e->started ? gw_clock_mono () - e->started_at : 0.0, "output_bytes",
             (json_int_t) e->output_bytes, "truncated", e->truncated);
     gw_metrics_execution (status, e->started ? gw_clock_mono () - e->started_at : -1);
     self->executions++;
-    calls_end (self, e->msg_id, "abandoned");
+    gw_calls_end (self, e->msg_id, "abandoned");
     size_t aborted = e->failed && e->stop_on_error && !e->silent ? e->waiting_at_end : 0;
     zlistx_delete (self->execs, handle);
     execs_abort_queued (self, aborted);
     exec_send_head (self);
-    exec_start_head (self);
+    gw_exec_start_head (self);
 }
 
 void *
-exec_find (gw_relay_t *self, const char *msg_id)
+gw_exec_find (gw_relay_t *self, const char *msg_id)
 {
     for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
         if (streq (e->msg_id, msg_id))
@@ -148,12 +152,107 @@ exec_find (gw_relay_t *self, const char *msg_id)
     return NULL;
 }
 
+/* The reply waits at most this long for its idle (a kernel that does not
+   publish one must not hold its client forever). */
+#define IDLE_WAIT_MS 2000
+
+/* e's reply is about to go out, its idle with it or before it: which
+   executions wait behind e now, with what the clients sent before this
+   moment read first (the fronts read their shell sockets). Should e have
+   failed with stop_on_error, those are the ones aborted (gw_exec_finish), as
+   ipykernel 6.17 flushes its shell stream and aborts right after the
+   reply. A request a client sends once it has the reply and the idle
+   (jupyter_client's execute_interactive and nbclient send the next cell
+   then, JupyterLab once its future is done) comes later and runs. */
+static void
+end_seen (gw_relay_t *self, gw_exec_t *e)
+{
+    if (e->end_seen || !e->stop_on_error || e->silent)
+        return;
+    gw_peers_event (self->peers, GW_EVENT_SHELL_FLUSH, NULL);
+    e->waiting_at_end = zlistx_size (self->execs) - 1; /* e is the head */
+    e->end_seen = true;
+}
+
+/* The request's reply and idle are both in: send the reply with its cost. */
+static void
+reply_send (gw_relay_t *self, gw_exec_t *e)
+{
+    end_seen (self, e);
+    zmsg_t *msg = e->reply;
+    e->reply = NULL;
+    gw_reply_rewrite (self, msg, e);
+    gw_relay_msg_deliver (self, WIRE_SHELL, &msg);
+}
+
+static void
+reply_complete (gw_relay_t *self, void *handle, gw_exec_t *e)
+{
+    reply_send (self, e);
+    gw_exec_finish (self, handle, e, e->timed_out ? "timeout" : "ok");
+}
+
+static int
+on_idle_wait_over (zloop_t *loop, int timer_id, void *arg)
+{
+    gw_relay_t *self = arg;
+    for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
+        if (e->idle_timer_id == timer_id) {
+            e->idle_timer_id = 0;
+            if (e->reply) {
+                gw_log ("no_idle", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
+                reply_complete (self, zlistx_cursor (self->execs), e);
+            }
+            break;
+        }
+    return 0;
+}
+
+/* An idle status on iopub for a tracked execution: its reply goes out now
+   if it was held for it. Returns the execution to finish once the idle
+   itself went out (its log line and the next execution's start are not on
+   the client's path), or NULL. */
+void *
+gw_exec_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id)
+{
+    char state[8];
+    if (gw_peek_frame (msg, 5, "execution_state", state, sizeof state) != 4 || !streq (state, "idle"))
+        return NULL;
+    void *handle = parent_id ? gw_exec_find (self, parent_id) : NULL;
+    if (!handle)
+        return NULL;
+    gw_exec_t *e = zlistx_handle_item (handle);
+    e->idle_seen = true;
+    if (e->timed_out)
+        gw_reply_timeout_report (self, e);
+    if (!e->reply)
+        return NULL;
+    reply_send (self, e);
+    return handle;
+}
+
+void
+gw_exec_reply_hold (gw_relay_t *self, void *handle, zmsg_t *msg)
+{
+    gw_exec_t *e = zlistx_handle_item (handle);
+    zmsg_destroy (&e->reply);
+    e->reply = msg;
+    char status[8];
+    /* an error (an ExecutionTimeout's interrupt included) aborts what waits behind it */
+    e->failed = e->timed_out
+                || (gw_peek_frame (msg, 5, "status", status, sizeof status) == 5 && streq (status, "error"));
+    if (e->idle_seen)
+        reply_complete (self, handle, e);
+    else if (!e->idle_timer_id)
+        e->idle_timer_id = gw_timer_start (gw_server_loop (self->server), IDLE_WAIT_MS, 1, on_idle_wait_over, self);
+}
+
 /* The gateway answers an execute_request itself (kernel died, timeout kill,
    queue full): error output, error reply, idle. */
 static void
 exec_fail (gw_relay_t *self, gw_exec_t *e, const char *ename, const char *evalue, const char *state, bool busy)
 {
-    gw_answer_refuse (&self->answer_to, WIRE_SHELL, e->header, e->ids, ename, evalue, exec_cost (self, e, state),
+    gw_answer_refuse (&self->answer_to, WIRE_SHELL, e->header, e->ids, ename, evalue, gw_reply_cost (self, e, state),
                       busy);
 }
 
@@ -161,7 +260,7 @@ static int
 on_grace_over (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
+    gw_exec_t *e = gw_exec_head (self); /* only the head runs, and its end ends its timers */
     e->grace_timer_id = 0;
     char cause[256];
     snprintf (cause, sizeof cause,
@@ -178,7 +277,7 @@ static int
 on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
 {
     gw_relay_t *self = arg;
-    gw_exec_t *e = exec_head (self); /* only the head runs, and its end ends its timers */
+    gw_exec_t *e = gw_exec_head (self); /* only the head runs, and its end ends its timers */
     e->timer_id = 0;
     e->timed_out = true;
     gw_metrics_timeout ();
@@ -192,28 +291,13 @@ on_exec_timeout (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-/* The one ExecutionTimeout error output of an execution the interrupt
-   ended, before its idle (whichever of reply and idle comes first). */
-void
-timeout_report (gw_relay_t *self, gw_exec_t *e)
-{
-    if (e->timeout_reported)
-        return;
-    e->timeout_reported = true;
-    char evalue[200];
-    snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
-              self->owner->policy (self->conv)->execution_timeout);
-    publish_error (self, e->header, "ExecutionTimeout", evalue);
-}
-
 /* Cuts a stream message's text so that the whole message (bytes now) takes
    at most room bytes (on a UTF-8 boundary): the part of the output that
    still fits goes out. false when not even one byte of text fits. */
 static bool
 stream_cut (zmsg_t *msg, int64_t room, int64_t bytes)
 {
-    int d = delimiter_index (msg);
-    zframe_t *content_frame = frame_at (msg, d + 5);
+    zframe_t *content_frame = wire_frames_part (msg, 5);
     json_t *content = json_loadb ((const char *) zframe_data (content_frame), zframe_size (content_frame), 0, NULL);
     const char *text = json_string_value (json_object_get (content, "text"));
     bool fits = false;
@@ -241,7 +325,7 @@ static int64_t
 message_size (zmsg_t *msg)
 {
     int64_t bytes = 0;
-    for (zframe_t *f = frame_at (msg, delimiter_index (msg) + 2); f; f = zmsg_next (msg))
+    for (zframe_t *f = wire_frames_part (msg, 2); f; f = zmsg_next (msg))
         bytes += (int64_t) zframe_size (f);
     return bytes;
 }
@@ -255,19 +339,18 @@ static bool
 status_trim (zmsg_t *msg)
 {
     char state[16];
-    int d = delimiter_index (msg);
     if (gw_peek_frame (msg, 5, "execution_state", state, sizeof state) < 0
-        || (int64_t) zframe_size (frame_at (msg, d + 2)) + (int64_t) zframe_size (frame_at (msg, d + 3))
+        || (int64_t) zframe_size (wire_frames_part (msg, 2)) + (int64_t) zframe_size (wire_frames_part (msg, 3))
                > STATUS_HEADERS_MAX)
         return false;
-    zframe_reset (frame_at (msg, d + 4), "{}", 2);
+    zframe_reset (wire_frames_part (msg, 4), "{}", 2);
     json_t *content = json_pack ("{s:s}", "execution_state", state);
     char *dumped = json_dumps (content, JSON_COMPACT);
-    zframe_reset (frame_at (msg, d + 5), dumped, strlen (dumped));
+    zframe_reset (wire_frames_part (msg, 5), dumped, strlen (dumped));
     free (dumped);
     json_decref (content);
     zframe_t *f;
-    while ((f = frame_at (msg, d + 6))) {
+    while ((f = wire_frames_part (msg, 6))) {
         zmsg_remove (msg, f);
         zframe_destroy (&f);
     }
@@ -289,13 +372,13 @@ background_admit (gw_relay_t *self, zmsg_t *msg, bool status, int64_t bytes, int
         return status_trim (msg);
     if (!self->background_truncated) {
         self->background_truncated = true;
-        json_t *parent = frame_json (msg, 3, NULL);
+        json_t *parent = gw_relay_msg_json (msg, 3, NULL);
         char text[300];
         snprintf (text, sizeof text,
                   "\n[kennel: output truncated: output outside a running execution reached its limit of %lld bytes; "
                   "more is dropped until the client's next request]\n",
                   (long long) limit);
-        publish (self, "stream", json_is_object (parent) ? parent : NULL,
+        gw_relay_msg_publish (self, "stream", json_is_object (parent) ? parent : NULL,
                  json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
         json_decref (parent);
         gw_log ("output_truncated", "{s:s, s:n, s:I}", "conversation", self->id, "msg_id", "limit",
@@ -305,7 +388,7 @@ background_admit (gw_relay_t *self, zmsg_t *msg, bool status, int64_t bytes, int
 }
 
 void
-output_window_renew (gw_relay_t *self)
+gw_exec_output_renew (gw_relay_t *self)
 {
     self->background_bytes = 0;
     self->background_truncated = false;
@@ -323,9 +406,9 @@ output_window_renew (gw_relay_t *self)
    it is cut, anything else is dropped. *marker: send the running
    execution's truncation marker after it. */
 bool
-iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
+gw_exec_output_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker)
 {
-    gw_exec_t *e = exec_head (self);
+    gw_exec_t *e = gw_exec_head (self);
     bool mine = e && pid && streq (pid, e->msg_id);
     if (mine && e->timed_out && streq (msg_type, "error"))
         return false; /* the interrupt's KeyboardInterrupt: ExecutionTimeout replaces it */
@@ -352,23 +435,22 @@ iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pi
 }
 
 void
-publish_marker (gw_relay_t *self)
+gw_exec_output_marker (gw_relay_t *self)
 {
-    gw_exec_t *e = exec_head (self);
+    gw_exec_t *e = gw_exec_head (self);
     char text[200];
     snprintf (text, sizeof text, "\n[kennel: output truncated: this execution reached its limit of %lld bytes]\n",
               (long long) self->owner->policy (self->conv)->output_bytes);
-    publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
+    gw_relay_msg_publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
 }
 
 /* A client's execute_request as the relay tracks it (not yet queued). */
 gw_exec_t *
-exec_new (zmsg_t *msg, json_t *header)
+gw_exec_new (zmsg_t *msg, json_t *header)
 {
     zmsg_t *ids = zmsg_new ();
-    int d = delimiter_index (msg);
-    zframe_t *f = zmsg_first (msg);
-    for (int i = 0; i < d; i++, f = zmsg_next (msg))
+    zframe_t *delimiter = wire_frames_delimiter (msg, NULL);
+    for (zframe_t *f = zmsg_first (msg); f && f != delimiter; f = zmsg_next (msg))
         zmsg_append (ids, &(zframe_t *){zframe_dup (f)});
     gw_exec_t *e = wire_xcalloc (1, sizeof *e);
     e->usage.stat_fd = e->usage.status_fd = -1;
@@ -377,24 +459,24 @@ exec_new (zmsg_t *msg, json_t *header)
     e->ids = ids;
     e->request_bytes = message_size (msg);
     /* the protocol's default is true; false means no client answers stdin */
-    json_t *content = frame_json (msg, 5, NULL);
+    json_t *content = gw_relay_msg_json (msg, 5, NULL);
     json_t *allow = json_object_get (content, "allow_stdin");
     e->allow_stdin = !json_is_false (allow);
     e->silent = json_is_true (json_object_get (content, "silent"));
     e->stop_on_error = !json_is_false (json_object_get (content, "stop_on_error"));
     json_decref (content);
     /* a client that understands tool_cancel says so (docs/PROTOCOL.md §8) */
-    json_t *metadata = frame_json (msg, 4, NULL);
+    json_t *metadata = gw_relay_msg_json (msg, 4, NULL);
     e->tool_cancel = json_is_true (json_object_get (json_object_get (metadata, "kennel"), "tool_cancel"));
     json_decref (metadata);
     return e;
 }
 
 void
-track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
+gw_exec_track (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
 {
     int limit = self->owner->config (self->conv)->queue_limit;
-    gw_exec_t *e = exec_new (*msg_p, header);
+    gw_exec_t *e = gw_exec_new (*msg_p, header);
     if ((int) zlistx_size (self->execs) > limit) {
         char evalue[160];
         snprintf (evalue, sizeof evalue, "too many queued requests: %d are waiting, the limit is %d",
@@ -408,25 +490,25 @@ track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
         return;
     }
     zlistx_add_end (self->execs, e);
-    if (exec_head (self) == e)
-        to_kernel (self, WIRE_SHELL, msg_p);
+    if (gw_exec_head (self) == e)
+        gw_relay_msg_to_kernel (self, WIRE_SHELL, msg_p);
     else {
         e->request = *msg_p; /* until the ones before it finished: exec_send_head */
         *msg_p = NULL;
     }
-    exec_start_head (self);
+    gw_exec_start_head (self);
 }
 
 /* The running request and those queued behind it each get an answer, in
    order, none is silently lost: the running one's evalue is cause, a queued
    one's "not run: <queued> (cause)"; state goes to metadata.kennel. */
 void
-execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const char *queued, const char *state)
+gw_exec_answer_all (gw_relay_t *self, const char *ename, const char *cause, const char *queued, const char *state)
 {
     gw_exec_t *e;
     bool first = true;
     while ((e = zlistx_first (self->execs))) {
-        exec_stop_timers (self, e);
+        gw_exec_stop_timers (self, e);
         char evalue[512];
         if (first)
             snprintf (evalue, sizeof evalue, "%s", cause);
@@ -436,9 +518,9 @@ execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const 
             /* it had finished; only its idle was missing */
             zmsg_t *msg = e->reply;
             e->reply = NULL;
-            reply_rewrite (self, msg, e);
-            client_deliver (self, WIRE_SHELL, &msg);
-            publish_status (self, e->header, "idle");
+            gw_reply_rewrite (self, msg, e);
+            gw_relay_msg_deliver (self, WIRE_SHELL, &msg);
+            gw_relay_msg_status (self, e->header, "idle");
         }
         else
             exec_fail (self, e, ename, evalue, state, !first || !e->started);

@@ -9,12 +9,13 @@
     A connection that drops once the kernel is ready is the kernel breaking
     its channel: the kernel is killed and its clients are told.
 */
+#include "gw_kernel_link.h"
+#include "gw_exec.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
 #include "gw_peek.h"
-#include "gw_relay.h"
-#include "gw_relay_private.h"
+#include "gw_relay_msg.h"
 #include "gw_server_access.h"
 #include "gw_timer.h"
 #include "gw_util.h"
@@ -27,6 +28,10 @@
 
 static void kernel_sockets_drop (gw_relay_t *self);
 static void kernel_connect_or_wait (gw_relay_t *self);
+
+/* The identity of the relay's three DEALERs: the kernel's ROUTERs send a
+   request's input_request back to it on stdin. */
+#define KERNEL_IDENTITY "kennel-gateway"
 
 #define KERNEL_CONNECT_RETRY_MS 1000
 #define KERNEL_CONNECT_AGAIN_MS 100
@@ -72,20 +77,20 @@ probe_stop (gw_relay_t *self)
 }
 
 void
-probe_check (gw_relay_t *self)
+gw_kernel_link_probe_check (gw_relay_t *self)
 {
     if (self->kernel_ready || !self->probe_shell_ok || !self->probe_iopub_ok || !self->probe_stdin_ok)
         return;
     probe_stop (self);
     self->kernel_ready = true;
-    backlog_flush (self);
-    exec_start_head (self);
+    gw_relay_msg_backlog_flush (self);
+    gw_exec_start_head (self);
     self->owner->kernel_ready (self->conv);
 }
 
 /* Whether a kernel message answers our own probe (parent session is ours). */
 bool
-is_probe_answer (gw_relay_t *self, zmsg_t *msg)
+gw_kernel_link_is_probe_answer (gw_relay_t *self, zmsg_t *msg)
 {
     char session[sizeof self->session + 1];
     int n = gw_peek_frame (msg, 3, "session", session, sizeof session);
@@ -94,10 +99,9 @@ is_probe_answer (gw_relay_t *self, zmsg_t *msg)
 
 /* A reply to the gateway's own request: a refused tool list is logged. */
 void
-own_reply_check (gw_relay_t *self, zmsg_t *msg)
+gw_kernel_link_own_reply_check (gw_relay_t *self, zmsg_t *msg)
 {
-    int d = delimiter_index (msg);
-    zframe_t *cf = frame_at (msg, d + 5);
+    zframe_t *cf = wire_frames_part (msg, 5);
     json_t *content = json_loadb ((const char *) zframe_data (cf), zframe_size (cf), 0, NULL);
     const char *status = json_string_value (json_object_get (content, "status"));
     if (status && streq (status, "error"))
@@ -163,7 +167,7 @@ on_kernel_monitor (zloop_t *loop, zsock_t *sock, void *arg)
            our identity and drops them until this handshake is done */
         if (ch == WIRE_STDIN && !self->probe_stdin_ok) {
             self->probe_stdin_ok = true;
-            probe_check (self);
+            gw_kernel_link_probe_check (self);
         }
     }
     else if (ev == ZMQ_EVENT_DISCONNECTED && self->kernel_ready && !self->drop_timer) {
@@ -222,7 +226,7 @@ kernel_sockets_drop (gw_relay_t *self)
 }
 
 void
-kernel_sockets_close (gw_relay_t *self)
+gw_kernel_link_close (gw_relay_t *self)
 {
     kernel_sockets_drop (self);
     wire_key_destroy (&self->kernel_key);
@@ -278,8 +282,7 @@ kernel_socket_open (gw_relay_t *self, int ch)
         return -1;
     if (kernel_guard_connect (self, ch, s) < 0)
         return -1;
-    static zloop_reader_fn *readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
-    return gw_io_reader (gw_server_io (self->server), s, readers[ch], self);
+    return gw_io_reader (gw_server_io (self->server), s, self->kernel_readers[ch], self);
 }
 
 /* Connects the four sockets and starts the readiness probe. */
@@ -329,9 +332,9 @@ kernel_connect_or_wait (gw_relay_t *self)
 }
 
 int
-gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kc, char **errmsg)
+gw_kernel_link_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kc, char **errmsg)
 {
-    kernel_sockets_close (self);
+    gw_kernel_link_close (self);
     wire_error_t err;
     self->kernel_key = wire_connection_key (kc, &err);
     if (!self->kernel_key) {

@@ -14,14 +14,21 @@
     execute_reply, the metadata frame that receives metadata.kennel
     (gw_reply.c). Executions (gw_exec.c) and tool calls (gw_calls.c) are
     tracked on the way.
+
+    This file is the top of the relay's family (gw_relay_private.h): it
+    calls the others, none calls it; the kernel's sockets that
+    gw_kernel_link.c opens are read by the readers it hands that file.
 */
 #include "gw_relay.h"
+#include "gw_calls.h"
+#include "gw_exec.h"
 #include "gw_front.h"
+#include "gw_kernel_link.h"
 #include "gw_log.h"
 #include "gw_ops.h"
 #include "gw_peek.h"
 #include "gw_peers.h"
-#include "gw_relay_private.h"
+#include "gw_relay_msg.h"
 #include "gw_server_access.h"
 #include "wire.h"
 
@@ -43,8 +50,7 @@ zmsg_destructor (void **item)
 static wire_error_t
 kernel_frames_check (zmsg_t *msg)
 {
-    int d = delimiter_index (msg);
-    zframe_t *f = frame_at (msg, d + 2);
+    zframe_t *f = wire_frames_part (msg, 2);
     for (int i = 0; i < 4 && f; i++, f = zmsg_next (msg))
         if (!gw_peek_check (zframe_data (f), zframe_size (f), GW_JSON_DEPTH_MAX))
             return WIRE_ERR_INVALID_JSON;
@@ -66,23 +72,23 @@ recv_from_kernel (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
     if (err == WIRE_OK)
         err = kernel_frames_check (msg);
     if (err != WIRE_OK) {
-        log_bad (self, gw_channel_name (channel), err, "kernel");
+        gw_relay_msg_log_bad (self, gw_channel_name (channel), err, "kernel");
         zmsg_destroy (&msg);
     }
     return msg;
 }
 
-int
+static int
 on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
 {
     gw_relay_t *self = arg;
     zmsg_t *msg = recv_from_kernel (self, sock, WIRE_SHELL);
     if (!msg)
         return 0;
-    if (is_probe_answer (self, msg)) {
-        own_reply_check (self, msg);
+    if (gw_kernel_link_is_probe_answer (self, msg)) {
+        gw_kernel_link_own_reply_check (self, msg);
         self->probe_shell_ok = true;
-        probe_check (self);
+        gw_kernel_link_probe_check (self);
         zmsg_destroy (&msg);
         return 0;
     }
@@ -90,19 +96,19 @@ on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg)
     int n = gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type);
     void *handle = NULL;
     if (n == 13 && streq (msg_type, "execute_reply")) {
-        peek_t parent_id;
-        if (frame_peek (&parent_id, msg, 3, "msg_id"))
-            handle = exec_find (self, parent_id.text);
-        frame_peek_free (&parent_id);
+        gw_relay_peek_t parent_id;
+        if (gw_relay_msg_peek (&parent_id, msg, 3, "msg_id"))
+            handle = gw_exec_find (self, parent_id.text);
+        gw_relay_msg_peek_free (&parent_id);
     }
     if (handle)
-        reply_hold (self, handle, msg);
+        gw_exec_reply_hold (self, handle, msg);
     else
-        client_deliver (self, WIRE_SHELL, &msg);
+        gw_relay_msg_deliver (self, WIRE_SHELL, &msg);
     return 0;
 }
 
-int
+static int
 on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
 {
     gw_relay_t *self = arg;
@@ -111,31 +117,31 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
         return 0;
     if (!self->kernel_ready) {
         self->probe_iopub_ok = true;
-        probe_check (self);
+        gw_kernel_link_probe_check (self);
     }
-    if (is_probe_answer (self, msg)) {
+    if (gw_kernel_link_is_probe_answer (self, msg)) {
         zmsg_destroy (&msg);
         return 0;
     }
     char msg_type[32];
     if (gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type) < 0)
         msg_type[0] = 0; /* too long a type is none we look at: cut is fine */
-    peek_t parent_id;
-    frame_peek (&parent_id, msg, 3, "msg_id");
+    gw_relay_peek_t parent_id;
+    gw_relay_msg_peek (&parent_id, msg, 3, "msg_id");
     bool marker = false;
-    bool admit = iopub_admit (self, msg, msg_type, parent_id.text, &marker);
+    bool admit = gw_exec_output_admit (self, msg, msg_type, parent_id.text, &marker);
     /* the reply goes out before this idle, so a client sees the cost first */
-    void *finished = streq (msg_type, "status") ? iopub_idle_seen (self, msg, parent_id.text) : NULL;
-    frame_peek_free (&parent_id);
+    void *finished = streq (msg_type, "status") ? gw_exec_idle_seen (self, msg, parent_id.text) : NULL;
+    gw_relay_msg_peek_free (&parent_id);
     if (admit) {
-        client_deliver (self, WIRE_IOPUB, &msg);
+        gw_relay_msg_deliver (self, WIRE_IOPUB, &msg);
     }
     zmsg_destroy (&msg);
     if (marker)
-        publish_marker (self);
+        gw_exec_output_marker (self);
     if (finished) {
         gw_exec_t *e = zlistx_handle_item (finished);
-        exec_finish (self, finished, e, e->timed_out ? "timeout" : "ok");
+        gw_exec_finish (self, finished, e, e->timed_out ? "timeout" : "ok");
     }
     return 0;
 }
@@ -143,60 +149,38 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
 static int
 on_kernel_route (gw_relay_t *self, zsock_t *sock, wire_channel_t channel)
 {
-    zmsg_t *msg = zmsg_recv (sock);
+    zmsg_t *msg = recv_from_kernel (self, sock, channel);
     if (!msg)
         return 0;
-    wire_error_t err = wire_frames_verify (msg, self->kernel_key, self->kernel_replay, gw_server_limits (self->server));
-    if (err == WIRE_OK)
-        err = kernel_frames_check (msg);
-    if (err != WIRE_OK) {
-        log_bad (self, gw_channel_name (channel), err, "kernel");
-        zmsg_destroy (&msg);
-        return 0;
-    }
     char msg_type[16];
     if (channel == WIRE_STDIN && gw_peek_frame (msg, 2, "msg_type", msg_type, sizeof msg_type) == 12
         && streq (msg_type, "tool_request")) {
+        wire_error_t err;
         json_t *header = wire_frames_peek (msg, 0, &err); /* the parent of a refusal */
-        bool refused = !tool_request_admit (self, msg, header);
+        bool refused = !gw_calls_request_admit (self, gw_exec_head (self), msg, header);
         json_decref (header);
         if (refused) {
             zmsg_destroy (&msg);
             return 0;
         }
     }
-    client_deliver (self, channel, &msg);
+    gw_relay_msg_deliver (self, channel, &msg);
     return 0;
 }
 
-int
+static int
 on_kernel_stdin (zloop_t *loop, zsock_t *sock, void *arg)
 {
     return on_kernel_route (arg, sock, WIRE_STDIN);
 }
 
-int
+static int
 on_kernel_control (zloop_t *loop, zsock_t *sock, void *arg)
 {
     return on_kernel_route (arg, sock, WIRE_CONTROL);
 }
 
 /* ---- peers -> kernel ------------------------------------------------------ */
-
-void
-to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
-{
-    if (self->kernel[channel] && self->kernel_ready) {
-        kernel_send (self, msg_p, channel);
-        return;
-    }
-    /* no kernel yet (starting) or any more (died): hold it, start one */
-    zmsg_pushmem (*msg_p, &channel, sizeof channel);
-    zlistx_add_end (self->backlog, *msg_p);
-    *msg_p = NULL;
-    if (self->owner->kernel_dead (self->conv))
-        self->owner->kernel_start (self->conv);
-}
 
 /* A peer's message (token, route, delimiter, signature, parts) checked as
    the relay reads every client message: layout and sizes, a header with
@@ -215,7 +199,7 @@ client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
         err = WIRE_ERR_MISSING_HEADER_FIELD;
     }
     if (!header) {
-        log_bad (self, gw_channel_name (channel), err, "client");
+        gw_relay_msg_log_bad (self, gw_channel_name (channel), err, "client");
         return NULL;
     }
     self->owner->touch (self->conv);
@@ -225,11 +209,11 @@ client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
 static void
 on_client_shell (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header)
 {
-    output_window_renew (self);
+    gw_exec_output_renew (self);
     if (streq (msg_type, "execute_request"))
-        track_execute (self, msg_p, header);
+        gw_exec_track (self, msg_p, header);
     else
-        to_kernel (self, WIRE_SHELL, msg_p);
+        gw_relay_msg_to_kernel (self, WIRE_SHELL, msg_p);
 }
 
 /* interrupt and shutdown are the gateway's to answer: it owns the process */
@@ -240,7 +224,7 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
     wire_msg_t *req = wire_msg_decode (msg_p, NULL, NULL, gw_server_limits (self->server), &err);
     if (!req)
         return;
-    publish_status (self, req->header, "busy");
+    gw_relay_msg_status (self, req->header, "busy");
     wire_msg_t *reply;
     if (streq (msg_type, "interrupt_request")) {
         int rc = self->owner->interrupt (self->conv);
@@ -263,14 +247,14 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
         bool restart = json_is_true (json_object_get (req->content, "restart"));
         reply = wire_msg_new (self->session, "shutdown_reply", req);
         wire_msg_set_content (reply, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
-        client_send_own (self, reply, WIRE_CONTROL);
+        gw_relay_msg_send_own (self, reply, WIRE_CONTROL);
         wire_msg_destroy (&reply);
         /* ipykernel also broadcasts it on iopub, as a message of its own:
            clients keep one replay cache across channels */
-        publish (self, "shutdown_reply", req->header, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
+        gw_relay_msg_publish (self, "shutdown_reply", req->header, json_pack ("{s:s, s:b}", "status", "ok", "restart", restart));
         /* kernelspec mode exits either way, as ipykernel does: the front
            end's kernel manager starts the next process */
-        publish_status (self, req->header, "idle");
+        gw_relay_msg_status (self, req->header, "idle");
         wire_msg_destroy (&req);
         if (restart && !gw_server_kernel_mode (self->server))
             self->owner->restart (self->conv, "shutdown_request with restart");
@@ -278,8 +262,8 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
             self->owner->request_close (self->conv);
         return;
     }
-    client_send_own (self, reply, WIRE_CONTROL);
-    publish_status (self, req->header, "idle");
+    gw_relay_msg_send_own (self, reply, WIRE_CONTROL);
+    gw_relay_msg_status (self, req->header, "idle");
     wire_msg_destroy (&reply);
     wire_msg_destroy (&req);
 }
@@ -290,16 +274,16 @@ on_client_control (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
     if (streq (msg_type, "interrupt_request") || streq (msg_type, "shutdown_request"))
         control_answer (self, msg_p, msg_type);
     else
-        to_kernel (self, WIRE_CONTROL, msg_p);
+        gw_relay_msg_to_kernel (self, WIRE_CONTROL, msg_p);
 }
 
 static void
 on_client_stdin (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
 {
-    if (streq (msg_type, "tool_reply") && !tool_reply_admit (self, *msg_p))
+    if (streq (msg_type, "tool_reply") && !gw_calls_reply_admit (self, *msg_p))
         return;
     if (self->kernel[WIRE_STDIN] && self->kernel_ready)
-        kernel_send (self, msg_p, WIRE_STDIN);
+        gw_relay_msg_kernel_send (self, msg_p, WIRE_STDIN);
     /* else an answer for a kernel that is gone: dropped */
 }
 
@@ -309,7 +293,7 @@ static void
 on_client_closing (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header, wire_channel_t channel)
 {
     if (channel == WIRE_SHELL && streq (msg_type, "execute_request"))
-        zlistx_add_end (self->execs, exec_new (*msg_p, header));
+        zlistx_add_end (self->execs, gw_exec_new (*msg_p, header));
 }
 
 /* During a drain nothing new starts: no execution (the drain waits for
@@ -366,23 +350,26 @@ relay_submit (void *arg, wire_channel_t channel, zmsg_t **msg_p)
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
+static zloop_reader_fn *const kernel_readers[] = {on_kernel_shell, on_kernel_iopub, on_kernel_stdin, on_kernel_control};
+
 gw_relay_t *
 gw_relay_new (gw_conv_t *conv, const gw_relay_owner_t *owner, gw_server_t *server)
 {
     gw_relay_t *self = wire_xcalloc (1, sizeof *self);
     self->conv = conv;
     self->owner = owner;
+    self->kernel_readers = kernel_readers;
     self->id = owner->id (conv);
     self->server = server;
-    self->peers = gw_peers_new (conv, relay_submit, calls_end_peer, self);
+    self->peers = gw_peers_new (conv, relay_submit, gw_calls_end_peer, self);
     self->execs = zlistx_new ();
-    zlistx_set_destructor (self->execs, exec_destructor);
+    zlistx_set_destructor (self->execs, gw_exec_destructor);
     self->backlog = zlistx_new ();
     zlistx_set_destructor (self->backlog, zmsg_destructor);
     self->calls = zhashx_new ();
-    zhashx_set_destructor (self->calls, call_destructor);
+    zhashx_set_destructor (self->calls, gw_calls_destructor);
     wire_id_new (self->session);
-    self->answer_to = (gw_answer_to_t){self->session, self->id, answer_send, self};
+    self->answer_to = (gw_answer_to_t){self->session, self->id, gw_relay_msg_answer_send, self};
     return self;
 }
 
@@ -392,9 +379,9 @@ gw_relay_destroy (gw_relay_t **self_p)
     gw_relay_t *self = *self_p;
     if (!self)
         return;
-    kernel_sockets_close (self);
+    gw_kernel_link_close (self);
     for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
-        exec_stop_timers (self, e);
+        gw_exec_stop_timers (self, e);
     zlistx_destroy (&self->execs);
     zlistx_destroy (&self->backlog);
     zhashx_destroy (&self->calls);
@@ -417,28 +404,19 @@ gw_relay_event (gw_relay_t *self, gw_event_t event, const char *detail)
     gw_peers_event (self->peers, event, detail);
 }
 
-/* What arrived while there was no kernel goes out now, in order. */
-void
-backlog_flush (gw_relay_t *self)
+int
+gw_relay_kernel_attach (gw_relay_t *self, const char *run_dir, const wire_connection_t *kernel, char **errmsg)
 {
-    zmsg_t *msg;
-    while ((msg = zlistx_detach (self->backlog, NULL))) {
-        zframe_t *chf = zmsg_pop (msg);
-        wire_channel_t ch = WIRE_SHELL;
-        if (chf && zframe_size (chf) == sizeof ch)
-            memcpy (&ch, zframe_data (chf), sizeof ch);
-        zframe_destroy (&chf);
-        kernel_send (self, &msg, ch);
-    }
+    return gw_kernel_link_attach (self, run_dir, kernel, errmsg);
 }
 
 void
 gw_relay_kernel_detach (gw_relay_t *self, const char *ename, const char *cause, bool lost)
 {
-    kernel_sockets_close (self);
-    calls_end (self, NULL, "kernel_ended"); /* nothing is waiting for them any more */
+    gw_kernel_link_close (self);
+    gw_calls_end (self, NULL, "kernel_ended"); /* nothing is waiting for them any more */
     /* they were in the dead kernel's queue */
-    execs_answer_all (self, ename, cause, "the kernel ended before it", lost ? "lost" : "kept");
+    gw_exec_answer_all (self, ename, cause, "the kernel ended before it", lost ? "lost" : "kept");
     zlistx_purge (self->backlog);
     if (lost)
         self->state_lost = true;
@@ -452,10 +430,10 @@ gw_relay_close (gw_relay_t *self, const char *why, const char *cause)
     /* a front submits what its clients sent before the close (execute
        requests not yet read): they are answered with the rest */
     gw_peers_event (self->peers, GW_EVENT_CLOSING, cause);
-    calls_end (self, NULL, "closed");
+    gw_calls_end (self, NULL, "closed");
     /* sent before the peers are told the conversation closed (the ZeroMQ
        front's sockets then linger to deliver them) */
-    execs_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");
+    gw_exec_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");
     zlistx_purge (self->backlog);
 }
 
@@ -480,19 +458,19 @@ gw_relay_configure (gw_relay_t *self, json_t *tools, double tool_timeout)
     zmsg_t *msg = wire_msg_encode (m, NULL);
     wire_msg_destroy (&m);
     if (msg)
-        to_kernel (self, WIRE_SHELL, &msg);
+        gw_relay_msg_to_kernel (self, WIRE_SHELL, &msg);
 }
 
 void
 gw_relay_announce_starting (gw_relay_t *self)
 {
-    publish_status (self, NULL, "starting");
+    gw_relay_msg_status (self, NULL, "starting");
 }
 
 void
 gw_relay_announce_dead (gw_relay_t *self)
 {
-    publish_status (self, NULL, "dead");
+    gw_relay_msg_status (self, NULL, "dead");
 }
 
 /* jupyter_client shows an execution's streams (execute_interactive's
@@ -507,7 +485,7 @@ gw_relay_announce_draining (gw_relay_t *self, double grace)
               "kernel is stopped and its variables are lost; new executions are refused (GatewayDraining)]\n",
               grace);
     for (gw_exec_t *e = zlistx_first (self->execs); e; e = zlistx_next (self->execs))
-        publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
+        gw_relay_msg_publish (self, "stream", e->header, json_pack ("{s:s, s:s}", "name", "stderr", "text", text));
 }
 
 const char *

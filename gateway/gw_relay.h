@@ -1,9 +1,9 @@
 /*  gw_relay.h - one conversation's relay between its peers and its kernel
-    (gw_relay.c and its family, gw_relay_private.h).
+    (gw_relay.c, above the rest of its family: gw_relay_private.h).
 
     The relay is below its conversation (gw_conv.c): the conversation owns
     it and calls it; the relay reaches the conversation only through the
-    functions the conversation hands it (gw_relay_owner_t), as a kernel
+    functions the conversation hands it (gw_relay_owner_t, gw_relay_owner.h), as a kernel
     reaches its interpreter in xeus, so that neither file depends on the
     other in a circle.
 */
@@ -13,41 +13,11 @@
 #include "wire.h"
 #include "gw_config.h"
 #include "gw_front.h"
+#include "gw_relay_owner.h"
 #include <jansson.h>
 #include <stdbool.h>
 
 typedef struct gw_server gw_server_t; /* gw_server_access.h */
-typedef struct gw_launch gw_launch_t; /* gw_launch.h */
-
-/* What the relay asks of the conversation that owns it; each is called
-   with that conversation. */
-typedef struct {
-    const char *(*id) (const gw_conv_t *conv);
-    /* The config the conversation was opened under. */
-    const gw_config_t *(*config) (const gw_conv_t *conv);
-    const gw_policy_t *(*policy) (const gw_conv_t *conv);
-    const char *(*workspace) (const gw_conv_t *conv);
-    /* The declared tool named name, or NULL. */
-    const json_t *(*tool) (const gw_conv_t *conv, const char *name);
-    /* The running kernel's launch, or NULL. */
-    gw_launch_t *(*launch) (gw_conv_t *conv);
-    /* The kernel is gone (dead and not yet restarted). */
-    bool (*kernel_dead) (const gw_conv_t *conv);
-    /* A fresh kernel for a request that arrived while none runs. */
-    void (*kernel_start) (gw_conv_t *conv);
-    /* The relay's handshake with a fresh kernel succeeded. */
-    void (*kernel_ready) (gw_conv_t *conv);
-    /* Kills the kernel now; its death is reported as the given cause. */
-    void (*kill_kernel) (gw_conv_t *conv, const char *ename, const char *cause);
-    /* A client's message went through: the conversation is not idle. */
-    void (*touch) (gw_conv_t *conv);
-    /* interrupt_request: SIGINT to the kernel, 0, or -1 when none runs. */
-    int (*interrupt) (gw_conv_t *conv);
-    /* shutdown_request restart:true. */
-    void (*restart) (gw_conv_t *conv, const char *reason);
-    /* shutdown_request restart:false: close after the reply went out. */
-    void (*request_close) (gw_conv_t *conv);
-} gw_relay_owner_t;
 
 typedef struct gw_relay gw_relay_t;
 /* The relay of conv, which answers for it through owner (kept by

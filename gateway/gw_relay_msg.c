@@ -1,8 +1,10 @@
 /*  gw_relay_msg.c - the relay's frames and messages: fields read in place
-    (gw_peek), signing toward the kernel, delivery to the peers (unsigned,
+    (gw_peek), signing toward the kernel (or holding for one that is not
+    ready yet), delivery to the peers (unsigned,
     gw_front.h; active content taken out first, gw_sanitize.c), and the
     gateway's own messages (status, error) on behalf of a conversation.
 */
+#include "gw_relay_msg.h"
 #include "gw_answer.h"
 #include "gw_front.h"
 #include "gw_io.h"
@@ -10,35 +12,13 @@
 #include "gw_metrics.h"
 #include "gw_peek.h"
 #include "gw_peers.h"
-#include "gw_relay.h"
-#include "gw_relay_private.h"
 #include "gw_server_access.h"
 #include "wire.h"
 
 #include <string.h>
 
-/* Index of the delimiter frame, or -1. */
-int
-delimiter_index (zmsg_t *msg)
-{
-    int i = 0;
-    for (zframe_t *f = zmsg_first (msg); f; f = zmsg_next (msg), i++)
-        if (zframe_streq (f, WIRE_DELIMITER))
-            return i;
-    return -1;
-}
-
-zframe_t *
-frame_at (zmsg_t *msg, int index)
-{
-    zframe_t *f = zmsg_first (msg);
-    for (int i = 0; f && i < index; i++)
-        f = zmsg_next (msg);
-    return f;
-}
-
 const char *
-frame_peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
+gw_relay_msg_peek (gw_relay_peek_t *pk, zmsg_t *msg, int offset, const char *key)
 {
     pk->heap = NULL;
     int n = gw_peek_frame (msg, offset, key, pk->buf, sizeof pk->buf);
@@ -51,7 +31,7 @@ frame_peek (peek_t *pk, zmsg_t *msg, int offset, const char *key)
 }
 
 void
-frame_peek_free (peek_t *pk)
+gw_relay_msg_peek_free (gw_relay_peek_t *pk)
 {
     free (pk->heap);
     pk->heap = NULL;
@@ -66,7 +46,7 @@ resign (zmsg_t *msg, const wire_key_t *key)
 }
 
 void
-log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
+gw_relay_msg_log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from)
 {
     gw_log_bad_message (self->id, channel, err, from);
 }
@@ -75,7 +55,7 @@ log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *fr
    reading fills its DEALER's queue (sndtimeo 0), and what does not fit is
    dropped and logged rather than stalling every other conversation. */
 void
-kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
+gw_relay_msg_kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
 {
     zsock_t *sock = self->kernel[channel];
     gw_metrics_relayed (true, zmsg_content_size (*msg_p));
@@ -86,6 +66,35 @@ kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel)
         return;
     zmsg_destroy (msg_p);
     gw_log_dropped (self->id, gw_channel_name (channel));
+}
+
+void
+gw_relay_msg_to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
+{
+    if (self->kernel[channel] && self->kernel_ready) {
+        gw_relay_msg_kernel_send (self, msg_p, channel);
+        return;
+    }
+    /* no kernel yet (starting) or any more (died): hold it, start one */
+    zmsg_pushmem (*msg_p, &channel, sizeof channel);
+    zlistx_add_end (self->backlog, *msg_p);
+    *msg_p = NULL;
+    if (self->owner->kernel_dead (self->conv))
+        self->owner->kernel_start (self->conv);
+}
+
+void
+gw_relay_msg_backlog_flush (gw_relay_t *self)
+{
+    zmsg_t *msg;
+    while ((msg = zlistx_detach (self->backlog, NULL))) {
+        zframe_t *chf = zmsg_pop (msg);
+        wire_channel_t ch = WIRE_SHELL;
+        if (chf && zframe_size (chf) == sizeof ch)
+            memcpy (&ch, zframe_data (chf), sizeof ch);
+        zframe_destroy (&chf);
+        gw_relay_msg_kernel_send (self, &msg, ch);
+    }
 }
 
 /* What reaches the peers holds no active content unless the operator's
@@ -113,7 +122,7 @@ inert (gw_relay_t *self, wire_channel_t channel, zmsg_t *msg)
 
 /* To the peers, unsigned (gw_front.h): the signature frame goes empty. */
 void
-client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
+gw_relay_msg_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 {
     if (!inert (self, channel, *msg_p)) {
         zmsg_destroy (msg_p);
@@ -129,51 +138,50 @@ client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p)
 /* A message from the gateway itself on behalf of the conversation, with
    req as parent (and its identities, unless ids is given). */
 wire_msg_t *
-own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids)
+gw_relay_msg_own (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids)
 {
     return gw_answer_msg (self->session, msg_type, parent_header, ids);
 }
 
 /* A message of the gateway's own to the peers, as relayed ones go. */
 void
-client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
+gw_relay_msg_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch)
 {
     zmsg_t *msg = wire_msg_encode (m, NULL);
     if (msg)
-        client_deliver (self, ch, &msg);
+        gw_relay_msg_deliver (self, ch, &msg);
 }
 
 /* gw_answer_send_fn: the relay's own messages go out as relayed ones. */
 void
-answer_send (void *arg, wire_channel_t channel, wire_msg_t *m)
+gw_relay_msg_answer_send (void *arg, wire_channel_t channel, wire_msg_t *m)
 {
-    client_send_own (arg, m, channel);
+    gw_relay_msg_send_own (arg, m, channel);
     wire_msg_destroy (&m);
 }
 
 void
-publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
+gw_relay_msg_publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content)
 {
     gw_answer_publish (&self->answer_to, msg_type, parent_header, content);
 }
 
 void
-publish_status (gw_relay_t *self, const json_t *parent_header, const char *state)
+gw_relay_msg_status (gw_relay_t *self, const json_t *parent_header, const char *state)
 {
     gw_answer_status (&self->answer_to, parent_header, state);
 }
 
 void
-publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
+gw_relay_msg_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue)
 {
     gw_answer_error (&self->answer_to, parent_header, ename, evalue);
 }
 
 json_t *
-frame_json (zmsg_t *msg, int offset, size_t *bytes)
+gw_relay_msg_json (zmsg_t *msg, int offset, size_t *bytes)
 {
-    int d = delimiter_index (msg);
-    zframe_t *f = frame_at (msg, d + offset);
+    zframe_t *f = wire_frames_part (msg, (size_t) offset);
     if (bytes)
         *bytes = f ? zframe_size (f) : 0;
     return f ? json_loadb ((const char *) zframe_data (f), zframe_size (f), 0, NULL) : NULL;

@@ -1,11 +1,14 @@
-/*  gw_relay_private.h - what the relay's files share: the relay, its
-    executions and tool calls, and the functions one file offers the others.
+/*  gw_relay_private.h - the state the relay's files share: the relay, its
+    executions and tool calls. Types only: each file of the family declares
+    what it offers the files above it in a header of its own.
 
-    The relay (gw_relay.c) is one conversation's messages between its peers
-    and its kernel; gw_relay_msg.c reads frames and sends messages for it,
-    gw_exec.c keeps its execution queue and timeout ladder, gw_reply.c
-    holds and rewrites execute replies, gw_calls.c brokers tool calls,
-    gw_kernel_link.c connects to a fresh kernel and makes sure it is ready.
+    The family, top to bottom (a file calls only the ones below it):
+    gw_relay.c routes between peers and kernel and is the relay's face
+    (gw_relay.h); gw_kernel_link.c connects to a fresh kernel and makes sure
+    it is ready; gw_exec.c keeps the execution queue, its timeout ladder,
+    output limits and held replies; gw_calls.c brokers tool calls;
+    gw_reply.c rewrites an execute reply (its cost, a timeout); gw_relay_msg.c
+    reads frames and sends messages, toward the kernel and to the peers.
 */
 #ifndef GW_RELAY_PRIVATE_H_INCLUDED
 #define GW_RELAY_PRIVATE_H_INCLUDED
@@ -15,13 +18,14 @@
 #include "gw_front.h"
 #include "gw_peers.h"
 #include "gw_proc.h"
-#include "gw_relay.h"
+#include "gw_relay_owner.h"
 #include "gw_sanitize.h"
 #include "gw_zmtp.h"
 #include "wire.h"
 #include "kernel-launcher/kennel_launch.h"
 
-#define KERNEL_IDENTITY "kennel-gateway"
+typedef struct gw_server gw_server_t; /* gw_server_access.h */
+typedef struct gw_relay gw_relay_t;   /* gw_relay.h */
 
 typedef struct {
     char *msg_id;
@@ -32,7 +36,7 @@ typedef struct {
     bool stop_on_error; /* the request's (default true): a failure aborts the executions queued behind it */
     bool failed;        /* its reply is an error */
     /* how many executions waited behind it when its reply went out (after
-       or with its idle): if it failed (stop_on_error), exec_finish answers
+       or with its idle): if it failed (stop_on_error), gw_exec_finish answers
        those aborted */
     size_t waiting_at_end;
     bool end_seen;      /* waiting_at_end is set */
@@ -75,6 +79,9 @@ typedef struct {
 struct gw_relay {
     gw_conv_t *conv;
     const gw_relay_owner_t *owner; /* conv's side: the relay never calls gw_conv.c by name */
+    /* gw_relay.c's readers of the kernel's shell, iopub, stdin and control
+       sockets, which gw_kernel_link.c opens */
+    zloop_reader_fn *const *kernel_readers;
     const char *id;                /* conv's id, for the log: as long-lived as the relay */
     gw_server_t *server;
     gw_peers_t *peers;
@@ -116,82 +123,5 @@ struct gw_relay {
     int dropped_channel;
     gw_sanitize_t *sanitize; /* what the kernel may leave in a browser; made at the first delivery */
 };
-
-/* A string field of a frame (gw_peek: no JSON tree), in a peek_t: its own
-   buffer when it fits, else malloc'd. text NULL when absent. */
-typedef struct {
-    char buf[256];
-    char *heap;
-    const char *text;
-} peek_t;
-
-/* ---- gw_relay.c: routing between peers and kernel ----------------------- */
-
-int on_kernel_shell (zloop_t *loop, zsock_t *sock, void *arg);
-int on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg);
-int on_kernel_stdin (zloop_t *loop, zsock_t *sock, void *arg);
-int on_kernel_control (zloop_t *loop, zsock_t *sock, void *arg);
-void to_kernel (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p);
-void backlog_flush (gw_relay_t *self);
-
-/* ---- gw_relay_msg.c: frames in place, messages out ---------------------- */
-
-int delimiter_index (zmsg_t *msg);
-zframe_t *frame_at (zmsg_t *msg, int index);
-const char *frame_peek (peek_t *pk, zmsg_t *msg, int offset, const char *key);
-void frame_peek_free (peek_t *pk);
-void log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from);
-void kernel_send (gw_relay_t *self, zmsg_t **msg_p, wire_channel_t channel);
-void client_deliver (gw_relay_t *self, wire_channel_t channel, zmsg_t **msg_p);
-wire_msg_t *own_msg (gw_relay_t *self, const char *msg_type, const json_t *parent_header, zmsg_t *ids);
-void client_send_own (gw_relay_t *self, wire_msg_t *m, wire_channel_t ch);
-void answer_send (void *arg, wire_channel_t channel, wire_msg_t *m);
-void publish (gw_relay_t *self, const char *msg_type, const json_t *parent_header, json_t *content);
-void publish_status (gw_relay_t *self, const json_t *parent_header, const char *state);
-void publish_error (gw_relay_t *self, const json_t *parent_header, const char *ename, const char *evalue);
-json_t *frame_json (zmsg_t *msg, int offset, size_t *bytes);
-
-/* ---- gw_exec.c: the execution queue, the timeout ladder, output limits -- */
-
-void exec_destructor (void **item);
-gw_exec_t *exec_head (gw_relay_t *self);
-void exec_start_head (gw_relay_t *self);
-void exec_stop_timers (gw_relay_t *self, gw_exec_t *e);
-void exec_finish (gw_relay_t *self, void *handle, gw_exec_t *e, const char *status);
-void *exec_find (gw_relay_t *self, const char *msg_id);
-void timeout_report (gw_relay_t *self, gw_exec_t *e);
-bool iopub_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker);
-/* A client's request on shell: the window for output outside executions starts again. */
-void output_window_renew (gw_relay_t *self);
-void publish_marker (gw_relay_t *self);
-gw_exec_t *exec_new (zmsg_t *msg, json_t *header);
-void track_execute (gw_relay_t *self, zmsg_t **msg_p, json_t *header);
-void execs_answer_all (gw_relay_t *self, const char *ename, const char *cause, const char *queued, const char *state);
-
-/* ---- gw_reply.c: execute replies held for idle, metadata.kennel -------- */
-
-json_t *exec_cost (gw_relay_t *self, gw_exec_t *e, const char *state);
-void reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e);
-/* A kernel's execute_reply (taken) of the execution at handle: sent once
-   its idle is in, or after a while without one. */
-void reply_hold (gw_relay_t *self, void *handle, zmsg_t *msg);
-void *iopub_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id);
-
-/* ---- gw_calls.c: the tool-call broker ----------------------------------- */
-
-void call_destructor (void **item);
-void calls_end (gw_relay_t *self, const char *msg_id, const char *status);
-/* gw_peers_gone_fn: the calls of the executions of a peer that detached
-   are answered ToolUnavailable at once. */
-void calls_end_peer (void *arg, zframe_t *token);
-bool tool_request_admit (gw_relay_t *self, zmsg_t *msg, json_t *header);
-bool tool_reply_admit (gw_relay_t *self, zmsg_t *msg);
-
-/* ---- gw_kernel_link.c: a fresh kernel's sockets and handshake ----------- */
-
-void probe_check (gw_relay_t *self);
-bool is_probe_answer (gw_relay_t *self, zmsg_t *msg);
-void own_reply_check (gw_relay_t *self, zmsg_t *msg);
-void kernel_sockets_close (gw_relay_t *self);
 
 #endif
