@@ -102,10 +102,15 @@ gw_conv_kernel_id (const gw_conv_t *self)
 {
     return self->kernel_id;
 }
-gw_peers_t *
-gw_conv_peers (gw_conv_t *conv)
+gw_peer_t *
+gw_conv_attach (gw_conv_t *self, const gw_front_fns_t *fns, void *arg)
 {
-    return gw_relay_peers (conv->relay);
+    return gw_peers_attach (gw_relay_peers (self->relay), fns, arg);
+}
+void *
+gw_conv_find_front (gw_conv_t *self, const gw_front_fns_t *fns)
+{
+    return gw_peers_find (gw_relay_peers (self->relay), fns);
 }
 const char *
 gw_conv_workspace (const gw_conv_t *self)

@@ -33,6 +33,12 @@ void gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace);
    execution still running or queued gets a ConversationClosed reply. */
 void gw_conv_closing (gw_conv_t *self, const char *why);
 const char *gw_conv_id (const gw_conv_t *self);
+/* A front's new peer of the conversation (gw_front.h); fns (kept by
+   pointer: static) are called with arg. */
+gw_peer_t *gw_conv_attach (gw_conv_t *self, const gw_front_fns_t *fns, void *arg);
+/* The arg of the conversation's first peer attached with fns, or NULL: a
+   front finds its own state for a conversation. */
+void *gw_conv_find_front (gw_conv_t *self, const gw_front_fns_t *fns);
 gw_server_t *gw_conv_server (const gw_conv_t *self);
 /* The kernel id: a UUID (8-4-4-4-12 hex digits) made with the conversation. */
 const char *gw_conv_kernel_id (const gw_conv_t *self);

@@ -77,8 +77,9 @@ typedef struct {
     void (*event) (void *arg, gw_event_t event, const char *detail);
 } gw_front_fns_t;
 
-/* A new peer of conv; fns (kept by pointer: static) are called with arg. */
-gw_peer_t *gw_front_attach (gw_conv_t *conv, const gw_front_fns_t *fns, void *arg);
+/* A front attaches a peer to a conversation, and finds its own peer's
+   state again, through the conversation (gw_conv_attach and
+   gw_conv_find_front, gw_conv.h): the peers are its relay's. */
 /* No more calls for this peer from now; *peer_p becomes NULL. */
 void gw_front_detach (gw_peer_t **peer_p);
 /* A client's message on shell, control or stdin, authenticated by the
@@ -87,9 +88,6 @@ void gw_front_detach (gw_peer_t **peer_p);
 void gw_front_submit (gw_peer_t *peer, wire_channel_t channel, zmsg_t **msg_p);
 /* The conversation of a peer. */
 gw_conv_t *gw_front_conv (const gw_peer_t *peer);
-/* The arg of conv's first peer attached with fns, or NULL: a front finds
-   its own state for a conversation. */
-void *gw_front_find (gw_conv_t *conv, const gw_front_fns_t *fns);
 
 /* Writes the signature of msg's parts under key into its signature frame
    and returns that frame; NULL (msg unchanged) when msg has no delimiter

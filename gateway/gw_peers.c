@@ -81,9 +81,8 @@ gw_peers_destroy (gw_peers_t **self_p, const char *why)
 }
 
 gw_peer_t *
-gw_front_attach (gw_conv_t *conv, const gw_front_fns_t *fns, void *arg)
+gw_peers_attach (gw_peers_t *self, const gw_front_fns_t *fns, void *arg)
 {
-    gw_peers_t *self = gw_conv_peers (conv);
     if (self->size == self->capacity) {
         self->capacity = self->capacity ? 2 * self->capacity : 4;
         self->items = wire_xreallocarray (self->items, self->capacity, sizeof *self->items);
@@ -121,9 +120,8 @@ gw_front_conv (const gw_peer_t *peer)
 }
 
 void *
-gw_front_find (gw_conv_t *conv, const gw_front_fns_t *fns)
+gw_peers_find (gw_peers_t *self, const gw_front_fns_t *fns)
 {
-    gw_peers_t *self = gw_conv_peers (conv);
     for (size_t i = 0; i < self->size; i++)
         if (!self->items[i]->gone && self->items[i]->fns == fns)
             return self->items[i]->arg;

@@ -22,8 +22,10 @@ gw_peers_t *gw_peers_new (gw_conv_t *conv, gw_peers_submit_fn *submit, gw_peers_
 /* GW_EVENT_CLOSED (detail why) to every peer still attached, then frees
    them all. Never from inside a peer's callback. */
 void gw_peers_destroy (gw_peers_t **self_p, const char *why);
-/* The peers of conv's relay (gw_conv.c). */
-gw_peers_t *gw_conv_peers (gw_conv_t *conv);
+/* A new peer; fns (kept by pointer: static) are called with arg. */
+gw_peer_t *gw_peers_attach (gw_peers_t *self, const gw_front_fns_t *fns, void *arg);
+/* The arg of the first live peer attached with fns, or NULL. */
+void *gw_peers_find (gw_peers_t *self, const gw_front_fns_t *fns);
 /* A message for a client (takes *msg_p): iopub to every peer, any other
    channel to the peer its first frame names (dropped when none does). */
 void gw_peers_deliver (gw_peers_t *self, wire_channel_t channel, zmsg_t **msg_p);

@@ -427,14 +427,14 @@ gw_zmq_open (gw_conv_t *conv, void *fixed, char **errmsg)
     if (!self)
         return -1;
     self->conv_id = wire_xstrdup (gw_conv_id (conv));
-    self->peer = gw_front_attach (conv, &zmq_fns, self);
+    self->peer = gw_conv_attach (conv, &zmq_fns, self);
     return 0;
 }
 
 gw_zmq_t *
 gw_zmq_of (gw_conv_t *conv)
 {
-    return gw_front_find (conv, &zmq_fns);
+    return gw_conv_find_front (conv, &zmq_fns);
 }
 
 static void

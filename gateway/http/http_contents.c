@@ -446,7 +446,7 @@ stream_open (struct lws *wsi, http_req_t *req, bool upload, gw_files_error_t *er
     *f = (http_file_t){.fd = fd, .upload = upload, .size = upload ? 0 : (int64_t) st.st_size,
                        .conversation = wire_xstrdup (gw_conv_id (conv)), .path = path};
     if (upload)
-        f->peer = gw_front_attach (conv, &upload_fns, f);
+        f->peer = gw_conv_attach (conv, &upload_fns, f);
     req->file = f;
     http_clients_take (req->front->clients, wsi, &req->slot, conv);
     return 0;

@@ -186,7 +186,7 @@ ws_conn_new (http_front_t *front, struct lws *wsi, gw_conv_t *conv, ws_protocol_
     char peer[64];
     http_peer (wsi, peer, sizeof peer);
     snprintf (self->source, sizeof self->source, "websocket/%s/%p", peer, (void *) self);
-    self->peer = gw_front_attach (conv, &ws_fns, self);
+    self->peer = gw_conv_attach (conv, &ws_fns, self);
     zlistx_add_end (front->websockets, self);
     gw_log ("websocket_open", "{s:s, s:s, s:s}", "websocket", self->source, "kernel", gw_conv_kernel_id (conv),
             "protocol", proto == WS_V1 ? HTTP_WS_V1 : "legacy");

@@ -559,7 +559,7 @@ s_attach (mcp_conv_t *self, gw_server_t *core)
     if (!conv)
         return -1;
     self->key = wire_key_new (NULL, "", 0, NULL);
-    self->peer = gw_front_attach (conv, &s_peer_fns, self);
+    self->peer = gw_conv_attach (conv, &s_peer_fns, self);
     return 0;
 }
 

@@ -210,10 +210,16 @@ gw_conv_destroy (gw_conv_t **self_p, bool keep_workspace)
     *self_p = NULL;
 }
 
-gw_peers_t *
-gw_conv_peers (gw_conv_t *self)
+gw_peer_t *
+gw_conv_attach (gw_conv_t *self, const gw_front_fns_t *fns, void *arg)
 {
-    return self->peers;
+    return gw_peers_attach (self->peers, fns, arg);
+}
+
+void *
+gw_conv_find_front (gw_conv_t *self, const gw_front_fns_t *fns)
+{
+    return gw_peers_find (self->peers, fns);
 }
 
 const char *

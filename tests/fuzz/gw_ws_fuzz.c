@@ -18,14 +18,6 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
-/* gw_peers.c is linked for gw_channel_name; no conversation exists here. */
-gw_peers_t *
-gw_conv_peers (gw_conv_t *conv)
-{
-    (void) conv;
-    return NULL;
-}
-
 static void
 s_check_parts (zmsg_t *parts)
 {

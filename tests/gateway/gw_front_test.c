@@ -8,7 +8,7 @@
     - a peer detached (also from inside its own delivery, and another peer
       from inside a delivery) gets nothing more, and what names it is
       dropped; a peer attached during a delivery is served from then on;
-    - gw_front_find finds a front's own peer by its fns;
+    - gw_peers_find finds a front's own peer by its fns;
     - wrap and unwrap: route + delimiter + empty signature + parts, and back;
     - a peer detached is told to the core once, with the token that named
       it (the core's tool calls it served end), and no longer counts as
@@ -25,14 +25,7 @@
 
 #include <string.h>
 
-static gw_peers_t *s_peers;
-
-/* The one conversation of this test: gw_front_attach finds its peers here. */
-gw_peers_t *
-gw_conv_peers (gw_conv_t *conv)
-{
-    return s_peers;
-}
+static gw_peers_t *s_peers; /* the one conversation's peers */
 
 typedef struct {
     int delivered[WIRE_CHANNEL_COUNT_];
@@ -59,7 +52,7 @@ fake_deliver (void *arg, wire_channel_t channel, zmsg_t **msg_p)
         gw_front_detach (self->detach_on_deliver);
     if (self->attach_on_deliver) {
         self->attach_on_deliver = false;
-        s_late.peer = gw_front_attach (NULL, &fake_fns, &s_late);
+        s_late.peer = gw_peers_attach (s_peers, &fake_fns, &s_late);
     }
 }
 
@@ -126,8 +119,8 @@ static void
 test_route_by_token (void)
 {
     fake_t a = {0}, b = {0};
-    a.peer = gw_front_attach (NULL, &fake_fns, &a);
-    b.peer = gw_front_attach (NULL, &fake_fns, &b);
+    a.peer = gw_peers_attach (s_peers, &fake_fns, &a);
+    b.peer = gw_peers_attach (s_peers, &fake_fns, &b);
     zmsg_t *msg = message ("client-b");
     gw_front_submit (b.peer, WIRE_SHELL, &msg);
     CHECK (!msg && s_submitted && s_submitted_channel == WIRE_SHELL);
@@ -149,7 +142,7 @@ test_route_by_token (void)
     CHECK (!pub && a.delivered[WIRE_IOPUB] == 1 && b.delivered[WIRE_IOPUB] == 1);
     CHECK (a.last && b.last && zmsg_size (a.last) == 7 && first_is (a.last, "kernel.x.status")
            && first_is (b.last, "kernel.x.status"));
-    CHECK (gw_front_find (NULL, &fake_fns) == &a && gw_front_find (NULL, &other_fns) == NULL);
+    CHECK (gw_peers_find (s_peers, &fake_fns) == &a && gw_peers_find (s_peers, &other_fns) == NULL);
     /* b goes: what answers it is dropped, a is unaffected */
     gw_front_detach (&b.peer);
     CHECK (!b.peer);
@@ -169,9 +162,9 @@ static void
 test_detach_inside_delivery (void)
 {
     fake_t a = {0}, b = {0}, c = {0};
-    a.peer = gw_front_attach (NULL, &fake_fns, &a);
-    b.peer = gw_front_attach (NULL, &fake_fns, &b);
-    c.peer = gw_front_attach (NULL, &fake_fns, &c);
+    a.peer = gw_peers_attach (s_peers, &fake_fns, &a);
+    b.peer = gw_peers_attach (s_peers, &fake_fns, &b);
+    c.peer = gw_peers_attach (s_peers, &fake_fns, &c);
     a.detach_on_deliver = &a.peer; /* itself */
     b.detach_on_deliver = &c.peer; /* a peer later in the walk */
     b.attach_on_deliver = true;
@@ -199,7 +192,7 @@ static void
 test_gone_told_once (void)
 {
     fake_t a = {0};
-    a.peer = gw_front_attach (NULL, &fake_fns, &a);
+    a.peer = gw_peers_attach (s_peers, &fake_fns, &a);
     zmsg_t *msg = message ("client-a");
     gw_front_submit (a.peer, WIRE_SHELL, &msg);
     zframe_t *token = zframe_dup (zmsg_first (s_submitted));
@@ -233,8 +226,8 @@ static void
 test_events_only (void)
 {
     fake_t a = {0};
-    s_events_only = gw_front_attach (NULL, &events_only_fns, NULL);
-    a.peer = gw_front_attach (NULL, &fake_fns, &a);
+    s_events_only = gw_peers_attach (s_peers, &events_only_fns, NULL);
+    a.peer = gw_peers_attach (s_peers, &fake_fns, &a);
     zmsg_t *pub = message ("topic");
     gw_peers_deliver (s_peers, WIRE_IOPUB, &pub);
     CHECK (!pub && a.delivered[WIRE_IOPUB] == 1 && a.last && zmsg_size (a.last) == 7);
@@ -252,8 +245,8 @@ static void
 test_closed_once (void)
 {
     fake_t a = {0}, b = {0};
-    a.peer = gw_front_attach (NULL, &fake_fns, &a);
-    b.peer = gw_front_attach (NULL, &fake_fns, &b);
+    a.peer = gw_peers_attach (s_peers, &fake_fns, &a);
+    b.peer = gw_peers_attach (s_peers, &fake_fns, &b);
     gw_front_detach (&b.peer);
     gw_peers_event (s_peers, GW_EVENT_CLOSING, "the conversation was closed by the host; the kernel is gone");
     CHECK (a.closing == 1 && b.closing == 0);
