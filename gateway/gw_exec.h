@@ -1,7 +1,7 @@
 /*  gw_exec.h - a conversation's executions (gw_exec.c), in the relay's
     family (gw_relay_private.h): the queue (its head runs), the timeout
-    ladder, the output limits, replies held until their idle, the gateway's
-    own answers for executions that will not run.
+    ladder, replies held until their idle, the gateway's own answers for
+    executions that will not run.
 */
 #ifndef GW_EXEC_H_INCLUDED
 #define GW_EXEC_H_INCLUDED
@@ -32,13 +32,6 @@ void gw_exec_reply_hold (gw_relay_t *self, void *handle, zmsg_t *msg);
    for, the reply goes out now and its handle is returned, to finish once
    the idle itself went out; else NULL. */
 void *gw_exec_idle_seen (gw_relay_t *self, zmsg_t *msg, const char *parent_id);
-/* Output accounting for every iopub message of the kernel: false = drop;
-   *marker: send the running execution's truncation marker after it. */
-bool gw_exec_output_admit (gw_relay_t *self, zmsg_t *msg, const char *msg_type, const char *pid, bool *marker);
-/* The running execution's "output truncated" stream. */
-void gw_exec_output_marker (gw_relay_t *self);
-/* A client's request on shell: the window for output outside executions starts again. */
-void gw_exec_output_renew (gw_relay_t *self);
 /* Every execution running or queued answered by the gateway, in order:
    the running one's evalue is cause, a queued one's says it did not run
    (queued, cause); state goes to metadata.kennel. */

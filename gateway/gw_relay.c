@@ -26,6 +26,7 @@
 #include "gw_kernel_link.h"
 #include "gw_log.h"
 #include "gw_ops.h"
+#include "gw_output.h"
 #include "gw_peek.h"
 #include "gw_peers.h"
 #include "gw_relay_msg.h"
@@ -129,7 +130,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     gw_relay_peek_t parent_id;
     gw_relay_msg_peek (&parent_id, msg, 3, "msg_id");
     bool marker = false;
-    bool admit = gw_exec_output_admit (self, msg, msg_type, parent_id.text, &marker);
+    bool admit = gw_output_admit (self, msg, msg_type, parent_id.text, &marker);
     /* the reply goes out before this idle, so a client sees the cost first */
     void *finished = streq (msg_type, "status") ? gw_exec_idle_seen (self, msg, parent_id.text) : NULL;
     gw_relay_msg_peek_free (&parent_id);
@@ -138,7 +139,7 @@ on_kernel_iopub (zloop_t *loop, zsock_t *sock, void *arg)
     }
     zmsg_destroy (&msg);
     if (marker)
-        gw_exec_output_marker (self);
+        gw_output_marker (self);
     if (finished) {
         gw_exec_t *e = zlistx_handle_item (finished);
         gw_exec_finish (self, finished, e, e->timed_out ? "timeout" : "ok");
@@ -209,7 +210,7 @@ client_check (gw_relay_t *self, zmsg_t *msg, wire_channel_t channel)
 static void
 on_client_shell (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type, json_t *header)
 {
-    gw_exec_output_renew (self);
+    gw_output_renew (self);
     if (streq (msg_type, "execute_request"))
         gw_exec_track (self, msg_p, header);
     else

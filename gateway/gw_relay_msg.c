@@ -37,6 +37,17 @@ gw_relay_msg_peek_free (gw_relay_peek_t *pk)
     pk->heap = NULL;
 }
 
+/* What a kernel's message costs: every frame it chose, after the
+   signature (header, parent header, metadata, content, buffers). */
+int64_t
+gw_relay_msg_size (zmsg_t *msg)
+{
+    int64_t bytes = 0;
+    for (zframe_t *f = wire_frames_part (msg, 2); f; f = zmsg_next (msg))
+        bytes += (int64_t) zframe_size (f);
+    return bytes;
+}
+
 /* Signs the four JSON frames of an already verified message with key. */
 static void
 resign (zmsg_t *msg, const wire_key_t *key)

@@ -22,6 +22,8 @@ void gw_relay_msg_peek_free (gw_relay_peek_t *pk);
 /* The JSON of the frame at delimiter + offset, or NULL; *bytes (when not
    NULL): the frame's size. */
 json_t *gw_relay_msg_json (zmsg_t *msg, int offset, size_t *bytes);
+/* What a kernel's message costs: every frame after the signature. */
+int64_t gw_relay_msg_size (zmsg_t *msg);
 /* A message from channel dropped as bad (from: "kernel" or "client"). */
 void gw_relay_msg_log_bad (gw_relay_t *self, const char *channel, wire_error_t err, const char *from);
 /* Signed and sent to the kernel's socket of channel now (one must be

@@ -5,8 +5,9 @@
     The family, top to bottom (a file calls only the ones below it):
     gw_relay.c routes between peers and kernel and is the relay's face
     (gw_relay.h); gw_kernel_link.c connects to a fresh kernel and makes sure
-    it is ready; gw_exec.c keeps the execution queue, its timeout ladder,
-    output limits and held replies; gw_calls.c brokers tool calls;
+    it is ready; gw_output.c counts and cuts the kernel's output;
+    gw_exec.c keeps the execution queue, its timeout ladder and held
+    replies; gw_calls.c brokers tool calls;
     gw_reply.c rewrites an execute reply (its cost, a timeout); gw_relay_msg.c
     reads frames and sends messages, toward the kernel and to the peers.
 */
@@ -94,7 +95,7 @@ struct gw_relay {
     zhashx_t *calls;   /* call_id -> gw_call_t*, tool calls waiting for the client */
     int executions;
     /* output outside a running execution since the last client request on
-       shell (gw_exec.c): at most output_bytes */
+       shell (gw_output.c): at most output_bytes */
     int64_t background_bytes;
     bool background_truncated;
     bool state_lost; /* a fresh kernel replaced a dead one: tell the next reply */

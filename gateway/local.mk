@@ -14,9 +14,9 @@ gateway_kennel_SOURCES = \
 	$(GW_HEADER_FILES) \
 	gateway/main.c gateway/gw_log.c gateway/gw_config.c \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_relay_private.h gateway/gw_relay_owner.h \
-	gateway/gw_relay_msg.h gateway/gw_relay_msg.c gateway/gw_exec.h gateway/gw_exec.c gateway/gw_reply.h \
-	gateway/gw_reply.c gateway/gw_calls.h gateway/gw_calls.c gateway/gw_kernel_link.h gateway/gw_kernel_link.c \
-	gateway/gw_conv.c \
+	gateway/gw_relay_msg.h gateway/gw_relay_msg.c gateway/gw_exec.h gateway/gw_exec.c gateway/gw_output.h \
+	gateway/gw_output.c gateway/gw_reply.h gateway/gw_reply.c gateway/gw_calls.h gateway/gw_calls.c \
+	gateway/gw_kernel_link.h gateway/gw_kernel_link.c gateway/gw_conv.c \
 	gateway/gw_kernel.h gateway/gw_kernel.c gateway/gw_slots.c gateway/gw_server_private.h gateway/gw_server_access.c \
 	gateway/gw_server.c gateway/gw_control.c gateway/gw_request.c gateway/gw_selftest.c \
 	gateway/gw_fs.c gateway/gw_tools.c gateway/gw_schema.c gateway/gw_pool.c gateway/gw_capacity.c \
