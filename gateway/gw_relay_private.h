@@ -5,11 +5,11 @@
     The family, top to bottom (a file calls only the ones below it):
     gw_relay.c routes between peers and kernel and is the relay's face
     (gw_relay.h); gw_kernel_link.c connects to a fresh kernel and makes sure
-    it is ready; gw_output.c counts and cuts the kernel's output;
-    gw_exec.c keeps the execution queue, its timeout ladder and held
-    replies; gw_calls.c brokers tool calls;
-    gw_reply.c rewrites an execute reply (its cost, a timeout); gw_relay_msg.c
-    reads frames and sends messages, toward the kernel and to the peers.
+    it is ready; gw_output.c counts and cuts the kernel's output; gw_exec.c
+    keeps the execution queue, its timeout ladder and held replies;
+    gw_calls.c brokers tool calls; gw_reply.c rewrites an execute reply (its
+    cost, a timeout); gw_relay_msg.c reads frames and sends messages, toward
+    the kernel and to the peers.
 */
 #ifndef GW_RELAY_PRIVATE_H_INCLUDED
 #define GW_RELAY_PRIVATE_H_INCLUDED
