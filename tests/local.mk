@@ -46,9 +46,7 @@ include-graph:
 # in one module's header but defined in another module's file, read from the
 # built objects with nm: tests/call_graph.py. A folder named with
 # --report-in is printed, not failing: gateway/'s own files, whose core
-# (gw_server <-> gw_drain, gw_reload) and relay (gw_relay, gw_exec, gw_calls,
-# gw_reply, gw_kernel_link, gw_relay_msg, gw_peers, gw_conv) still call both
-# ways. `make call-graph` prints every folder's edges with their functions,
+# (gw_server <-> gw_drain, gw_reload) still calls both ways. `make call-graph` prints every folder's edges with their functions,
 # and what it finds, without failing.
 CALL_GRAPH_ARGS = --report-in gateway wire confine kernel-launcher gateway
 TESTS += tests/call_graph.py
