@@ -20,6 +20,7 @@
 */
 #include "gw_calls.h"
 #include "gw_config.h"
+#include "gw_error.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
 #include "gw_relay_msg.h"
@@ -119,7 +120,7 @@ call_cancel (gw_relay_t *self, gw_call_t *call, const char *status)
         gw_relay_msg_send_own (self, m, WIRE_STDIN);
         wire_msg_destroy (&m);
     }
-    call_end (self, call, status, status && streq (status, "timeout") ? "ToolTimeout" : NULL, NULL);
+    call_end (self, call, status, status && streq (status, "timeout") ? gw_error_name (GW_E_TOOL_TIMEOUT) : NULL, NULL);
 }
 
 static int
@@ -132,7 +133,7 @@ on_tool_timeout (zloop_t *loop, int timer_id, void *arg)
     snprintf (evalue, sizeof evalue, "the host did not answer tool '%.*s' within %g s",
               gw_text_fit (call->name, 200), call->name, self->owner->policy (self->conv)->tool_timeout);
     json_t *call_id = json_string (call->call_id);
-    tool_answer_error (self, call->header, call_id, "ToolTimeout", evalue);
+    tool_answer_error (self, call->header, call_id, gw_error_name (GW_E_TOOL_TIMEOUT), evalue);
     json_decref (call_id);
     call_cancel (self, call, "timeout");
     return 0;
@@ -150,9 +151,9 @@ gw_calls_end_peer (void *arg, zframe_t *token)
         if (!call || !zframe_eq (zmsg_first (call->ids), token))
             continue;
         json_t *call_id = json_string (call->call_id);
-        tool_answer_error (self, call->header, call_id, "ToolUnavailable", NO_STDIN);
+        tool_answer_error (self, call->header, call_id, gw_error_name (GW_E_TOOL_UNAVAILABLE), NO_STDIN);
         json_decref (call_id);
-        call_end (self, call, "refused", "ToolUnavailable", NO_STDIN);
+        call_end (self, call, "refused", gw_error_name (GW_E_TOOL_UNAVAILABLE), NO_STDIN);
     }
     zlistx_destroy (&ids);
 }
@@ -183,41 +184,41 @@ tool_request_refusal (gw_relay_t *self, gw_exec_t *e, json_t *content, size_t by
     const json_t *tool = NULL;
     char problem[300];
     if (!e || !e->started) {
-        *ename = "ToolUnavailable";
+        *ename = gw_error_name (GW_E_TOOL_UNAVAILABLE);
         snprintf (why, size, "no execution is running to serve a tool call");
     }
     else if (!e->allow_stdin) {
-        *ename = "ToolUnavailable";
+        *ename = gw_error_name (GW_E_TOOL_UNAVAILABLE);
         snprintf (why, size, "no client is serving stdin for this execution (allow_stdin is false)");
     }
     else if (!gw_peers_attached (self->peers, zmsg_first (e->ids))) {
-        *ename = "ToolUnavailable";
+        *ename = gw_error_name (GW_E_TOOL_UNAVAILABLE);
         snprintf (why, size, NO_STDIN);
     }
     else if (bytes > TOOL_REQUEST_MAX_BYTES) {
-        *ename = "ToolArgumentsTooLarge";
+        *ename = gw_error_name (GW_E_TOOL_ARGUMENTS_TOO_LARGE);
         snprintf (why, size, "the call's arguments take %zu bytes, the limit is %d", bytes, TOOL_REQUEST_MAX_BYTES);
     }
     else if (!call_id || !*call_id || zhashx_lookup (self->calls, call_id)) {
-        *ename = "BadToolRequest";
+        *ename = gw_error_name (GW_E_BAD_TOOL_REQUEST);
         snprintf (why, size, "a tool_request needs a call_id string not already pending");
     }
     else if (!name || !(tool = self->owner->tool (self->conv, name))) {
-        *ename = "UnknownTool";
+        *ename = gw_error_name (GW_E_UNKNOWN_TOOL);
         snprintf (why, size, "this conversation declared no tool named '%.*s'", name ? gw_text_fit (name, 200) : 0,
                   name ? name : "");
     }
     else if (e->tool_calls >= max_calls) {
-        *ename = "ToolLimit";
+        *ename = gw_error_name (GW_E_TOOL_LIMIT);
         snprintf (why, size, "this execution already made %d tool calls, the limit", max_calls);
     }
     else if (!gw_schema_check_arguments (gw_tools_schema (tool), json_object_get (content, "arguments"), problem,
                                          sizeof problem)) {
-        *ename = "InvalidToolArguments";
+        *ename = gw_error_name (GW_E_INVALID_TOOL_ARGUMENTS);
         snprintf (why, size, "tool '%.*s': %s", gw_text_fit (name, 100), name, problem);
     }
     else if ((int) zhashx_size (self->calls) >= max_pending) {
-        *ename = GW_TOOL_BUSY;
+        *ename = gw_error_name (GW_E_TOOL_BUSY);
         snprintf (why, size,
                   "this conversation already has %d tool calls waiting for their host, the limit "
                   "(max_concurrent_tool_calls); call again once one has returned",

@@ -19,11 +19,6 @@
 /* A kernelspec's name (jupyter's [A-Za-z0-9._-]), at most. */
 #define GW_KERNELSPEC_NAME_MAX 64
 
-/* The ename of a tool call refused because too many calls wait for their
-   host: a conversation's max_concurrent_tool_calls (gw_calls.c), or the
-   host commands running at once in a process (mcp.max_commands). */
-#define GW_TOOL_BUSY "ToolBusy"
-
 /* A conversation's effective limits and kernel settings. */
 typedef struct {
     double execution_timeout; /* s, elapsed per execution, or GW_UNLIMITED */

@@ -13,6 +13,7 @@
 */
 #include "gw_conv.h"
 #include "gw_core.h"
+#include "gw_error.h"
 #include "gw_files.h"
 #include "gw_request.h"
 #include "gw_util.h"
@@ -48,7 +49,7 @@ int_field (call_t *c, const char *name, int64_t min, int64_t max, int64_t dflt, 
     json_t *value = json_object_get (c->content, name);
     *v = value ? (int64_t) json_integer_value (value) : dflt;
     if (value && (!json_is_integer (value) || *v < min || *v > max)) {
-        c->err->ename = "InvalidRequest";
+        c->err->ename = gw_error_name (GW_E_INVALID_REQUEST);
         snprintf (c->err->evalue, sizeof c->err->evalue, "%s must be an integer from %lld to %lld", name,
                   (long long) min, (long long) max);
         return false;
@@ -63,7 +64,7 @@ encoding_field (call_t *c)
     json_t *value = json_object_get (c->content, "encoding");
     const char *enc = value ? gw_text (value) : "base64";
     if (!enc || !(streq (enc, "base64") || streq (enc, "buffer"))) {
-        refuse (c, "InvalidRequest", "encoding must be \"base64\" or \"buffer\"");
+        refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "encoding must be \"base64\" or \"buffer\"");
         return NULL;
     }
     return enc;
@@ -131,7 +132,7 @@ put_data (call_t *c, size_t *len, void **owned)
     json_t *content = json_object_get (c->content, "content");
     zframe_t *frame = c->buffers ? zmsg_first (c->buffers) : NULL;
     if (frame && content) {
-        refuse (c, "InvalidRequest", "content and a raw frame were both given");
+        refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "content and a raw frame were both given");
         return NULL;
     }
     if (frame) {
@@ -142,7 +143,7 @@ put_data (call_t *c, size_t *len, void **owned)
                      ? gw_base64_decode (json_string_value (content), json_string_length (content), len)
                      : NULL;
     if (!data)
-        refuse (c, "InvalidRequest", "content must be base64 (RFC 4648, padded), or the data a raw frame");
+        refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "content must be base64 (RFC 4648, padded), or the data a raw frame");
     return data;
 }
 
@@ -159,7 +160,7 @@ put_file (call_t *c)
         return NULL;
     json_t *reply = NULL;
     if (len > GW_FILES_CHUNK_MAX)
-        refuse (c, "InvalidRequest", "a chunk holds at most 4194304 bytes: send a big file in chunks with offset");
+        refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "a chunk holds at most 4194304 bytes: send a big file in chunks with offset");
     else {
         int fd = gw_files_open_write (c->root, c->path, offset, c->err);
         if (fd >= 0 && gw_files_write (fd, offset, data, len, c->err) == 0)
@@ -179,7 +180,7 @@ do_put (call_t *c)
     json_t *value = json_object_get (c->content, "type");
     const char *type = value ? gw_text (value) : "file";
     if (!type || !(streq (type, "file") || streq (type, "directory")))
-        return refuse (c, "InvalidRequest", "type must be \"file\" or \"directory\"");
+        return refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "type must be \"file\" or \"directory\"");
     if (streq (type, "file"))
         return put_file (c);
     if (gw_files_mkdir (c->root, c->path, c->err) < 0)
@@ -201,7 +202,7 @@ new_path_field (call_t *c)
 {
     json_t *value = json_object_get (c->content, "new_path");
     if (!json_is_string (value)) {
-        refuse (c, "InvalidPath", "new_path must be a string");
+        refuse (c, gw_error_name (GW_E_INVALID_PATH), "new_path must be a string");
         return NULL;
     }
     return gw_files_path (json_string_value (value), json_string_length (value), c->err);
@@ -264,14 +265,14 @@ gw_control_files (gw_core_t *core, const char *type, const json_t *content, zmsg
     err->ename = NULL;
     const char *id = gw_text (json_object_get (content, "conversation_id"));
     if (!id || !gw_conv_id_valid (id))
-        return refuse (&c, "InvalidConversationId",
+        return refuse (&c, gw_error_name (GW_E_INVALID_CONVERSATION_ID),
                        "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
     gw_conv_t *conv = gw_core_find (core, id);
     if (!conv)
-        return refuse (&c, "NoSuchConversation", "no conversation has this id");
+        return refuse (&c, gw_error_name (GW_E_NO_SUCH_CONVERSATION), "no conversation has this id");
     json_t *path = json_object_get (content, "path");
     if (path && !json_is_string (path))
-        return refuse (&c, "InvalidPath", "path must be a string");
+        return refuse (&c, gw_error_name (GW_E_INVALID_PATH), "path must be a string");
     char *normal = gw_files_path (path ? json_string_value (path) : "", path ? json_string_length (path) : 0, err);
     if (!normal)
         return NULL;
@@ -285,7 +286,7 @@ gw_control_files (gw_core_t *core, const char *type, const json_t *content, zmsg
     if (reply)
         json_object_set_new (reply, "conversation_id", json_string (id));
     else if (!err->ename) /* every refusal names its reason: never an unset error */
-        refuse (&c, "FileError", GW_FILES_ERROR_UNSAID);
+        refuse (&c, gw_error_name (GW_E_FILE_ERROR), GW_FILES_ERROR_UNSAID);
     free (normal);
     return reply;
 }

@@ -17,6 +17,7 @@
 */
 #include "gw_conv.h"
 #include "gw_config.h"
+#include "gw_error.h"
 #include "gw_front.h"
 #include "gw_kernel.h"
 #include "gw_launch.h"
@@ -238,7 +239,7 @@ kernel_failed (gw_conv_t *self, const char *reason)
     gw_log ("kernel_failed", "{s:s, s:s}", "conversation", self->id, "reason", reason);
     gw_kernel_end (self->kernel);
     self->kstate = K_DEAD;
-    gw_relay_kernel_detach (self->relay, "KernelStartFailed", reason, true);
+    gw_relay_kernel_detach (self->relay, gw_error_name (GW_E_KERNEL_START_FAILED), reason, true);
     gw_relay_event (self->relay, GW_EVENT_KERNEL_DIED, reason);
     waiters_notify (self, false, reason);
 }
@@ -309,7 +310,7 @@ kernel_mode_died (gw_conv_t *self, gw_launch_t *launch)
 static void
 kill_cause_correct (gw_conv_t *self, const gw_launch_t *launch)
 {
-    if (self->kill_ename && streq (self->kill_ename, "KernelDied")
+    if (self->kill_ename && streq (self->kill_ename, gw_error_name (GW_E_KERNEL_DIED))
         && (gw_launch_found_dead (launch) || gw_launch_out_of_memory (launch))) {
         free (self->kill_ename), free (self->kill_cause);
         self->kill_ename = self->kill_cause = NULL;
@@ -335,7 +336,7 @@ on_launch_exit (gw_launch_t *launch, void *arg)
         kernel_mode_died (self, launch);
     kill_cause_correct (self, launch);
     char cause[512];
-    const char *ename = self->kill_ename ? self->kill_ename : "KernelDied";
+    const char *ename = self->kill_ename ? self->kill_ename : gw_error_name (GW_E_KERNEL_DIED);
     if (self->kill_cause)
         snprintf (cause, sizeof cause, "%s", self->kill_cause);
     else
@@ -619,7 +620,7 @@ gw_conv_restart (gw_conv_t *self, const char *reason)
     gw_kernel_end (self->kernel);
     char cause[256];
     snprintf (cause, sizeof cause, "the kernel was restarted (%s); variables are lost", reason);
-    gw_relay_kernel_detach (self->relay, "KernelRestarted", cause, true);
+    gw_relay_kernel_detach (self->relay, gw_error_name (GW_E_KERNEL_RESTARTED), cause, true);
     free (self->kill_ename), free (self->kill_cause);
     self->kill_ename = self->kill_cause = NULL;
     gw_conv_kernel_start (self);

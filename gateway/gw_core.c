@@ -4,6 +4,7 @@
     and the ops files call these; the server only makes and ends it.
 */
 #include "gw_core.h"
+#include "gw_error.h"
 #include "gw_capacity.h"
 #include "gw_config.h"
 #include "gw_conv.h"
@@ -124,7 +125,7 @@ tools_checked (const json_t *tools, gw_core_error_t *err)
     char *errmsg = NULL;
     json_t *checked = gw_tools_validate (tools, &errmsg);
     if (!checked)
-        error_set (err, "InvalidTools", errmsg ? errmsg : wire_xstrdup ("invalid tool list"));
+        error_set (err, gw_error_name (GW_E_INVALID_TOOLS), errmsg ? errmsg : wire_xstrdup ("invalid tool list"));
     return checked;
 }
 
@@ -150,14 +151,14 @@ room_left (gw_core_t *self, gw_core_error_t *err)
 {
     gw_server_t *server = self->server;
     if (gw_core_count (self) >= gw_server_config (server)->max_conversations) {
-        error_set (err, "TooManyConversations",
+        error_set (err, gw_error_name (GW_E_TOO_MANY_CONVERSATIONS),
                    wire_xasprintf ("the gateway already holds its maximum of %d conversations",
                                    gw_server_config (server)->max_conversations));
         return false;
     }
     char *full = NULL;
     if (gw_capacity_check (gw_server_capacity (server), gw_core_count (self), &full) < 0) {
-        error_set (err, "CapacityError", full ? full : wire_xstrdup ("no room for another conversation"));
+        error_set (err, gw_error_name (GW_E_CAPACITY_ERROR), full ? full : wire_xstrdup ("no room for another conversation"));
         return false;
     }
     return true;
@@ -176,15 +177,14 @@ gw_core_open (gw_core_t *self, const char *id, const json_t *request, gw_core_at
     if (conv)
         return reattach (conv, tools, err);
     if (gw_drain_active (server)) {
-        error_set (err, "GatewayDraining",
-                   wire_xstrdup ("the gateway is stopping (SIGTERM): it opens no new conversation; "
-                                 "open it on another gateway"));
+        error_set (err, gw_error_name (GW_E_GATEWAY_DRAINING),
+                   wire_xstrdup (gw_error_text (GW_E_GATEWAY_DRAINING)));
         return NULL;
     }
     const char *layer;
     const char *startup_error = gw_server_startup_error (server, &layer);
     if (startup_error) {
-        error_set (err, "ConfinementUnavailable",
+        error_set (err, gw_error_name (GW_E_CONFINEMENT_UNAVAILABLE),
                    wire_xasprintf ("this host cannot confine kernels as configured: the start-up probe failed "
                                    "at %s: %s (fix it and restart kennel)",
                                    layer, startup_error));
@@ -195,17 +195,17 @@ gw_core_open (gw_core_t *self, const char *id, const json_t *request, gw_core_at
     const char *spec_name = kernelspec ? gw_text (kernelspec) : NULL;
     const json_t *spec = spec_name ? gw_config_kernelspec (config, spec_name) : NULL;
     if (kernelspec && !spec) {
-        error_set (err, "UnknownKernel", wire_xstrdup ("kernelspec must name one of the config's kernelspecs"));
+        error_set (err, gw_error_name (GW_E_UNKNOWN_KERNEL), wire_xstrdup ("kernelspec must name one of the config's kernelspecs"));
         return NULL;
     }
     const char *kname = kernel ? gw_text (kernel) : spec ? json_string_value (json_object_get (spec, "kernel")) : "python";
     if (!kname || (!streq (kname, "python") && !json_object_get (config->kernels, kname))) {
-        error_set (err, "UnknownKernel",
+        error_set (err, gw_error_name (GW_E_UNKNOWN_KERNEL),
                    wire_xstrdup ("kernel must be \"python\" or a kernel named in the config file"));
         return NULL;
     }
     if (spec && !streq (kname, json_string_value (json_object_get (spec, "kernel")))) {
-        error_set (err, "UnknownKernel", wire_xasprintf ("kernelspec %s starts kernel %s, not %s", spec_name,
+        error_set (err, gw_error_name (GW_E_UNKNOWN_KERNEL), wire_xasprintf ("kernelspec %s starts kernel %s, not %s", spec_name,
                                                          json_string_value (json_object_get (spec, "kernel")), kname));
         return NULL;
     }
@@ -217,12 +217,12 @@ gw_core_open (gw_core_t *self, const char *id, const json_t *request, gw_core_at
     if (!room_left (self, err))
         conv = NULL;
     else if (gw_policy_lower_spec (config, spec_name, json_object_get (request, "policy"), &policy, &errmsg) < 0)
-        error_set (err, "PolicyError", errmsg ? errmsg : wire_xstrdup ("bad policy"));
+        error_set (err, gw_error_name (GW_E_POLICY_ERROR), errmsg ? errmsg : wire_xstrdup ("bad policy"));
     else {
         conv = gw_core_open_checked (self, id, kname, checked, &policy, true, attach, arg, &errmsg);
         gw_policy_clear (&policy);
         if (!conv)
-            error_set (err, "OpenFailed", errmsg ? errmsg : wire_xstrdup ("the conversation could not be created"));
+            error_set (err, gw_error_name (GW_E_OPEN_FAILED), errmsg ? errmsg : wire_xstrdup ("the conversation could not be created"));
         *created = conv != NULL;
     }
     json_decref (checked);

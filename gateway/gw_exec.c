@@ -9,6 +9,7 @@
 #include "gw_exec.h"
 #include "gw_calls.h"
 #include "gw_config.h"
+#include "gw_error.h"
 #include "gw_launch.h"
 #include "gw_log.h"
 #include "gw_metrics.h"
@@ -266,7 +267,7 @@ on_grace_over (zloop_t *loop, int timer_id, void *arg)
               self->owner->policy (self->conv)->execution_timeout);
     gw_log ("kill", "{s:s, s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id, "reason",
             "timeout");
-    self->owner->kill_kernel (self->conv, "ExecutionTimeout", cause);
+    self->owner->kill_kernel (self->conv, gw_error_name (GW_E_EXECUTION_TIMEOUT), cause);
     return 0;
 }
 
@@ -328,7 +329,7 @@ gw_exec_track (gw_relay_t *self, zmsg_t **msg_p, json_t *header)
         char source[200];
         snprintf (source, sizeof source, "conversation/%s/queue_full", self->id);
         gw_log_limited (source, "queue_full", "{s:s, s:s}", "conversation", self->id, "msg_id", e->msg_id);
-        exec_fail (self, e, "QueueFull", evalue, "kept", true);
+        exec_fail (self, e, gw_error_name (GW_E_QUEUE_FULL), evalue, "kept", true);
         exec_destroy (&e);
         zmsg_destroy (msg_p);
         return;

@@ -39,9 +39,9 @@
 #define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
 static int
-fail (gw_files_error_t *err, const char *ename, const char *fmt, const char *path)
+fail (gw_files_error_t *err, gw_error_t error, const char *fmt, const char *path)
 {
-    err->ename = ename;
+    err->ename = gw_error_name (error);
     snprintf (err->evalue, sizeof err->evalue, fmt, gw_text_fit (path, 200), path);
     return -1;
 }
@@ -54,32 +54,32 @@ fail_errno (gw_files_error_t *err, const char *path)
     switch (e) {
     case ENOENT:
     case ENOTDIR:
-        return fail (err, "NoSuchFile", "no such file or directory: %.*s", path);
+        return fail (err, GW_E_NO_SUCH_FILE, "no such file or directory: %.*s", path);
     case ELOOP:
-        return fail (err, "SymlinkRefused", "a symlink is on the path (links are never followed): %.*s", path);
+        return fail (err, GW_E_SYMLINK_REFUSED, "a symlink is on the path (links are never followed): %.*s", path);
     case EXDEV:
-        return fail (err, "InvalidPath", "the path leaves the workspace: %.*s", path);
+        return fail (err, GW_E_INVALID_PATH, "the path leaves the workspace: %.*s", path);
     case EACCES:
     case EPERM:
-        return fail (err, "PermissionDenied", "permission denied: %.*s", path);
+        return fail (err, GW_E_PERMISSION_DENIED, "permission denied: %.*s", path);
     case ENOSPC:
     case EDQUOT:
-        return fail (err, "WorkspaceFull", "the workspace's quota (workspace_bytes or workspace_files) is full: %.*s",
-                     path);
+        return fail (err, GW_E_WORKSPACE_FULL,
+                     "the workspace's quota (workspace_bytes or workspace_files) is full: %.*s", path);
     case EISDIR:
-        return fail (err, "IsADirectory", "a directory, not a file: %.*s", path);
+        return fail (err, GW_E_IS_A_DIRECTORY, "a directory, not a file: %.*s", path);
     case ENXIO:
     case ETXTBSY:
-        return fail (err, "NotARegularFile", "not a regular file: %.*s", path);
+        return fail (err, GW_E_NOT_A_REGULAR_FILE, "not a regular file: %.*s", path);
     case ENOTEMPTY:
-        return fail (err, "DirectoryNotEmpty", "the directory is not empty: %.*s", path);
+        return fail (err, GW_E_DIRECTORY_NOT_EMPTY, "the directory is not empty: %.*s", path);
     case EEXIST:
-        return fail (err, "FileExists", "a file of another type has this name: %.*s", path);
+        return fail (err, GW_E_FILE_EXISTS, "a file of another type has this name: %.*s", path);
     case ENOSYS:
-        return fail (err, "FileApiUnavailable", "openat2 is unavailable (Linux 5.6 or later is needed): %.*s",
+        return fail (err, GW_E_FILE_API_UNAVAILABLE, "openat2 is unavailable (Linux 5.6 or later is needed): %.*s",
                      path);
     default:
-        err->ename = "FileError";
+        err->ename = gw_error_name (GW_E_FILE_ERROR);
         snprintf (err->evalue, sizeof err->evalue, "%s: %.*s", strerror (e), gw_text_fit (path, 200), path);
         return -1;
     }
@@ -89,13 +89,13 @@ char *
 gw_files_path (const char *path, size_t len, gw_files_error_t *err)
 {
     if (strlen (path) != len || len > GW_FILES_PATH_MAX || path[0] == '/') {
-        fail (err, "InvalidPath", "the path must be relative to the workspace, without NUL, at most 4096 bytes: %.*s",
-              path);
+        fail (err, GW_E_INVALID_PATH,
+              "the path must be relative to the workspace, without NUL, at most 4096 bytes: %.*s", path);
         return NULL;
     }
     if (!wire_utf8_valid ((const unsigned char *) path, len)) {
         char shown[200];
-        fail (err, "InvalidPath", "the path is not UTF-8 text (a file's model names it in JSON): %.*s",
+        fail (err, GW_E_INVALID_PATH, "the path is not UTF-8 text (a file's model names it in JSON): %.*s",
               gw_text_escape (path, len, shown, sizeof shown));
         return NULL;
     }
@@ -105,7 +105,7 @@ gw_files_path (const char *path, size_t len, gw_files_error_t *err)
         size_t seg = strcspn (p, "/");
         if (seg == 2 && p[0] == '.' && p[1] == '.') {
             free (out);
-            fail (err, "InvalidPath", "\"..\" is refused in a path: %.*s", path);
+            fail (err, GW_E_INVALID_PATH, "\"..\" is refused in a path: %.*s", path);
             return NULL;
         }
         if (seg > 0 && !(seg == 1 && p[0] == '.')) {
@@ -161,7 +161,8 @@ model_of (const char *path, const struct stat *st, gw_files_error_t *err)
     char created[40], modified[40];
     if (!wire_utf8_valid ((const unsigned char *) path, strlen (path))) {
         char shown[200];
-        fail (err, "InvalidPath", "the name is not UTF-8 text, so no model can name it (rename it in the kernel): %.*s",
+        fail (err, GW_E_INVALID_PATH,
+              "the name is not UTF-8 text, so no model can name it (rename it in the kernel): %.*s",
               gw_text_escape (path, strlen (path), shown, sizeof shown));
         return NULL;
     }
@@ -172,7 +173,7 @@ model_of (const char *path, const struct stat *st, gw_files_error_t *err)
                                "type", S_ISDIR (st->st_mode) ? "directory" : "file", "size", (json_int_t) st->st_size,
                                "created", created, "last_modified", modified, "writable", (st->st_mode & S_IWUSR) != 0);
     if (!model)
-        fail (err, "FileError", "the model of %.*s could not be made", path);
+        fail (err, GW_E_FILE_ERROR, "the model of %.*s could not be made", path);
     return model;
 }
 
@@ -189,11 +190,11 @@ gw_files_stat (int root, const char *path, gw_files_error_t *err)
     }
     close (fd);
     if (S_ISLNK (st.st_mode)) { /* O_PATH | O_NOFOLLOW opened the link itself */
-        fail (err, "SymlinkRefused", "a symlink (links are never followed): %.*s", path);
+        fail (err, GW_E_SYMLINK_REFUSED, "a symlink (links are never followed): %.*s", path);
         return NULL;
     }
     if (!S_ISDIR (st.st_mode) && !S_ISREG (st.st_mode)) {
-        fail (err, "NotARegularFile", "not a regular file or directory: %.*s", path);
+        fail (err, GW_E_NOT_A_REGULAR_FILE, "not a regular file or directory: %.*s", path);
         return NULL;
     }
     return model_of (path, &st, err);
@@ -210,8 +211,8 @@ fail_not_dir (int root, const char *path, gw_files_error_t *err)
     if (fd >= 0)
         close (fd);
     if (link)
-        return fail (err, "SymlinkRefused", "a symlink (links are never followed): %.*s", path);
-    return fail (err, "NotADirectory", "not a directory: %.*s", path);
+        return fail (err, GW_E_SYMLINK_REFUSED, "a symlink (links are never followed): %.*s", path);
+    return fail (err, GW_E_NOT_A_DIRECTORY, "not a directory: %.*s", path);
 }
 
 /* path's directory, opened for reading; -1 + err. */
@@ -273,11 +274,11 @@ check_regular (int fd, const char *path, struct stat *st, gw_files_error_t *err)
     if (fstat (fd, st) < 0)
         return fail_errno (err, path);
     if (S_ISDIR (st->st_mode))
-        return fail (err, "IsADirectory", "a directory, not a file: %.*s", path);
+        return fail (err, GW_E_IS_A_DIRECTORY, "a directory, not a file: %.*s", path);
     if (!S_ISREG (st->st_mode))
-        return fail (err, "NotARegularFile", "not a regular file (a FIFO, socket or device): %.*s", path);
+        return fail (err, GW_E_NOT_A_REGULAR_FILE, "not a regular file (a FIFO, socket or device): %.*s", path);
     if (st->st_nlink > 1)
-        return fail (err, "HardlinkRefused", "the file has more than one name (a hardlink): %.*s", path);
+        return fail (err, GW_E_HARDLINK_REFUSED, "the file has more than one name (a hardlink): %.*s", path);
     return 0;
 }
 
@@ -298,7 +299,7 @@ int
 gw_files_open_write (int root, const char *path, int64_t offset, gw_files_error_t *err)
 {
     if (!*path)
-        return fail (err, "IsADirectory", "the workspace's root is a directory%.*s", path);
+        return fail (err, GW_E_IS_A_DIRECTORY, "the workspace's root is a directory%.*s", path);
     int fd = resolve (root, path, O_WRONLY | O_NONBLOCK | (offset == 0 ? O_CREAT : 0), 0644);
     struct stat st;
     if (fd < 0)
@@ -309,7 +310,7 @@ gw_files_open_write (int root, const char *path, int64_t offset, gw_files_error_
     }
     if (offset != st.st_size && offset != 0) {
         close (fd);
-        err->ename = "InvalidOffset";
+        err->ename = gw_error_name (GW_E_INVALID_OFFSET);
         snprintf (err->evalue, sizeof err->evalue, "offset %lld is not the file's size %lld (chunks go in order)",
                   (long long) offset, (long long) st.st_size);
         return -1;
@@ -402,7 +403,7 @@ gw_files_delete (int root, const char *path, gw_files_error_t *err)
     const char *name;
     struct stat st;
     if (!*path)
-        return fail (err, "InvalidPath", "the workspace's root cannot be deleted%.*s", path);
+        return fail (err, GW_E_INVALID_PATH, "the workspace's root cannot be deleted%.*s", path);
     int dir = resolve_parent (root, path, &name, err);
     if (dir < 0)
         return -1;
@@ -422,7 +423,7 @@ gw_files_create (int root, const char *path, bool directory, gw_files_error_t *e
 {
     const char *name;
     if (!*path)
-        return fail (err, "FileExists", "the workspace's root exists%.*s", path);
+        return fail (err, GW_E_FILE_EXISTS, "the workspace's root exists%.*s", path);
     int dir = resolve_parent (root, path, &name, err);
     if (dir < 0)
         return -1;
@@ -435,7 +436,7 @@ gw_files_create (int root, const char *path, bool directory, gw_files_error_t *e
     close (dir);
     errno = e;
     if (fd < 0 && errno == EEXIST)
-        return fail (err, "FileExists", "a file or directory of this name exists: %.*s", path);
+        return fail (err, GW_E_FILE_EXISTS, "a file or directory of this name exists: %.*s", path);
     if (fd < 0)
         return fail_errno (err, path);
     own_as_root (root, fd);
@@ -451,11 +452,11 @@ check_movable (int dir, const char *name, const char *path, gw_files_error_t *er
     if (fstatat (dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return fail_errno (err, path);
     if (S_ISLNK (st.st_mode))
-        return fail (err, "SymlinkRefused", "a symlink (links are never followed): %.*s", path);
+        return fail (err, GW_E_SYMLINK_REFUSED, "a symlink (links are never followed): %.*s", path);
     if (!S_ISDIR (st.st_mode) && !S_ISREG (st.st_mode))
-        return fail (err, "NotARegularFile", "not a regular file or directory: %.*s", path);
+        return fail (err, GW_E_NOT_A_REGULAR_FILE, "not a regular file or directory: %.*s", path);
     if (S_ISREG (st.st_mode) && st.st_nlink > 1)
-        return fail (err, "HardlinkRefused", "the file has more than one name (a hardlink): %.*s", path);
+        return fail (err, GW_E_HARDLINK_REFUSED, "the file has more than one name (a hardlink): %.*s", path);
     return 0;
 }
 
@@ -477,7 +478,7 @@ int
 gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *err)
 {
     if (!*from || !*to)
-        return fail (err, "InvalidPath", "the workspace's root cannot be renamed, nor be a target%.*s", "");
+        return fail (err, GW_E_INVALID_PATH, "the workspace's root cannot be renamed, nor be a target%.*s", "");
     int dirs[2];
     const char *names[2];
     if (resolve_parents (root, from, to, dirs, names, err) < 0)
@@ -492,9 +493,9 @@ gw_files_rename (int root, const char *from, const char *to, gw_files_error_t *e
     if (rc == 0 && !streq (from, to) && renameat2 (dirs[0], names[0], dirs[1], names[1], RENAME_NOREPLACE) < 0) {
         int e = errno;
         if (e == EEXIST)
-            rc = fail (err, "FileExists", "a file or directory of this name exists: %.*s", to);
+            rc = fail (err, GW_E_FILE_EXISTS, "a file or directory of this name exists: %.*s", to);
         else if (e == EINVAL)
-            rc = fail (err, "InvalidPath", "a directory cannot move into itself: %.*s", to);
+            rc = fail (err, GW_E_INVALID_PATH, "a directory cannot move into itself: %.*s", to);
         else {
             errno = e;
             rc = fail_errno (err, e == ENOENT ? to : from);
@@ -510,13 +511,13 @@ gw_files_copy (int root, const char *from, const char *to, bool replace, gw_file
 {
     struct stat st;
     if (streq (from, to))
-        return fail (err, "FileExists", "a file cannot be copied onto itself: %.*s", to);
+        return fail (err, GW_E_FILE_EXISTS, "a file cannot be copied onto itself: %.*s", to);
     int in = gw_files_open_read (root, from, &st, err);
     if (in < 0)
         return -1;
     if (st.st_size > (off_t) GW_FILES_CHUNK_MAX) {
         close (in);
-        return fail (err, "TooLarge", "a copy is one step of at most 4 MiB, and this file is larger: %.*s", from);
+        return fail (err, GW_E_TOO_LARGE, "a copy is one step of at most 4 MiB, and this file is larger: %.*s", from);
     }
     int out = replace ? gw_files_open_write (root, to, 0, err) : gw_files_create (root, to, false, err);
     char *buf = out >= 0 ? wire_xmalloc ((size_t) st.st_size + 1) : NULL;

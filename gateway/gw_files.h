@@ -12,6 +12,7 @@
 #ifndef GW_FILES_H_INCLUDED
 #define GW_FILES_H_INCLUDED
 
+#include "gw_error.h"
 #include "wire.h"
 
 #include <sys/stat.h>
@@ -33,8 +34,8 @@ typedef struct {
     const char *ename;
     char evalue[320];
 } gw_files_error_t;
-#define GW_FILES_ERROR_UNSAID "the file service failed without saying why"
-#define GW_FILES_ERROR_INIT {.ename = "FileError", .evalue = GW_FILES_ERROR_UNSAID}
+/* FileError with GW_FILES_ERROR_UNSAID (gw_error.h): for an automatic variable only */
+#define GW_FILES_ERROR_INIT {.ename = gw_error_name (GW_E_FILE_ERROR), .evalue = GW_FILES_ERROR_UNSAID}
 
 /* path checked and normalized ("a//./b/" is "a/b"; "" the root), malloc'd;
    NULL + err (InvalidPath) for an absolute path, a ".." component, a NUL,

@@ -11,6 +11,7 @@
 */
 #include "gw_kernel_link.h"
 #include "gw_exec.h"
+#include "gw_error.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_log.h"
@@ -141,7 +142,7 @@ on_kernel_drop_grace (zloop_t *loop, int timer_id, void *arg)
                   "the kernel closed its %s connection to the gateway (or sent a frame over %zu bytes); it was "
                   "killed and the next request starts a fresh kernel, variables are lost",
                   gw_channel_name (self->dropped_channel), 2 * gw_server_limits (self->server)->max_message_bytes);
-    self->owner->kill_kernel (self->conv, "KernelDied", cause);
+    self->owner->kill_kernel (self->conv, gw_error_name (GW_E_KERNEL_DIED), cause);
     return 0;
 }
 

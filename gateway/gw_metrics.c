@@ -6,6 +6,7 @@
     no class that counts.
 */
 #include "gw_metrics.h"
+#include "gw_error.h"
 #include "gw_metrics_private.h"
 #include "gw_util.h"
 
@@ -77,7 +78,7 @@ gw_metrics_timeout (void)
 void
 gw_metrics_kernel_died (const char *kill_ename, const char *cause)
 {
-    const char *kind = kill_ename && streq (kill_ename, "ExecutionTimeout") ? "timeout"
+    const char *kind = kill_ename && streq (kill_ename, gw_error_name (GW_E_EXECUTION_TIMEOUT)) ? "timeout"
                        : kill_ename                                       ? "gateway"
                        : !cause                                            ? "other"
                        : strncmp (cause, "out of memory", 13) == 0         ? "oom"

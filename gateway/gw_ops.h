@@ -6,6 +6,7 @@
 #define GW_OPS_H_INCLUDED
 
 #include "gw_config.h"
+#include "gw_error.h" /* GW_DRAINING, what a refusal by the drain says */
 #include <czmq.h>
 #include <stdbool.h>
 
@@ -39,14 +40,6 @@ typedef bool (gw_pool_renew_fn) (gw_server_t *server, int size);
 void gw_drain_start (gw_server_t *server, gw_pool_renew_fn *renew);
 /* Whether new conversations are refused for a drain. */
 bool gw_drain_active (const gw_server_t *server);
-/* What every front tells a client refused by the drain (ename
-   GatewayDraining), the whole evalue for a new execution (GW_DRAIN_NO_RUN)
-   and for a restart, whose fresh kernel would only be killed at the stop. */
-#define GW_DRAINING "the gateway is stopping (draining after SIGTERM)"
-#define GW_DRAIN_NO_RUN                                                                                             \
-    GW_DRAINING ": it runs no new execution and starts no kernel; open the conversation on another gateway"
-#define GW_DRAIN_NO_RESTART                                                                                         \
-    GW_DRAINING ": it starts no kernel, a restart included; open the conversation on another gateway"
 /* Seconds a refused client should wait before it retries elsewhere. */
 #define GW_DRAIN_RETRY_AFTER 5
 

@@ -22,6 +22,7 @@
 #include "gw_relay.h"
 #include "gw_calls.h"
 #include "gw_exec.h"
+#include "gw_error.h"
 #include "gw_front.h"
 #include "gw_kernel_link.h"
 #include "gw_log.h"
@@ -232,7 +233,8 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
         reply = wire_msg_new (self->session, "interrupt_reply", req);
         wire_msg_set_content (reply, rc == 0 ? json_pack ("{s:s}", "status", "ok")
                                              : json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
-                                                          "NoKernel", "evalue", "no kernel is running", "traceback"));
+                                                          gw_error_name (GW_E_NO_KERNEL), "evalue",
+                                                          gw_error_text (GW_E_NO_KERNEL), "traceback"));
         char source[200];
         snprintf (source, sizeof source, "conversation/%s/interrupt", self->id);
         gw_log_limited (source, "interrupt", "{s:s, s:b}", "conversation", self->id, "delivered", rc == 0);
@@ -241,8 +243,8 @@ control_answer (gw_relay_t *self, zmsg_t **msg_p, const char *msg_type)
         /* refused: the kernel runs on until the drain ends */
         reply = wire_msg_new (self->session, "shutdown_reply", req);
         wire_msg_set_content (reply, json_pack ("{s:s, s:s, s:s, s:[], s:b}", "status", "error", "ename",
-                                                "GatewayDraining", "evalue", GW_DRAIN_NO_RESTART, "traceback",
-                                                "restart", true));
+                                                gw_error_name (GW_E_GATEWAY_DRAINING), "evalue", GW_DRAIN_NO_RESTART,
+                                                "traceback", "restart", true));
     }
     else {
         bool restart = json_is_true (json_object_get (req->content, "restart"));
@@ -316,7 +318,7 @@ static void
 drain_refuse (gw_relay_t *self, zmsg_t *msg, const char *msg_type, json_t *header, wire_channel_t channel)
 {
     zmsg_t *ids = wire_frames_pop_identities (msg);
-    gw_answer_refuse (&self->answer_to, channel, header, ids, "GatewayDraining",
+    gw_answer_refuse (&self->answer_to, channel, header, ids, gw_error_name (GW_E_GATEWAY_DRAINING),
                       GW_DRAIN_NO_RUN,
                       gw_answer_cost_none ("kept"), true);
     zmsg_destroy (&ids);
@@ -434,7 +436,7 @@ gw_relay_close (gw_relay_t *self, const char *why, const char *cause)
     gw_calls_end (self, NULL, "closed");
     /* sent before the peers are told the conversation closed (the ZeroMQ
        front's sockets then linger to deliver them) */
-    gw_exec_answer_all (self, "ConversationClosed", cause, "the conversation was closed before it", "lost");
+    gw_exec_answer_all (self, gw_error_name (GW_E_CONVERSATION_CLOSED), cause, "the conversation was closed before it", "lost");
     zlistx_purge (self->backlog);
 }
 

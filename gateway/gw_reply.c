@@ -4,6 +4,7 @@
     ExecutionTimeout with the one error output that says so.
 */
 #include "gw_reply.h"
+#include "gw_error.h"
 #include "gw_launch.h"
 #include "gw_meta.h"
 #include "gw_proc.h"
@@ -55,8 +56,9 @@ gw_reply_rewrite (gw_relay_t *self, zmsg_t *msg, gw_exec_t *e)
         snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
                   self->owner->policy (self->conv)->execution_timeout);
         json_t *fresh = json_pack ("{s:s, s:O?, s:s, s:s, s:[s], s:{}, s:[]}", "status", "error", "execution_count",
-                                   json_object_get (content, "execution_count"), "ename", "ExecutionTimeout",
-                                   "evalue", evalue, "traceback", evalue, "user_expressions", "payload");
+                                   json_object_get (content, "execution_count"), "ename",
+                                   gw_error_name (GW_E_EXECUTION_TIMEOUT), "evalue", evalue, "traceback", evalue,
+                                   "user_expressions", "payload");
         text = json_dumps (fresh, JSON_COMPACT);
         zframe_reset (content_frame, text, strlen (text));
         free (text);
@@ -77,5 +79,5 @@ gw_reply_timeout_report (gw_relay_t *self, gw_exec_t *e)
     char evalue[200];
     snprintf (evalue, sizeof evalue, "execution exceeded %g s; it was interrupted and the variables are kept",
               self->owner->policy (self->conv)->execution_timeout);
-    gw_relay_msg_error (self, e->header, "ExecutionTimeout", evalue);
+    gw_relay_msg_error (self, e->header, gw_error_name (GW_E_EXECUTION_TIMEOUT), evalue);
 }

@@ -13,6 +13,7 @@
 #include "gw_config.h"
 #include "gw_conv.h"
 #include "gw_core.h"
+#include "gw_error.h"
 #include "gw_files.h"
 #include "gw_log.h"
 #include "gw_ops.h"
@@ -111,7 +112,7 @@ on_open_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
         answer (c, content);
     }
     else {
-        refuse (c, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
+        refuse (c, gw_error_name (GW_E_KERNEL_START_FAILED), errmsg ? errmsg : "the kernel could not be started");
         if (c->created)
             gw_core_close_later (c->core, gw_conv_id (conv), "start failed");
     }
@@ -125,7 +126,7 @@ on_restart_ready (gw_conv_t *conv, bool ok, const char *errmsg, void *arg)
     if (ok)
         answer (c, json_pack ("{s:s, s:s}", "status", "ok", "conversation_id", gw_conv_id (conv)));
     else
-        refuse (c, "KernelStartFailed", errmsg ? errmsg : "the kernel could not be started");
+        refuse (c, gw_error_name (GW_E_KERNEL_START_FAILED), errmsg ? errmsg : "the kernel could not be started");
     free (c);
 }
 
@@ -136,7 +137,7 @@ conversation_id (call_t *c, const json_t *content)
 {
     const char *id = gw_text (json_object_get (content, "conversation_id"));
     if (!id || !gw_conv_id_valid (id)) {
-        refuse (c, "InvalidConversationId",
+        refuse (c, gw_error_name (GW_E_INVALID_CONVERSATION_ID),
                 "conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"");
         return NULL;
     }
@@ -161,7 +162,7 @@ do_open (call_t *c, const json_t *content)
        first reattach here: the reply names it */
     char *errmsg = NULL;
     if (!created && c->front->attach && c->front->attach (conv, NULL, &errmsg) < 0) {
-        refuse (c, "OpenFailed", errmsg ? errmsg : "the conversation could not be attached");
+        refuse (c, gw_error_name (GW_E_OPEN_FAILED), errmsg ? errmsg : "the conversation could not be attached");
         free (errmsg);
         return;
     }
@@ -175,12 +176,12 @@ do_close (call_t *c, const json_t *content)
     if (!id)
         return;
     if (!gw_core_find (c->core, id)) {
-        refuse (c, "NoSuchConversation", "no conversation has this id");
+        refuse (c, gw_error_name (GW_E_NO_SUCH_CONVERSATION), "no conversation has this id");
         return;
     }
     json_t *keep = json_object_get (content, "keep_workspace");
     if (keep && !json_is_boolean (keep)) {
-        refuse (c, "InvalidRequest", "keep_workspace must be true or false");
+        refuse (c, gw_error_name (GW_E_INVALID_REQUEST), "keep_workspace must be true or false");
         return;
     }
     char *kept = wire_xstrdup (id); /* content may be the conversation's */
@@ -197,12 +198,12 @@ do_restart (call_t *c, const json_t *content)
         return;
     gw_conv_t *conv = gw_core_find (c->core, id);
     if (!conv) {
-        refuse (c, "NoSuchConversation", "no conversation has this id");
+        refuse (c, gw_error_name (GW_E_NO_SUCH_CONVERSATION), "no conversation has this id");
         return;
     }
     const char *refused = gw_core_restart (conv, c->front->restart_why);
     if (refused)
-        refuse (c, "GatewayDraining", refused);
+        refuse (c, gw_error_name (GW_E_GATEWAY_DRAINING), refused);
     else
         gw_conv_when_ready (conv, on_restart_ready, call_keep (c, false));
 }
@@ -239,5 +240,5 @@ gw_request_run (gw_server_t *server, const gw_request_front_t *front, const char
     else if (gw_control_files_handles (type))
         do_files (&c, type, content, buffers);
     else
-        refuse (&c, "UnknownRequest", "unknown control request type");
+        refuse (&c, gw_error_name (GW_E_UNKNOWN_REQUEST), "unknown control request type");
 }

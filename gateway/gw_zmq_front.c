@@ -19,6 +19,7 @@
 #include "gw_answer.h"
 #include "gw_conv.h"
 #include "gw_curve.h"
+#include "gw_error.h"
 #include "gw_front.h"
 #include "gw_io.h"
 #include "gw_linger.h"
@@ -200,7 +201,8 @@ linger_answer (gw_zmq_t *self, wire_channel_t channel, zmsg_t **msg_p)
     if (ids && json_is_string (json_object_get (header, "msg_type"))
         && json_is_string (json_object_get (header, "msg_id"))) {
         gw_answer_to_t to = {self->session, self->conv_id, linger_send, self};
-        gw_answer_refuse (&to, channel, header, ids, "ConversationClosed", self->closed_evalue, NULL, true);
+        gw_answer_refuse (&to, channel, header, ids, gw_error_name (GW_E_CONVERSATION_CLOSED), self->closed_evalue,
+                          NULL, true);
         if (++self->closed_answers == LINGER_ANSWERS_MAX)
             gw_log_limited ("linger/answers", "linger_answers_max", "{s:s, s:i}", "conversation", self->conv_id,
                             "answered", LINGER_ANSWERS_MAX);

@@ -2,7 +2,7 @@
 
 # The gateway's headers: one per class or family (gateway/README.md).
 GW_HEADER_FILES = \
-	gateway/gw_capacity.h gateway/gw_config.h gateway/gw_control.h gateway/gw_conv.h \
+	gateway/gw_capacity.h gateway/gw_config.h gateway/gw_control.h gateway/gw_conv.h gateway/gw_error.h \
 	gateway/gw_curve.h gateway/gw_io.h gateway/gw_launch.h gateway/gw_log.h gateway/gw_meta.h \
 	gateway/gw_peek.h gateway/gw_pool.h gateway/gw_proc.h gateway/gw_quota.h gateway/gw_reach.h gateway/gw_relay.h \
 	gateway/gw_remove.h gateway/gw_schema.h gateway/gw_selftest.h gateway/gw_server.h gateway/gw_server_access.h \
@@ -12,7 +12,7 @@ GW_HEADER_FILES = \
 bin_PROGRAMS += gateway/kennel
 gateway_kennel_SOURCES = \
 	$(GW_HEADER_FILES) \
-	gateway/main.c gateway/gw_log.c gateway/gw_config.c \
+	gateway/main.c gateway/gw_log.c gateway/gw_config.c gateway/gw_error.c \
 	gateway/gw_launch.c gateway/gw_relay.c gateway/gw_relay_private.h gateway/gw_relay_owner.h \
 	gateway/gw_relay_msg.h gateway/gw_relay_msg.c gateway/gw_exec.h gateway/gw_exec.c gateway/gw_output.h \
 	gateway/gw_output.c gateway/gw_reply.h gateway/gw_reply.c gateway/gw_calls.h gateway/gw_calls.c \
@@ -67,6 +67,13 @@ tests_gateway_gw_unit_SOURCES = tests/gateway/gw_unit.c tests/gateway/gw_check.h
 	gateway/gw_linger.h gateway/gw_linger.c
 tests_gateway_gw_unit_LDADD = $(WIRE_LIBS) -lm
 
+# The error table (gw_error.c) on its own: tests/gateway/gw_error_test.c;
+# tests/error_table.py checks it against docs/PROTOCOL.md.
+check_PROGRAMS += tests/gateway/gw_error_test
+TESTS += tests/gateway/gw_error_test
+tests_gateway_gw_error_test_SOURCES = tests/gateway/gw_error_test.c tests/gateway/gw_check.h gateway/gw_error.h \
+	gateway/gw_error.c
+
 # The core's peers (gw_peers.c: the contract of gw_front.h) on their own:
 # tests/gateway/gw_front_test.c.
 check_PROGRAMS += tests/gateway/gw_front_test
@@ -114,7 +121,7 @@ tests_gateway_gw_reaper_test_LDADD = $(WIRE_LIBS)
 check_PROGRAMS += tests/gateway/gw_files_test
 TESTS += tests/gateway/gw_files_test
 tests_gateway_gw_files_test_SOURCES = tests/gateway/gw_files_test.c tests/gateway/gw_check.h gateway/gw_files.h \
-	gateway/gw_files.c gateway/gw_base64.c gateway/gw_clock.c gateway/gw_text.c
+	gateway/gw_files.c gateway/gw_base64.c gateway/gw_clock.c gateway/gw_text.c gateway/gw_error.c
 tests_gateway_gw_files_test_LDADD = $(WIRE_LIBS)
 
 # What kernels may leave in a browser (gw_markup, gw_sanitize) on their

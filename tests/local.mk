@@ -57,6 +57,13 @@ call-graph: all
 	  wire confine kernel-launcher gateway
 .PHONY: call-graph
 
+# The error table (gateway/gw_error.c) and docs/PROTOCOL.md's "Error names"
+# list name the same errors with the same HTTP statuses, every ename table of
+# the doc names only listed ones, and no other gateway C file spells a name
+# as a literal: tests/error_table.py.
+TESTS += tests/error_table.py
+EXTRA_DIST += tests/error_table.py
+
 # JupyterLab's @jupyterlab/services for tests/httpclients, from the npm
 # registry at the versions package-lock.json pins, into this build's node/
 # (never the source tree). ./quickstart check runs it.

@@ -13,6 +13,7 @@
 
 #include "gateway/gw_conv.h"
 #include "gateway/gw_core.h"
+#include "gateway/gw_error.h"
 #include "gateway/gw_files.h"
 #include "gateway/gw_front.h"
 #include "gateway/gw_io.h"
@@ -260,12 +261,10 @@ int http_contents_route (struct lws *wsi, http_req_t *req, const char *rest);
 
 /* ---- http_contents_reply: what every Contents route answers with -------- */
 
-/* A file service error's HTTP status (README.md, "Contents"). */
-int http_contents_status (const char *ename);
 /* The answer to a file service error: its status, {"reason", "message":
    "ename: evalue"}. */
 int http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err);
-void http_contents_fail (gw_files_error_t *err, const char *ename, const char *evalue);
+void http_contents_fail (gw_files_error_t *err, gw_error_t error, const char *evalue);
 /* A Contents model from the file service's: content, format and mimetype
    null, and a file "notebook" when type says so (NULL: when its name ends
    in .ipynb). Returns model. */

@@ -8,6 +8,7 @@
     error names map to HTTP statuses here.
 */
 #include "http.h"
+#include "gateway/gw_error.h"
 #include "gateway/gw_ops.h"
 
 #include <string.h>
@@ -108,18 +109,6 @@ http_api_kernelspecs_route (struct lws *wsi, http_req_t *req, const char *rest)
 
 /* ---- opening ---------------------------------------------------------- */
 
-static int
-status_of_ename (const char *ename)
-{
-    if (streq (ename, "TooManyConversations") || streq (ename, "CapacityError"))
-        return 403;
-    if (streq (ename, "ConfinementUnavailable") || streq (ename, "GatewayDraining"))
-        return 503;
-    if (streq (ename, "KernelStartFailed") || streq (ename, "OpenFailed"))
-        return 500;
-    return 400;
-}
-
 /* The request's env, only KERNEL_* names and those the operator allows;
    NULL + *message when it is no object of strings. */
 static json_t *
@@ -190,7 +179,8 @@ http_api_field_ok (const json_t *body, const char *field, const char *shown, jso
 
 /* conversation_open's request {kernel, tools, policy} and the id. The
    body's fields are typed as jupyter_server reads them (name, path: a
-   string or null) and Kernel Gateway (env); kennel is the gateway's own. */
+   string or null) and Kernel Gateway (env); kennel is the gateway's own.
+   NULL with *message: a sentence, or an ename (gw_error.h) its text says. */
 static json_t *
 open_request (http_front_t *front, const json_t *body, char id[130], const char **message)
 {
@@ -214,7 +204,7 @@ open_request (http_front_t *front, const json_t *body, char id[130], const char 
     const json_t *cid = json_object_get (kennel, "conversation_id");
     if (cid && !(gw_text (cid) && gw_conv_id_valid (gw_text (cid)))) {
         json_decref (env);
-        *message = "InvalidConversationId: conversation_id must match [A-Za-z0-9._-]{1,128} and not be \".\" or \"..\"";
+        *message = gw_error_name (GW_E_INVALID_CONVERSATION_ID); /* its text follows (http_api_open) */
         return NULL;
     }
     if (cid)
@@ -239,16 +229,18 @@ http_api_open (http_front_t *front, const json_t *body, bool *created, int *stat
     char id[130];
     const char *problem = NULL;
     json_t *request = open_request (front, body, id, &problem);
+    gw_error_t named;
     if (!request) {
         *status = 400;
-        *message = wire_xstrdup (problem);
+        *message = gw_error_lookup (problem, &named) ? wire_xasprintf ("%s: %s", problem, gw_error_text (named))
+                                                     : wire_xstrdup (problem);
         return NULL;
     }
     gw_core_error_t err;
     gw_conv_t *conv = gw_core_open (front->core, id, request, NULL, NULL, created, &err);
     json_decref (request);
     if (!conv) {
-        *status = status_of_ename (err.ename);
+        *status = gw_error_http_status (err.ename);
         *message = wire_xasprintf ("%s: %s", err.ename, err.evalue ? err.evalue : "");
         free (err.evalue);
     }
@@ -259,8 +251,9 @@ void
 http_api_answer_ready (struct lws *wsi, http_req_t *req, gw_conv_t *conv, bool ok, const char *errmsg, bool created)
 {
     if (!ok) {
-        char *message = wire_xasprintf ("KernelStartFailed: %s", errmsg ? errmsg : "the kernel could not be started");
-        http_reply_error_later (wsi, req, 500, message);
+        char *message = wire_xasprintf ("%s: %s", gw_error_name (GW_E_KERNEL_START_FAILED),
+                                        errmsg ? errmsg : gw_error_text (GW_E_KERNEL_START_FAILED));
+        http_reply_error_later (wsi, req, gw_error_status (GW_E_KERNEL_START_FAILED), message);
         free (message);
         if (created) /* nothing stays behind a refused kernel */
             gw_core_close_later (req->front->core, gw_conv_id (conv), "start failed");

@@ -85,8 +85,8 @@ checkpoint_existing (int root, const char *file, const char *id, gw_files_error_
 {
     char *cp = streq (id, CHECKPOINT_ID) ? checkpoint_path (file) : NULL;
     json_t *model = cp ? gw_files_stat (root, cp, err) : NULL;
-    if (!model && (!cp || streq (err->ename, "NoSuchFile"))) {
-        err->ename = "NoSuchCheckpoint";
+    if (!model && (!cp || streq (err->ename, gw_error_name (GW_E_NO_SUCH_FILE)))) {
+        err->ename = gw_error_name (GW_E_NO_SUCH_CHECKPOINT);
         snprintf (err->evalue, sizeof err->evalue, "checkpoint does not exist: %.*s@%.*s", gw_text_fit (file, 200),
                   file, gw_text_fit (id, 64), id);
     }
@@ -107,7 +107,7 @@ checkpoint_create (struct lws *wsi, http_req_t *req, int root, const char *file,
     int rc = gw_files_mkdir (root, dir, err) == 0 ? gw_files_copy (root, file, cp, true, err) : -1;
     if (rc == 0)
         model = checkpoint_model (root, cp, err);
-    else if (streq (err->ename, "WorkspaceFull")) {
+    else if (streq (err->ename, gw_error_name (GW_E_WORKSPACE_FULL))) {
         gw_files_error_t ignored; /* an emptied checkpoint would restore nothing */
         (void) gw_files_delete (root, cp, &ignored);
     }
@@ -122,7 +122,7 @@ checkpoint_list (struct lws *wsi, http_req_t *req, int root, const char *file, g
     char *cp = checkpoint_path (file);
     json_t *model = checkpoint_model (root, cp, err);
     free (cp);
-    if (!model && !streq (err->ename, "NoSuchFile"))
+    if (!model && !streq (err->ename, gw_error_name (GW_E_NO_SUCH_FILE)))
         return http_contents_error (wsi, req, err);
     json_t *list = json_array ();
     if (model)
@@ -197,7 +197,7 @@ http_checkpoints_clear_dir (int root, const char *path, gw_files_error_t *err)
     json_decref (list);
     if (!dir) {
         if (list && !only)
-            http_contents_fail (err, "DirectoryNotEmpty", "the directory holds more than its checkpoints");
+            http_contents_fail (err, GW_E_DIRECTORY_NOT_EMPTY, "the directory holds more than its checkpoints");
         return -1;
     }
     /* only checkpoints are in the directory: they go with it */

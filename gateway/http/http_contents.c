@@ -69,7 +69,7 @@ target_of (http_front_t *front, const char *rest, char **path, gw_files_error_t 
             conv = gw_core_find (front->core, id);
     }
     if (!conv) {
-        http_contents_fail (err, "NoSuchConversation", "no kernel and no conversation has this id");
+        http_contents_fail (err, GW_E_NO_SUCH_CONVERSATION, "no kernel and no conversation has this id");
         return NULL;
     }
     const char *p = slash ? slash + 1 : "";
@@ -97,7 +97,7 @@ read_inline (int root, const char *path, size_t *len, gw_files_error_t *err)
         return NULL;
     if (st.st_size > (off_t) GW_FILES_CHUNK_MAX) {
         close (fd);
-        http_contents_fail (err, "TooLarge", "the file is larger than 4 MiB: GET /files/<id>/<path> streams it");
+        http_contents_fail (err, GW_E_TOO_LARGE, "the file is larger than 4 MiB: GET /files/<id>/<path> streams it");
         return NULL;
     }
     char *buf = wire_xmalloc ((size_t) st.st_size + 1);
@@ -122,7 +122,7 @@ file_content (int root, const char *path, json_t *model, const char *format, gw_
     json_t *text = !streq (format, "base64") ? json_stringn (buf, n) : NULL;
     if (!text && streq (format, "text")) {
         free (buf);
-        http_contents_fail (err, "InvalidRequest", "the file is not UTF-8 text: ask format=base64");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "the file is not UTF-8 text: ask format=base64");
         return NULL;
     }
     char *b64 = text ? NULL : gw_base64_encode (buf, n);
@@ -152,7 +152,7 @@ notebook_content (int root, const char *path, json_t *model, gw_files_error_t *e
     json_t *version = json_object_get (nb, "nbformat");
     if (!json_is_array (json_object_get (nb, "cells")) || !json_is_integer (version)
         || json_integer_value (version) != 4) {
-        err->ename = "UnreadableNotebook";
+        err->ename = gw_error_name (GW_E_UNREADABLE_NOTEBOOK);
         snprintf (err->evalue, sizeof err->evalue, "%.*s is not an nbformat 4 notebook (JSON with cells): %s",
                   gw_text_fit (path, 200), path, nb ? "nbformat or cells missing or wrong" : jerr.text);
         json_decref (nb);
@@ -193,7 +193,7 @@ type_asked (struct lws *wsi, char *buf, int size, gw_files_error_t *err)
     const char *type = query (wsi, "type=", buf, size);
     if (!*type || streq (type, "file") || streq (type, "notebook") || streq (type, "directory"))
         return type;
-    http_contents_fail (err, "InvalidRequest", "type must be file, notebook or directory");
+    http_contents_fail (err, GW_E_INVALID_REQUEST, "type must be file, notebook or directory");
     return NULL;
 }
 
@@ -210,7 +210,7 @@ contents_get (struct lws *wsi, int root, const char *path, gw_files_error_t *err
     bool dir = streq (json_string_value (json_object_get (model, "type")), "directory");
     if (*asked && dir != streq (asked, "directory")) {
         json_decref (model);
-        http_contents_fail (err, "InvalidRequest", dir ? "a directory, not the type asked" : "not a directory");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, dir ? "a directory, not the type asked" : "not a directory");
         return NULL;
     }
     http_contents_model (model, *asked ? asked : NULL);
@@ -244,7 +244,7 @@ put_bytes (const json_t *body, size_t *len, gw_files_error_t *err)
         out = memcpy (wire_xmalloc (*len + 1), json_string_value (content), *len);
     }
     if (!out)
-        http_contents_fail (err, "InvalidRequest",
+        http_contents_fail (err, GW_E_INVALID_REQUEST,
                    "a file's model needs content: a string with format \"text\" or \"base64\" (a notebook: an object)");
     return out;
 }
@@ -256,7 +256,7 @@ put_file (int root, const char *path, const json_t *body, gw_files_error_t *err)
 {
     json_t *chunk = json_object_get (body, "chunk");
     if (chunk && !json_is_integer (chunk)) {
-        http_contents_fail (err, "InvalidRequest", "chunk must be an integer (1 first, -1 last)");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "chunk must be an integer (1 first, -1 last)");
         return -1;
     }
     int64_t offset = 0;
@@ -287,7 +287,7 @@ contents_put (struct lws *wsi, http_req_t *req, int root, const char *path, gw_f
     bool dir = type && streq (type, "directory");
     int rc = -1;
     if (!json_is_object (body) || !type)
-        http_contents_fail (err, "InvalidRequest", "the body must be a model: {\"type\", \"format\", \"content\"}");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "the body must be a model: {\"type\", \"format\", \"content\"}");
     else if (dir)
         rc = gw_files_mkdir (root, path, err);
     else if (streq (type, "file") || streq (type, "notebook")) {
@@ -299,7 +299,7 @@ contents_put (struct lws *wsi, http_req_t *req, int root, const char *path, gw_f
             rc = 1;
     }
     else
-        http_contents_fail (err, "InvalidRequest", "type must be \"file\", \"directory\" or \"notebook\"");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "type must be \"file\", \"directory\" or \"notebook\"");
     json_decref (body);
     if (rc < 0)
         return http_contents_error (wsi, req, err);
@@ -316,7 +316,8 @@ contents_delete (struct lws *wsi, http_req_t *req, int root, const char *path, g
 {
     int rc = gw_files_delete (root, path, err);
     gw_files_error_t scratch;
-    if (rc < 0 && streq (err->ename, "DirectoryNotEmpty") && http_checkpoints_clear_dir (root, path, &scratch) == 0)
+    if (rc < 0 && streq (err->ename, gw_error_name (GW_E_DIRECTORY_NOT_EMPTY))
+        && http_checkpoints_clear_dir (root, path, &scratch) == 0)
         rc = gw_files_delete (root, path, err);
     if (rc < 0)
         return http_contents_error (wsi, req, err);
@@ -377,7 +378,8 @@ http_contents_route (struct lws *wsi, http_req_t *req, const char *rest)
     char *path = NULL;
     gw_conv_t *conv = *rest ? target_of (req->front, rest + 1, &path, &err) : NULL;
     if (!*rest)
-        http_contents_fail (&err, "NoSuchConversation", "name a kernel or conversation: /api/contents/<id>/<path>");
+        http_contents_fail (&err, GW_E_NO_SUCH_CONVERSATION,
+                            "name a kernel or conversation: /api/contents/<id>/<path>");
     int root = conv ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
     int rc = root < 0 ? http_contents_error (wsi, req, &err) : contents_serve (wsi, req, root, path, &err);
     if (root >= 0)
@@ -411,10 +413,10 @@ upload_on_event (void *arg, gw_event_t event, const char *detail)
     struct lws *wsi = f->wsi;
     http_req_t *req = lws_wsi_user (wsi);
     char message[160];
-    snprintf (message, sizeof message, "NoSuchConversation: the conversation closed during the upload, after %lld "
-              "bytes; nothing more was written", (long long) f->offset);
+    snprintf (message, sizeof message, "%s: the conversation closed during the upload, after %lld bytes; nothing "
+              "more was written", gw_error_name (GW_E_NO_SUCH_CONVERSATION), (long long) f->offset);
     http_file_end (&req->file); /* f is freed */
-    http_reply_error_later (wsi, req, http_contents_status ("NoSuchConversation"), message);
+    http_reply_error_later (wsi, req, gw_error_status (GW_E_NO_SUCH_CONVERSATION), message);
     http_loop_run_soon (req->front->uv);
 }
 
@@ -462,7 +464,7 @@ upload_answer (struct lws *wsi, http_req_t *req)
     if (f->failed)
         err = f->err;
     else if (!conv)
-        http_contents_fail (&err, "NoSuchConversation", "the conversation closed during the upload");
+        http_contents_fail (&err, GW_E_NO_SUCH_CONVERSATION, "the conversation closed during the upload");
     int root = conv && !f->failed ? gw_files_root (gw_conv_workspace (conv), &err) : -1;
     json_t *model = root >= 0 ? gw_files_stat (root, f->path, &err) : NULL;
     if (root >= 0)

@@ -32,7 +32,7 @@ http_contents_rename (struct lws *wsi, http_req_t *req, int root, const char *pa
     char *to = json_is_string (value) ? gw_files_path (json_string_value (value), json_string_length (value), err)
                                       : NULL;
     if (!json_is_string (value))
-        http_contents_fail (err, "InvalidRequest", "the body must be {\"path\": the new path}");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "the body must be {\"path\": the new path}");
     json_decref (body);
     json_t *model = NULL;
     if (to && gw_files_rename (root, path, to, err) == 0) {
@@ -110,10 +110,10 @@ name_make (int root, const char *dir, const name_t *n, make_fn *make, const void
         if (make (root, normal, arg, err) == 0)
             return normal;
         free (normal);
-        if (!streq (err->ename, "FileExists"))
+        if (!streq (err->ename, gw_error_name (GW_E_FILE_EXISTS)))
             return NULL;
     }
-    http_contents_fail (err, "FileExists", "no free name: 1000 are taken");
+    http_contents_fail (err, GW_E_FILE_EXISTS, "no free name: 1000 are taken");
     return NULL;
 }
 
@@ -145,7 +145,7 @@ static char *
 post_copy (int root, const char *dir, json_t *from, gw_files_error_t *err)
 {
     if (!json_is_string (from)) {
-        http_contents_fail (err, "InvalidRequest", "copy_from must be a path");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "copy_from must be a path");
         return NULL;
     }
     char *src = gw_files_path (json_string_value (from), json_string_length (from), err);
@@ -157,7 +157,7 @@ post_copy (int root, const char *dir, json_t *from, gw_files_error_t *err)
     name_split (&n, name, "-Copy");
     char *out = *src ? name_make (root, dir, &n, make_copy, src, err) : NULL;
     if (!*src)
-        http_contents_fail (err, "IsADirectory", "the workspace's root cannot be copied");
+        http_contents_fail (err, GW_E_IS_A_DIRECTORY, "the workspace's root cannot be copied");
     free (n.base);
     free (name);
     free (src);
@@ -171,7 +171,7 @@ post_untitled (int root, const char *dir, const json_t *body, gw_files_error_t *
     json_t *tv = json_object_get (body, "type"), *ev = json_object_get (body, "ext");
     const char *type = tv ? gw_text (tv) : "", *ext = ev ? gw_text (ev) : "";
     if (!type || !ext || strchr (ext, '/')) {
-        http_contents_fail (err, "InvalidRequest", "type and ext must be strings (ext without /)");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "type and ext must be strings (ext without /)");
         return NULL;
     }
     if (!*type)
@@ -185,7 +185,7 @@ post_untitled (int root, const char *dir, const json_t *body, gw_files_error_t *
     else if (streq (type, "file"))
         name = wire_xasprintf ("untitled%s", ext);
     else {
-        http_contents_fail (err, "InvalidRequest", "unexpected model type: file, notebook or directory");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "unexpected model type: file, notebook or directory");
         return NULL;
     }
     name_t n;
@@ -202,16 +202,16 @@ http_contents_post (struct lws *wsi, http_req_t *req, int root, const char *dir,
     json_t *model = gw_files_stat (root, dir, err);
     bool is_dir = model && streq (json_string_value (json_object_get (model, "type")), "directory");
     if (model && !is_dir)
-        http_contents_fail (err, "InvalidRequest", "cannot POST to files, use PUT instead");
-    else if (!model && streq (err->ename, "NoSuchFile"))
-        http_contents_fail (err, "NoSuchFile", "no such directory");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "cannot POST to files, use PUT instead");
+    else if (!model && streq (err->ename, gw_error_name (GW_E_NO_SUCH_FILE)))
+        http_contents_fail (err, GW_E_NO_SUCH_FILE, "no such directory");
     json_decref (model);
     if (!is_dir)
         return http_contents_error (wsi, req, err);
     json_t *body = req->body_len ? json_loadb (req->body, req->body_len, 0, NULL) : json_object ();
     char *made = NULL;
     if (!json_is_object (body))
-        http_contents_fail (err, "InvalidRequest", "the body must be {\"copy_from\"} or {\"type\", \"ext\"}");
+        http_contents_fail (err, GW_E_INVALID_REQUEST, "the body must be {\"copy_from\"} or {\"type\", \"ext\"}");
     else if (json_object_get (body, "copy_from"))
         made = post_copy (root, dir, json_object_get (body, "copy_from"), err);
     else

@@ -1,42 +1,25 @@
 /*  http_contents_reply.c - what the Contents API answers with, whichever
     file serves the request (http_contents.c, http_contents_edit.c,
     http_checkpoints.c): a file service error as its HTTP status and
-    message, and the model's shape. The statuses are README.md's
-    ("Contents").
+    message, and the model's shape. The statuses are the error table's
+    (gateway/gw_error.c; README.md, "Contents").
 */
 #include "http.h"
 
 #include <string.h>
 
 int
-http_contents_status (const char *ename)
-{
-    static const struct {
-        const char *ename;
-        int status;
-    } map[] = {{"NoSuchFile", 404},        {"NoSuchConversation", 404}, {"NoSuchCheckpoint", 404}, {"SymlinkRefused", 403},
-               {"HardlinkRefused", 403},   {"NotARegularFile", 403},    {"PermissionDenied", 403},
-               {"IsADirectory", 400},      {"NotADirectory", 400},      {"DirectoryNotEmpty", 409},
-               {"FileExists", 409},        {"WorkspaceFull", 507},      {"FileApiUnavailable", 503},
-               {"FileError", 500},         {"TooLarge", 413}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (streq (map[i].ename, ename))
-            return map[i].status;
-    return 400; /* InvalidPath, InvalidRequest, InvalidOffset, UnreadableNotebook */
-}
-
-int
 http_contents_error (struct lws *wsi, http_req_t *req, const gw_files_error_t *err)
 {
     char message[400];
     snprintf (message, sizeof message, "%s: %s", err->ename, err->evalue);
-    return http_reply_error (wsi, req, http_contents_status (err->ename), message);
+    return http_reply_error (wsi, req, gw_error_http_status (err->ename), message);
 }
 
 void
-http_contents_fail (gw_files_error_t *err, const char *ename, const char *evalue)
+http_contents_fail (gw_files_error_t *err, gw_error_t error, const char *evalue)
 {
-    err->ename = ename;
+    err->ename = gw_error_name (error);
     snprintf (err->evalue, sizeof err->evalue, "%s", evalue);
 }
 

@@ -27,9 +27,12 @@ http_route_dispatch (struct lws *wsi, http_req_t *req)
     /* every route, its messages and its log line take the path as text:
        a %FF in the URL is refused here, as tornado refuses it (400
        "Invalid unicode in path") */
-    if (!wire_utf8_valid ((const unsigned char *) req->path, n))
-        return http_reply_error (wsi, req, 400, "InvalidPath: the path is not UTF-8 text (each %XX of the URL must "
-                                                "encode UTF-8)");
+    if (!wire_utf8_valid ((const unsigned char *) req->path, n)) {
+        char message[120];
+        snprintf (message, sizeof message, "%s: the path is not UTF-8 text (each %%XX of the URL must encode UTF-8)",
+                  gw_error_name (GW_E_INVALID_PATH));
+        return http_reply_error (wsi, req, gw_error_status (GW_E_INVALID_PATH), message);
+    }
     while (n > 1 && req->path[n - 1] == '/')
         req->path[--n] = 0; /* jupyter_server accepts a trailing slash */
     const char *rest;

@@ -147,8 +147,8 @@ session_room (http_front_t *front, gw_conv_t *conv, char *why, size_t size)
 {
     if (sessions_of (front, gw_conv_id (conv)) < SESSIONS_PER_KERNEL)
         return true;
-    snprintf (why, size, "TooManySessions: kernel %s holds its maximum of %d sessions (DELETE /api/sessions/ID "
-              "ends one, and its kernel)", gw_conv_kernel_id (conv), SESSIONS_PER_KERNEL);
+    snprintf (why, size, "%s: kernel %s holds its maximum of %d sessions (DELETE /api/sessions/ID ends one, and its "
+              "kernel)", gw_error_name (GW_E_TOO_MANY_SESSIONS), gw_conv_kernel_id (conv), SESSIONS_PER_KERNEL);
     return false;
 }
 
@@ -187,7 +187,7 @@ on_kernel_ready (http_front_t *front, gw_conv_t *conv, bool ok, const char *errm
     }
     char why[240];
     if (!session_room (front, conv, why, sizeof why)) { /* a kernel named by kennel.conversation_id */
-        http_reply_error_later (p->wsi, req, 403, why);
+        http_reply_error_later (p->wsi, req, gw_error_status (GW_E_TOO_MANY_SESSIONS), why);
         return;
     }
     session_t *s = session_add (front, gw_conv_id (conv), p->fields);
@@ -210,7 +210,7 @@ session_create (struct lws *wsi, http_req_t *req, json_t *body)
         if (!conv)
             return http_reply_error (wsi, req, 404, "no kernel has this id");
         if (!session_room (front, conv, why, sizeof why))
-            return http_reply_error (wsi, req, 403, why);
+            return http_reply_error (wsi, req, gw_error_status (GW_E_TOO_MANY_SESSIONS), why);
         session_t *s = session_add (front, gw_conv_id (conv), fields_of (body, NULL));
         return http_reply_write (wsi, req, 201, session_model (front, s, conv), NULL);
     }
@@ -262,7 +262,7 @@ session_one (struct lws *wsi, http_req_t *req, const char *id, json_t *body)
             return http_reply_error (wsi, req, 400, "no kernel has this id");
         char why[240];
         if (other != conv && !session_room (front, other, why, sizeof why))
-            return http_reply_error (wsi, req, 403, why);
+            return http_reply_error (wsi, req, gw_error_status (GW_E_TOO_MANY_SESSIONS), why);
         json_t *fields = fields_of (body, s->fields);
         json_decref (s->fields);
         s->fields = fields;

@@ -31,6 +31,7 @@
 */
 #include "mcp.h"
 #include "confine/confine.h"
+#include "gateway/gw_error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -285,33 +286,33 @@ s_run_answer (run_t *run, int status)
     const char *err = run->err.data ?: "";
     long oom = run->cgroup ? confine_cgroup_oom_kills (run->cgroup) : -1;
     if (run->cancelled) {
-        ename = "ToolCancelled";
+        ename = gw_error_name (GW_E_TOOL_CANCELLED);
         evalue = wire_xasprintf ("the call of tool '%s' ended before its host command did; it was killed", run->name);
     }
     else if (run->timed_out) {
-        ename = "ToolTimeout";
+        ename = gw_error_name (GW_E_TOOL_TIMEOUT);
         evalue = wire_xasprintf ("the host command of tool '%s' did not finish within its timeout; it was killed",
                                  run->name);
     }
     else if (run->out.overflow) {
         /* before the exit status: passing the cap is what killed it */
-        ename = "BadToolResult";
+        ename = gw_error_name (GW_E_BAD_TOOL_RESULT);
         evalue = wire_xasprintf ("the host command of tool '%s' wrote over %d bytes", run->name, MCP_HOSTTOOL_OUT_MAX);
     }
     else if (WIFEXITED (status) && WEXITSTATUS (status) == 126 && strncmp (err, MCP_JOIN_FAILED, strlen (MCP_JOIN_FAILED)) == 0) {
-        ename = "ToolUnavailable";
+        ename = gw_error_name (GW_E_TOOL_UNAVAILABLE);
         evalue = wire_xasprintf ("the host command of tool '%s' was not started: it could not join its cgroup "
                                  "(errno %s)", run->name, err + strlen (MCP_JOIN_FAILED) + 1);
         evalue[strcspn (evalue, "\n")] = 0;
     }
     else if (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL && oom > 0) {
-        ename = "ToolFailed";
+        ename = gw_error_name (GW_E_TOOL_FAILED);
         evalue = wire_xasprintf ("the host command of tool '%s' was killed: out of memory (mcp.command_memory_bytes "
                                  "%lld)", run->name, (long long) run->memory_bytes);
     }
     else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         int line = (int) strcspn (err, "\n");
-        ename = "ToolFailed";
+        ename = gw_error_name (GW_E_TOOL_FAILED);
         evalue = WIFEXITED (status) ? wire_xasprintf ("the host command of tool '%s' exited with status %d%s%.*s",
                                                       run->name, WEXITSTATUS (status), line ? ": " : "",
                                                       gw_text_fit (err, line), err)
@@ -319,7 +320,7 @@ s_run_answer (run_t *run, int status)
                                                       run->name, WTERMSIG (status));
     }
     else if (!(result = json_loadb (run->out.data ?: "", run->out.len, JSON_DECODE_ANY, &jerr))) {
-        ename = "BadToolResult";
+        ename = gw_error_name (GW_E_BAD_TOOL_RESULT);
         evalue = wire_xasprintf ("the host command of tool '%s' did not write one JSON value on stdout: %s",
                                  run->name, jerr.text);
     }
@@ -490,7 +491,7 @@ mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, 
     if ((int) zlistx_size (self->runs) >= config->mcp_max_commands) {
         char *evalue = wire_xasprintf ("%d host commands already run, the limit (mcp.max_commands); call again once "
                                        "one has returned", config->mcp_max_commands);
-        s_refuse (name, done, arg, GW_TOOL_BUSY, evalue);
+        s_refuse (name, done, arg, gw_error_name (GW_E_TOOL_BUSY), evalue);
         free (evalue);
         return true;
     }
@@ -502,7 +503,7 @@ mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, 
         char *evalue = wire_xasprintf ("the host command of tool '%s' was not started: it runs in a cgroup of its own "
                                        "(mcp.command_memory_bytes, mcp.command_pids) and this host gives none: %s; %s",
                                        name, err.message, fix);
-        s_refuse (name, done, arg, "ToolUnavailable", evalue);
+        s_refuse (name, done, arg, gw_error_name (GW_E_TOOL_UNAVAILABLE), evalue);
         free (evalue);
         free (fix);
         return true;
@@ -518,7 +519,7 @@ mcp_hosttools_call (mcp_hosttools_t *self, const char *name, json_t *arguments, 
     run->started = (double) zclock_mono ();
     if (s_run_start (self, run, tool, arguments ? arguments : json_object ()) < 0) {
         char *evalue = wire_xasprintf ("the host command of tool '%s' could not be started: %s", name, strerror (errno));
-        s_refuse (name, done, arg, "ToolUnavailable", evalue);
+        s_refuse (name, done, arg, gw_error_name (GW_E_TOOL_UNAVAILABLE), evalue);
         free (evalue);
         if (run->pid > 0) {
             s_run_kill (run);
@@ -559,7 +560,8 @@ mcp_hosttools_destroy (mcp_hosttools_t **self_p)
             waitpid (run->pid, NULL, 0);
         }
         if (run->done)
-            run->done (run->arg, NULL, "ToolUnavailable", "the MCP server that serves this tool is stopping");
+            run->done (run->arg, NULL, gw_error_name (GW_E_TOOL_UNAVAILABLE),
+                       "the MCP server that serves this tool is stopping");
         /* its last processes leave within moments of SIGKILL: the front is stopping, it may wait */
         for (int i = 0; run->cgroup && i < 100 && confine_cgroup_remove (run->cgroup) < 0; i++) {
             confine_cgroup_kill (run->cgroup);

@@ -14,6 +14,7 @@
 */
 #include "mcp.h"
 #include "config.h"
+#include "gateway/gw_error.h"
 #include "gateway/gw_ops.h"
 
 #include <string.h>
@@ -323,8 +324,8 @@ s_on_exec_done (mcp_exec_result_t *r, void *arg)
         s_call_fail (call, MCP_INTERNAL_ERROR,
                      GW_DRAINING " and stopped the kernel before the code finished: its variables are lost; open "
                                  "a conversation on another gateway",
-                     json_pack ("{s:s, s:s, s:O}", "ename", "GatewayDraining", "conversation", call->conv_id,
-                                "content", json_object_get (partial, "content")));
+                     json_pack ("{s:s, s:s, s:O}", "ename", gw_error_name (GW_E_GATEWAY_DRAINING), "conversation",
+                                call->conv_id, "content", json_object_get (partial, "content")));
         json_decref (partial);
     }
     else if (!r)
@@ -618,7 +619,7 @@ s_serve_tool (const char *name, json_t *arguments, mcp_tool_done_fn *done, void 
         return;
     if (self->upstream && mcp_upstream_call (self->upstream, name, arguments, done, done_arg))
         return;
-    done (done_arg, NULL, "UnknownTool", "this MCP server serves no tool of that name");
+    done (done_arg, NULL, gw_error_name (GW_E_UNKNOWN_TOOL), "this MCP server serves no tool of that name");
 }
 
 /* The gateway ended a call its host still serves: a command is killed (a

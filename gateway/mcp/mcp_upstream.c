@@ -16,6 +16,7 @@
     the content list as is.
 */
 #include "mcp.h"
+#include "gateway/gw_error.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -273,23 +274,23 @@ s_on_call_reply (mcp_upstream_t *self, const json_t *msg, void *arg)
     if (!msg && (self->stopping || self->gone)) {
         char *evalue = self->stopping ? wire_xstrdup ("the MCP server that serves this tool is stopping")
                                       : wire_xasprintf ("the MCP server of tool '%s' exited", r->tool);
-        mcp_tool_log ("mcp", r->tool, "ToolUnavailable", seconds, 0);
-        r->done (r->done_arg, NULL, "ToolUnavailable", evalue);
+        mcp_tool_log ("mcp", r->tool, gw_error_name (GW_E_TOOL_UNAVAILABLE), seconds, 0);
+        r->done (r->done_arg, NULL, gw_error_name (GW_E_TOOL_UNAVAILABLE), evalue);
         free (evalue);
     }
     else if (!msg) {
         char *evalue = wire_xasprintf ("the MCP server of tool '%s' did not answer within %d s", r->tool,
                                        MCP_UPSTREAM_TIMEOUT_MS / 1000);
-        mcp_tool_log ("mcp", r->tool, "ToolTimeout", seconds, 0);
-        r->done (r->done_arg, NULL, "ToolTimeout", evalue);
+        mcp_tool_log ("mcp", r->tool, gw_error_name (GW_E_TOOL_TIMEOUT), seconds, 0);
+        r->done (r->done_arg, NULL, gw_error_name (GW_E_TOOL_TIMEOUT), evalue);
         free (evalue);
     }
     else if (error || json_is_true (json_object_get (result, "isError"))) {
         json_t *value = error ? NULL : s_result_value (result);
         const char *text = error ? json_string_value (json_object_get (error, "message")) : json_string_value (value);
         char *evalue = wire_xasprintf ("tool '%s' failed: %s", r->tool, text ?: "(no message)");
-        mcp_tool_log ("mcp", r->tool, "ToolFailed", seconds, 0);
-        r->done (r->done_arg, NULL, "ToolFailed", evalue);
+        mcp_tool_log ("mcp", r->tool, gw_error_name (GW_E_TOOL_FAILED), seconds, 0);
+        r->done (r->done_arg, NULL, gw_error_name (GW_E_TOOL_FAILED), evalue);
         free (evalue);
         json_decref (value);
     }
@@ -306,8 +307,8 @@ mcp_upstream_call (mcp_upstream_t *self, const char *name, json_t *arguments, mc
         return false;
     if (self->gone) {
         char *evalue = wire_xasprintf ("the MCP server of tool '%s' exited", name);
-        mcp_tool_log ("mcp", name, "ToolUnavailable", 0, 0);
-        done (arg, NULL, "ToolUnavailable", evalue);
+        mcp_tool_log ("mcp", name, gw_error_name (GW_E_TOOL_UNAVAILABLE), 0, 0);
+        done (arg, NULL, gw_error_name (GW_E_TOOL_UNAVAILABLE), evalue);
         free (evalue);
         return true;
     }

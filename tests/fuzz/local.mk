@@ -24,7 +24,7 @@ tests_fuzz_gw_meta_fuzz_corpus_LDADD = $(WIRE_LIBS)
 # layer below the table replaced), shared by the control and HTTP targets
 GW_FUZZ_GATEWAY = gateway/gw_core.c gateway/gw_server_access.c gateway/gw_config.c gateway/gw_tools.c gateway/gw_schema.c \
 	gateway/gw_text.c gateway/gw_log.c gateway/gw_io.c gateway/gw_capacity.c gateway/gw_clock.c gateway/gw_peers.c \
-	gateway/gw_files.c gateway/gw_base64.c
+	gateway/gw_files.c gateway/gw_base64.c gateway/gw_error.c
 GW_FUZZ_GATEWAY_TESTS = tests/fuzz/fuzz_gateway.c tests/fuzz/fuzz_gateway.h tests/fuzz/fuzz_check.c tests/fuzz/fuzz_check.h \
 	tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h
 # the control handler with the parts of the gateway it calls, the ZeroMQ
@@ -57,7 +57,7 @@ tests_fuzz_gw_ws_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) $(LWS_CFLAGS) -DFUZZ_CORP
 tests_fuzz_gw_ws_fuzz_corpus_LDADD = $(WIRE_LIBS)
 
 # the file service on a real workspace beside canaries (fuzz_tree.c)
-GW_FUZZ_FILES_GW = gateway/gw_files.c gateway/gw_text.c gateway/gw_clock.c
+GW_FUZZ_FILES_GW = gateway/gw_files.c gateway/gw_text.c gateway/gw_clock.c gateway/gw_error.c
 tests_fuzz_gw_files_fuzz_corpus_SOURCES = tests/fuzz/fuzz_corpus.c tests/fuzz/gw_files_fuzz.c \
 	tests/fuzz/fuzz_tree.c tests/fuzz/fuzz_tree.h $(GW_FUZZ_FILES_GW)
 tests_fuzz_gw_files_fuzz_corpus_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS='"corpus-files"'
@@ -92,7 +92,7 @@ GW_FUZZ_GATEWAY_SRC = $(srcdir)/tests/fuzz/fuzz_gateway.c $(srcdir)/tests/fuzz/f
 	$(srcdir)/gateway/gw_core.c $(srcdir)/gateway/gw_server_access.c $(srcdir)/gateway/gw_config.c \
 	$(srcdir)/gateway/gw_tools.c $(srcdir)/gateway/gw_schema.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_log.c \
 	$(srcdir)/gateway/gw_io.c $(srcdir)/gateway/gw_capacity.c $(srcdir)/gateway/gw_clock.c $(srcdir)/gateway/gw_peers.c \
-	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c
+	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_base64.c $(srcdir)/gateway/gw_error.c
 GW_FUZZ_CONTROL_SRC = $(srcdir)/tests/fuzz/gw_control_fuzz.c $(srcdir)/gateway/gw_control.c \
 	$(srcdir)/gateway/gw_request.c $(srcdir)/gateway/gw_control_files.c $(GW_FUZZ_GATEWAY_SRC)
 GW_FUZZ_HTTP_SRC = $(srcdir)/tests/fuzz/gw_http_fuzz.c $(srcdir)/gateway/http/http_route.c $(srcdir)/gateway/http/http_api.c \
@@ -108,7 +108,7 @@ GW_FUZZ_TOOLS_SRC = $(srcdir)/tests/fuzz/gw_tools_fuzz.c $(srcdir)/gateway/gw_to
 GW_FUZZ_ZMTP_SRC = $(srcdir)/tests/fuzz/gw_zmtp_fuzz.c $(srcdir)/gateway/gw_zmtp.c
 GW_FUZZ_WS_SRC = $(srcdir)/tests/fuzz/gw_ws_fuzz.c $(srcdir)/gateway/http/ws_codec.c $(srcdir)/gateway/gw_peers.c
 GW_FUZZ_FILES_SRC = $(srcdir)/tests/fuzz/gw_files_fuzz.c $(srcdir)/tests/fuzz/fuzz_tree.c \
-	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_clock.c
+	$(srcdir)/gateway/gw_files.c $(srcdir)/gateway/gw_text.c $(srcdir)/gateway/gw_clock.c $(srcdir)/gateway/gw_error.c
 GW_FUZZ_MARKUP_SRC = $(srcdir)/tests/fuzz/gw_markup_fuzz.c $(srcdir)/gateway/gw_markup.c $(srcdir)/gateway/gw_sanitize.c \
 	$(srcdir)/gateway/gw_peek.c $(srcdir)/gateway/gw_text.c
 GW_FUZZ_BINS = tests/fuzz/gw_peek_fuzz tests/fuzz/gw_meta_fuzz tests/fuzz/gw_control_fuzz tests/fuzz/gw_policy_fuzz tests/fuzz/gw_tools_fuzz \
