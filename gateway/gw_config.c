@@ -440,22 +440,6 @@ gw_config_default_launcher (void)
     return launcher;
 }
 
-/* A top-level number from min to max: max keeps the value within the int
-   or the timer's milliseconds it is converted to. */
-static int
-config_number (json_t *file, const char *name, double min, double max, double *out, char **errmsg)
-{
-    json_t *v = json_object_get (file, name);
-    if (!v)
-        return 0;
-    if (!json_is_number (v) || json_number_value (v) < min || json_number_value (v) > max) {
-        *errmsg = wire_xasprintf ("config: %s must be a number from %g to %g", name, min, max);
-        return -1;
-    }
-    *out = json_number_value (v);
-    return 0;
-}
-
 /* 0 when every limit of p (the operator's: defaults, a kernelspec's) is
    within the maxima, else -1 with *errmsg naming where and the field. */
 static int
@@ -491,6 +475,208 @@ shard_set (gw_config_t *self, const char *shard, const char *from, char **errmsg
     return 0;
 }
 
+/* ---- the file's top-level keys: one row each ---------------------------- */
+
+/* A key of the file applied to self: value NULL when the file lacks it
+   (the check across keys still runs: the defaults against the maxima).
+   0, or -1 with *errmsg. */
+typedef int (key_apply_fn) (gw_config_t *self, json_t *value, const char *path, char **errmsg);
+
+static int
+maxima_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    (void) path;
+    return value ? policy_apply (&self->maxima, value, NULL, "config maxima", errmsg) : 0;
+}
+
+/* after the maxima: the defaults, the file's or the built-in ones, within them */
+static int
+defaults_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    if (value && policy_apply (&self->defaults, value, NULL, "config defaults", errmsg) < 0)
+        return -1;
+    return policy_within (self, &self->defaults, path, "defaults", errmsg);
+}
+
+static int
+active_content_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    const char *word = json_string_value (value);
+    if (value && (!word || (!streq (word, "sanitize") && !streq (word, "allow")))) {
+        *errmsg = wire_xasprintf ("config %s: active_content must be \"sanitize\" or \"allow\"", path);
+        return -1;
+    }
+    if (value)
+        self->allow_active_content = streq (word, "allow");
+    return 0;
+}
+
+static int
+launcher_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    if (!value)
+        return 0;
+    if (!json_is_string (value)) {
+        *errmsg = wire_xasprintf ("config %s: launcher must be a path", path);
+        return -1;
+    }
+    free (self->launcher);
+    self->launcher = wire_xstrdup (json_string_value (value));
+    return 0;
+}
+
+static int
+confine_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    if (!value)
+        return 0;
+    if (!json_is_object (value)) {
+        *errmsg = wire_xasprintf ("config %s: confine must be an object", path);
+        return -1;
+    }
+    json_object_update (self->confine, value); /* the operator's keys replace ours */
+    return 0;
+}
+
+static int
+kernels_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    if (!value)
+        return 0;
+    const char *name;
+    json_t *k;
+    json_object_foreach (value, name, k) {
+        if (!json_is_array (json_object_get (k, "argv")) || !json_array_size (json_object_get (k, "argv"))) {
+            *errmsg = wire_xasprintf ("config %s: kernels.%s needs a non-empty argv", path, name);
+            return -1;
+        }
+    }
+    json_object_update (self->kernels, value);
+    return 0;
+}
+
+static int
+kernelspecs_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    return value ? kernelspecs_apply (self, value, path, errmsg) : 0;
+}
+
+static int
+shard_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    return value ? shard_set (self, gw_text (value), path, errmsg) : 0;
+}
+
+/* checked by the HTTP front when it starts (http_settings.c) */
+static int
+http_key (gw_config_t *self, json_t *value, const char *path, char **errmsg)
+{
+    (void) path;
+    (void) errmsg;
+    self->http = json_incref (value);
+    return 0;
+}
+
+typedef enum { K_INT, K_SECONDS, K_BYTES, K_BOOL, K_OTHER } key_kind_t;
+
+/* A key: a number from min to max or a bool, stored in its field of
+   gw_config_t, or what its function does. */
+typedef struct {
+    const char *name;
+    key_kind_t kind;
+    size_t offset;
+    double min, max; /* max keeps a number within its int or its timer's milliseconds */
+    key_apply_fn *apply;
+} config_key_t;
+
+#define NUMBER_KEY(kind, field, min, max) {#field, kind, offsetof (gw_config_t, field), min, max, NULL}
+#define BOOL_KEY(field) {#field, K_BOOL, offsetof (gw_config_t, field), 0, 0, NULL}
+#define OTHER_KEY(name, fn) {name, K_OTHER, 0, 0, 0, fn}
+
+/* The keys a file may have: the names of config_keys below, each once
+   (config_apply_file checks it), listed where tests/deploy/test_manpages.py
+   reads them to find each key in kennel.conf(5). */
+static const char *known[] = {"maxima", "defaults", "max_conversations", "max_parallel_launches", "queue_limit",
+                              "idle_check_interval", "interrupt_grace", "launch_timeout", "drain_grace",
+                              "max_message_bytes", "max_tool_calls", "max_concurrent_tool_calls", "warm_pool",
+                              "log_tool_arguments", "active_content", "fork_server", "launcher", "confine",
+                              "kernels", "kernelspecs", "shard", "http", "mcp"};
+#define KNOWN_COUNT (sizeof known / sizeof known[0])
+
+/* Each key's row, in the order they apply: the maxima before the defaults
+   checked against them, the kernels before the kernelspecs that name
+   them, the kernelspecs after the maxima (a policy's "maximum"). */
+static const config_key_t config_keys[] = {
+    OTHER_KEY ("maxima", maxima_key),
+    OTHER_KEY ("defaults", defaults_key),
+    NUMBER_KEY (K_INT, max_conversations, 0, INT_MAX),
+    NUMBER_KEY (K_INT, max_parallel_launches, 1, INT_MAX),
+    NUMBER_KEY (K_INT, queue_limit, 1, INT_MAX),
+    NUMBER_KEY (K_SECONDS, idle_check_interval, 0.01, SECONDS_MAX),
+    NUMBER_KEY (K_SECONDS, interrupt_grace, 0, SECONDS_MAX),
+    NUMBER_KEY (K_SECONDS, launch_timeout, 0.1, SECONDS_MAX),
+    NUMBER_KEY (K_SECONDS, drain_grace, 0, SECONDS_MAX),
+    NUMBER_KEY (K_BYTES, max_message_bytes, 1024, COUNT_MAX),
+    NUMBER_KEY (K_INT, max_tool_calls, 1, INT_MAX),
+    NUMBER_KEY (K_INT, max_concurrent_tool_calls, 1, INT_MAX),
+    NUMBER_KEY (K_INT, warm_pool, 0, INT_MAX),
+    BOOL_KEY (log_tool_arguments),
+    OTHER_KEY ("active_content", active_content_key),
+    OTHER_KEY ("fork_server", fork_server_apply),
+    OTHER_KEY ("launcher", launcher_key),
+    OTHER_KEY ("confine", confine_key),
+    OTHER_KEY ("kernels", kernels_key),
+    OTHER_KEY ("kernelspecs", kernelspecs_key),
+    OTHER_KEY ("shard", shard_key),
+    OTHER_KEY ("http", http_key),
+    OTHER_KEY ("mcp", mcp_apply),
+};
+#define CONFIG_KEY_COUNT (sizeof config_keys / sizeof config_keys[0])
+_Static_assert (KNOWN_COUNT == CONFIG_KEY_COUNT, "known[] names each row of config_keys once");
+
+/* The row of a key the file may have, or NULL. */
+static const config_key_t *
+config_key_find (const char *name)
+{
+    size_t k;
+    for (k = 0; k < KNOWN_COUNT && !streq (known[k], name); k++)
+        ;
+    for (size_t i = 0; k < KNOWN_COUNT && i < CONFIG_KEY_COUNT; i++)
+        if (streq (config_keys[i].name, name))
+            return &config_keys[i];
+    return NULL;
+}
+
+static int
+config_key_apply (gw_config_t *self, const config_key_t *key, json_t *value, const char *path, char **errmsg)
+{
+    if (key->kind == K_OTHER)
+        return key->apply (self, value, path, errmsg);
+    if (!value)
+        return 0;
+    char *field = (char *) self + key->offset;
+    if (key->kind == K_BOOL) {
+        if (!json_is_boolean (value)) {
+            *errmsg = wire_xasprintf ("config %s: %s must be true or false", path, key->name);
+            return -1;
+        }
+        *(bool *) field = json_is_true (value);
+        return 0;
+    }
+    double n = json_number_value (value);
+    if (!json_is_number (value) || n < key->min || n > key->max) {
+        *errmsg = wire_xasprintf ("config: %s must be a number from %g to %g", key->name, key->min, key->max);
+        return -1;
+    }
+    if (key->kind == K_INT)
+        *(int *) field = (int) n;
+    else if (key->kind == K_SECONDS)
+        *(double *) field = n;
+    else
+        *(size_t *) field = (size_t) n;
+    return 0;
+}
+
 static int
 config_apply_file (gw_config_t *self, const char *path, char **errmsg)
 {
@@ -503,123 +689,24 @@ config_apply_file (gw_config_t *self, const char *path, char **errmsg)
     int rc = -1;
     const char *key;
     json_t *value;
-    static const char *known[] = {"defaults", "maxima", "max_conversations", "max_parallel_launches", "queue_limit",
-                                  "idle_check_interval",
-                                  "interrupt_grace", "launch_timeout", "max_message_bytes", "launcher", "confine",
-                                  "kernels", "max_tool_calls", "max_concurrent_tool_calls", "log_tool_arguments",
-                                  "warm_pool", "fork_server", "http", "shard", "drain_grace", "mcp", "active_content",
-                                  "kernelspecs", NULL};
     if (!json_is_object (file)) {
         *errmsg = wire_xasprintf ("config %s: must be a JSON object", path);
         goto done;
     }
+    for (size_t i = 0; i < KNOWN_COUNT; i++)
+        if (!config_key_find (known[i])) { /* gw_config.c's own fault: a make check that loads a file sees it */
+            *errmsg = wire_xasprintf ("config: known key \"%s\" has no row in config_keys", known[i]);
+            goto done;
+        }
     json_object_foreach (file, key, value) {
-        int i;
-        for (i = 0; known[i] && !streq (known[i], key); i++)
-            ;
-        if (!known[i]) {
+        if (!config_key_find (key)) {
             *errmsg = wire_xasprintf ("config %s: unknown key \"%s\"", path, key);
             goto done;
         }
     }
-    /* maxima first, so that defaults can be checked against them */
-    if (json_object_get (file, "maxima")
-        && policy_apply (&self->maxima, json_object_get (file, "maxima"), NULL, "config maxima", errmsg) < 0)
-        goto done;
-    if (json_object_get (file, "defaults")
-        && policy_apply (&self->defaults, json_object_get (file, "defaults"), NULL, "config defaults", errmsg) < 0)
-        goto done;
-    if (policy_within (self, &self->defaults, path, "defaults", errmsg) < 0)
-        goto done;
-    double v = self->max_conversations;
-    if (config_number (file, "max_conversations", 0, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->max_conversations = (int) v;
-    v = self->max_parallel_launches;
-    if (config_number (file, "max_parallel_launches", 1, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->max_parallel_launches = (int) v;
-    v = self->queue_limit;
-    if (config_number (file, "queue_limit", 1, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->queue_limit = (int) v;
-    if (config_number (file, "idle_check_interval", 0.01, SECONDS_MAX, &self->idle_check_interval, errmsg) < 0
-        || config_number (file, "interrupt_grace", 0, SECONDS_MAX, &self->interrupt_grace, errmsg) < 0
-        || config_number (file, "launch_timeout", 0.1, SECONDS_MAX, &self->launch_timeout, errmsg) < 0
-        || config_number (file, "drain_grace", 0, SECONDS_MAX, &self->drain_grace, errmsg) < 0)
-        goto done;
-    v = (double) self->max_message_bytes;
-    if (config_number (file, "max_message_bytes", 1024, COUNT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->max_message_bytes = (size_t) v;
-    v = self->max_tool_calls;
-    if (config_number (file, "max_tool_calls", 1, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->max_tool_calls = (int) v;
-    v = self->max_concurrent_tool_calls;
-    if (config_number (file, "max_concurrent_tool_calls", 1, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->max_concurrent_tool_calls = (int) v;
-    v = self->warm_pool;
-    if (config_number (file, "warm_pool", 0, INT_MAX, &v, errmsg) < 0)
-        goto done;
-    self->warm_pool = (int) v;
-    json_t *log_args = json_object_get (file, "log_tool_arguments");
-    if (log_args && !json_is_boolean (log_args)) {
-        *errmsg = wire_xasprintf ("config %s: log_tool_arguments must be true or false", path);
-        goto done;
-    }
-    self->log_tool_arguments = json_is_true (log_args);
-    json_t *active = json_object_get (file, "active_content");
-    const char *active_s = json_string_value (active);
-    if (active && (!active_s || (!streq (active_s, "sanitize") && !streq (active_s, "allow")))) {
-        *errmsg = wire_xasprintf ("config %s: active_content must be \"sanitize\" or \"allow\"", path);
-        goto done;
-    }
-    if (active)
-        self->allow_active_content = streq (active_s, "allow");
-    if (fork_server_apply (self, json_object_get (file, "fork_server"), path, errmsg) < 0)
-        goto done;
-    json_t *launcher = json_object_get (file, "launcher");
-    if (launcher) {
-        if (!json_is_string (launcher)) {
-            *errmsg = wire_xasprintf ("config %s: launcher must be a path", path);
+    for (size_t i = 0; i < CONFIG_KEY_COUNT; i++)
+        if (config_key_apply (self, &config_keys[i], json_object_get (file, config_keys[i].name), path, errmsg) < 0)
             goto done;
-        }
-        free (self->launcher);
-        self->launcher = wire_xstrdup (json_string_value (launcher));
-    }
-    json_t *confine = json_object_get (file, "confine");
-    if (confine) {
-        if (!json_is_object (confine)) {
-            *errmsg = wire_xasprintf ("config %s: confine must be an object", path);
-            goto done;
-        }
-        json_object_update (self->confine, confine); /* the operator's keys replace ours */
-    }
-    json_t *kernels = json_object_get (file, "kernels");
-    if (kernels) {
-        const char *name;
-        json_t *k;
-        json_object_foreach (kernels, name, k) {
-            if (!json_is_array (json_object_get (k, "argv")) || !json_array_size (json_object_get (k, "argv"))) {
-                *errmsg = wire_xasprintf ("config %s: kernels.%s needs a non-empty argv", path, name);
-                goto done;
-            }
-        }
-        json_object_update (self->kernels, kernels);
-    }
-    /* after the maxima ("maximum") and the kernels (a spec's kernel) */
-    json_t *specs = json_object_get (file, "kernelspecs");
-    if (specs && kernelspecs_apply (self, specs, path, errmsg) < 0)
-        goto done;
-    json_t *shard = json_object_get (file, "shard");
-    if (shard && shard_set (self, gw_text (shard), path, errmsg) < 0)
-        goto done;
-    /* checked by the HTTP front when it starts (http_settings.c) */
-    self->http = json_incref (json_object_get (file, "http"));
-    if (mcp_apply (self, json_object_get (file, "mcp"), path, errmsg) < 0)
-        goto done;
     rc = 0;
 done:
     json_decref (file);
@@ -827,8 +914,8 @@ mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
         *errmsg = wire_xasprintf ("config %s: mcp must be an object", path);
         return -1;
     }
-    static const char *known[] = {"tools", "tools_from_mcp", "max_commands", "command_memory_bytes", "command_pids",
-                                  NULL};
+    static const char *mcp_keys[] = {"tools", "tools_from_mcp", "max_commands", "command_memory_bytes", "command_pids",
+                                     NULL};
     const char *key;
     json_t *value;
     json_object_foreach (mcp, key, value) {
@@ -842,9 +929,9 @@ mcp_apply (gw_config_t *self, json_t *mcp, const char *path, char **errmsg)
             return -1;
         }
         int i;
-        for (i = 0; known[i] && !streq (known[i], key); i++)
+        for (i = 0; mcp_keys[i] && !streq (mcp_keys[i], key); i++)
             ;
-        if (!known[i]) {
+        if (!mcp_keys[i]) {
             *errmsg = wire_xasprintf ("config %s: unknown key \"mcp.%s\"", path, key);
             return -1;
         }
