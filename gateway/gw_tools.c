@@ -1,7 +1,7 @@
 /*  gw_tools.c - a conversation's tool declarations, checked at open.
 
     One rule, docs/PROTOCOL.md section 8 ("Declarations"), which the kernel
-    applies too (kernel.py, _parse_tools) with the same messages; both run
+    applies too (kernel-launcher/pykernel/kernel/tools.py, _parse_tools) with the same messages; both run
     every case of tests/fixtures/tool_declarations.json. The gateway checks
     first so that a bad list gets an error reply naming the tool and no
     kernel is started or changed. The parameters schema must stay within the

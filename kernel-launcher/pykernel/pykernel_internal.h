@@ -8,7 +8,7 @@
     pykernel_thread   a worker thread stopped through a pipe (beat, control, output)
     pykernel_beat     the heartbeat thread
     pykernel_control  the control thread (interrupt, shutdown, kernel_info)
-    pykernel_python   embedded CPython, the _kennel module, kernel.py
+    pykernel_python   embedded CPython, the _kennel module, the kernel/ package
     pykernel_shell    the shell loop on the main thread
     pykernel          pykernel_run(): sets everything up and tears it down
 */
@@ -163,8 +163,8 @@ void pykernel_control_destroy (pykernel_control_t **self_p);
 
 /* ---- python ------------------------------------------------------------- */
 
-/* Starts CPython (isolated, system site) and runs kernel.py as a private
-   module; with preload, also builds IPython's shell (kernel.py preload(),
+/* Starts CPython (isolated, system site) and runs the kernel/ package as a private
+   module; with preload, also builds IPython's shell (kernel/kernel.py preload(),
    for a fork server: a kernel started on its own builds it on first need).
    Does nothing when done before. Returns with the GIL released. 0 or -1
    (logged). */
@@ -174,16 +174,16 @@ int pykernel_python_start (bool preload);
 void pykernel_python_attach (pykernel_shared_t *shared, zsock_t *stdin_sock);
 /* fork() with the interpreter's locks handled as os.fork() does. */
 pid_t pykernel_python_fork (void);
-/* Calls kernel.py's configure(settings_json). */
+/* Calls kernel/kernel.py's configure(settings_json). */
 int pykernel_python_configure (const json_t *settings);
-/* Calls kernel.py's dispatch for a request. Sets *reply_type, *reply_content,
+/* Calls kernel/kernel.py's dispatch for a request. Sets *reply_type, *reply_content,
    *reply_metadata (caller owns; NULL when there is no reply) and *abort.
    A Python exception becomes an error reply and is logged. */
 void pykernel_python_dispatch (const wire_msg_t *request, char **reply_type, json_t **reply_content,
                                json_t **reply_metadata, bool *abort_queue);
 /* The request that _kennel.publish and stdin_request refer to. Borrowed. */
 void pykernel_python_set_request (const wire_msg_t *request);
-/* kernel_info_reply content from kernel.py as JSON text (caller frees), or
+/* kernel_info_reply content from kernel/kernel.py as JSON text (caller frees), or
    NULL. */
 char *pykernel_python_kernel_info (void);
 /* Consumes a SIGINT that arrived while idle. */

@@ -40,7 +40,7 @@ QUICKSTART = SRCDIR / "quickstart"
 
 # Modules the tests name that no package provides, on purpose.
 NOT_INSTALLED = {
-    "_kennel": "made by the kernel itself (kernel-launcher/pykernel/kernel.py): tests check it is out of reach",
+    "_kennel": "made by the kernel itself (kernel-launcher/pykernel/kernel/kernel.py): tests check it is out of reach",
     "cffi": "tests/kernel/test_builtins.py: a denied import, refused by the import policy whether installed or not",
     "kennel_helper_mod": "tests/kernel/test_c_channels.py writes it beside the kernel first",
     "kennel_wheel_probe": "tests/kernel/test_ipython.py builds its wheel in the kernel first",
